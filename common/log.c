@@ -1,0 +1,117 @@
+#define _GNU_SOURCE
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+/* Log settings of this library copy; written once by setup_once(). */
+int vgpu_log_level_now = -1;
+int vgpu_trace_now;
+static int log_fd = 2;
+static pthread_once_t setup_guard = PTHREAD_ONCE_INIT;
+
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+static void setup_once(void)
+{
+    int level = VGPU_LOG_WARN;
+    const char *v = getenv("VGPU_LOG");
+    bool bad_level = false;
+
+    if (v && *v) {
+        bad_level = true;
+        for (int i = 0; i < 4; i++)
+            if (strcasecmp(v, level_names[i]) == 0) {
+                level = i;
+                bad_level = false;
+            }
+    }
+    const char *file = getenv("VGPU_LOG_FILE");
+    int open_errno = 0;
+    if (file && *file) {
+        int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+        if (fd >= 0)
+            log_fd = fd;
+        else
+            open_errno = errno;
+    }
+    const char *t = getenv("VGPU_TRACE");
+    vgpu_trace_now = t && *t && strcmp(t, "0") != 0;
+    __atomic_store_n(&vgpu_log_level_now, level, __ATOMIC_RELEASE);
+
+    if (bad_level)
+        vgpu_log_write(VGPU_LOG_WARN, "VGPU_LOG=%s is not one of error, warn, info, debug; using warn", v);
+    if (open_errno)
+        vgpu_log_write(VGPU_LOG_WARN, "cannot open VGPU_LOG_FILE=%s (%s); logging to stderr", file,
+                       strerror(open_errno));
+}
+
+void vgpu_log_setup(void)
+{
+    pthread_once(&setup_guard, setup_once);
+}
+
+/* One write(2) per line, so lines of concurrent threads and processes
+ * sharing a log file never interleave. */
+static void emit(const char *prefix, const char *fmt, va_list ap, const char *suffix)
+{
+    char line[1024];
+    int n = snprintf(line, sizeof(line), "%s", prefix);
+    if (n < 0)
+        return;
+    if ((size_t)n < sizeof(line)) {
+        int m = vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+        if (m > 0)
+            n += m;
+    }
+    if ((size_t)n >= sizeof(line) - 64)
+        n = (int)sizeof(line) - 64;
+    n += snprintf(line + n, sizeof(line) - (size_t)n, "%s\n", suffix);
+    ssize_t w;
+    do
+        w = write(log_fd, line, (size_t)n);
+    while (w < 0 && errno == EINTR);
+}
+
+void vgpu_log_write(enum vgpu_log_level level, const char *fmt, ...)
+{
+    char prefix[64];
+    snprintf(prefix, sizeof(prefix), "vgpu[%d]: %s: ", (int)getpid(), level_names[level]);
+    va_list ap;
+    va_start(ap, fmt);
+    emit(prefix, fmt, ap, "");
+    va_end(ap);
+}
+
+void vgpu_trace_write(const char *name, long result, const char *fmt, ...)
+{
+    char prefix[160], suffix[32];
+    snprintf(prefix, sizeof(prefix), "vgpu-trace[%d/%ld] %s(", (int)getpid(), (long)syscall(SYS_gettid),
+             name);
+    snprintf(suffix, sizeof(suffix), ") = %ld", result);
+    va_list ap;
+    va_start(ap, fmt);
+    emit(prefix, fmt, ap, suffix);
+    va_end(ap);
+}
+
+static void emit_plain(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    emit("", fmt, ap, "");
+    va_end(ap);
+}
+
+void vgpu_trace_forwarded(const char *name)
+{
+    emit_plain("vgpu-trace[%d/%ld] %s (forwarded)", (int)getpid(), (long)syscall(SYS_gettid), name);
+}

@@ -1,0 +1,226 @@
+#define _GNU_SOURCE
+#include "forwarder/pathfinder.h"
+
+#include "common/identity.h"
+#include "common/log.h"
+#include "forwarder/elfcheck.h"
+#include "forwarder/ldso.h"
+
+#include <dlfcn.h>
+#include <limits.h>
+#include <link.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#define MAX_SEEN 64
+
+struct search {
+    const struct vgpu_driver_spec *spec;
+    struct vgpu_found *out;
+    char *looked;
+    size_t looked_len;
+    char seen[MAX_SEEN][PATH_MAX];
+    int nseen;
+};
+
+vgpu_dlopen_fn vgpu_real_dlopen(void)
+{
+    /* Resolved once; RTLD_NEXT from vgpu is the C library's dlopen, which
+     * vgpu's own exported dlopen would otherwise shadow. */
+    static vgpu_dlopen_fn real;
+    vgpu_dlopen_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+    if (!fn) {
+        fn = (vgpu_dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
+        if (!fn)
+            fn = (vgpu_dlopen_fn)dlsym(RTLD_DEFAULT, "dlopen");
+        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
+    }
+    return fn;
+}
+
+static void note(struct search *s, const char *fmt, ...)
+{
+    size_t used = strlen(s->looked);
+    if (used + 1 >= s->looked_len)
+        return;
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(s->looked + used, s->looked_len - used, fmt, ap);
+    va_end(ap);
+}
+
+/* Returns 1 once the real library is open, else 0 (keep looking). */
+static int try_file(const char *path, void *ctx)
+{
+    struct search *s = ctx;
+    char real[PATH_MAX];
+    if (access(path, F_OK) != 0 || !realpath(path, real))
+        return 0;
+    for (int i = 0; i < s->nseen; i++)
+        if (strcmp(s->seen[i], real) == 0)
+            return 0;
+    if (s->nseen < MAX_SEEN)
+        snprintf(s->seen[s->nseen++], PATH_MAX, "%s", real);
+
+    const char *why = vgpu_elf_check(real, s->spec);
+    if (why) {
+        note(s, "; refused %s (%s)", path, why);
+        vgpu_debug("%s candidate %s refused: %s", s->spec->what, path, why);
+        return 0;
+    }
+    void *h = vgpu_real_dlopen()(real, RTLD_NOW | RTLD_LOCAL);
+    if (!h) {
+        const char *err = dlerror();
+        note(s, "; could not load %s (%s)", path, err ? err : "?");
+        return 0;
+    }
+    s->out->handle = h;
+    snprintf(s->out->path, sizeof(s->out->path), "%s", real);
+    return 1;
+}
+
+static int try_dir(const char *dir, void *ctx)
+{
+    struct search *s = ctx;
+    char path[PATH_MAX];
+    if (!dir[0])
+        return 0;
+    snprintf(path, sizeof(path), "%s/%s", dir, s->spec->soname);
+    if (try_file(path, ctx))
+        return 1;
+    snprintf(path, sizeof(path), "%s/%s", dir, s->spec->file_prefix);
+    return try_file(path, ctx);
+}
+
+static int try_dir_list(struct search *s, const char *list)
+{
+    char buf[8192];
+    snprintf(buf, sizeof(buf), "%s", list);
+    char *save = NULL;
+    for (char *d = strtok_r(buf, ":;", &save); d; d = strtok_r(NULL, ":;", &save))
+        if (try_dir(d, s))
+            return 1;
+    return 0;
+}
+
+struct loaded {
+    char paths[8][PATH_MAX];
+    int n;
+    const char *prefix;
+};
+
+static int collect_loaded(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    struct loaded *l = ctx;
+    const char *base = info->dlpi_name ? strrchr(info->dlpi_name, '/') : NULL;
+    base = base ? base + 1 : info->dlpi_name;
+    if (!base || strncmp(base, l->prefix, strlen(l->prefix)) != 0 || vgpu_loaded_object_is_vgpu(info))
+        return 0;
+    if (l->n < 8)
+        snprintf(l->paths[l->n++], PATH_MAX, "%s", info->dlpi_name);
+    return 0;
+}
+
+static int find_vgpu_at(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    const struct link_map *lm = ctx;
+    return info->dlpi_addr == lm->l_addr && vgpu_loaded_object_is_vgpu(info);
+}
+
+/* The loader's own answer for the SONAME, unless that answer is vgpu. */
+static int try_loader_search(struct search *s)
+{
+    void *h = vgpu_real_dlopen()(s->spec->soname, RTLD_NOW | RTLD_LOCAL);
+    if (!h)
+        return 0;
+    struct link_map *lm = NULL;
+    if (dlinfo(h, RTLD_DI_LINKMAP, &lm) != 0 || !lm) {
+        dlclose(h);
+        return 0;
+    }
+    if (dl_iterate_phdr(find_vgpu_at, lm)) {
+        note(s, "; the loader's search finds vgpu itself");
+        dlclose(h); /* only drops the reference this call took on vgpu */
+        return 0;
+    }
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s", lm->l_name);
+    dlclose(h);
+    return try_file(path, s);
+}
+
+static int try_toolkit(struct search *s, const char *var)
+{
+    const char *root = getenv(var);
+    if (!root || !*root)
+        return 0;
+    static const char *const subdirs[] = { "compat", "lib64", "lib", "targets/x86_64-linux/lib" };
+    char dir[PATH_MAX];
+    for (size_t i = 0; i < sizeof(subdirs) / sizeof(*subdirs); i++) {
+        snprintf(dir, sizeof(dir), "%s/%s", root, subdirs[i]);
+        if (try_dir(dir, s))
+            return 1;
+    }
+    return 0;
+}
+
+static const char *const default_dirs =
+    "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/usr/lib/wsl/lib:"
+    "/usr/local/nvidia/lib64:/usr/lib/nvidia";
+
+int vgpu_pathfind(const struct vgpu_driver_spec *spec, struct vgpu_found *out, char *looked, size_t looked_len)
+{
+    static __thread struct search s; /* large; keeps the search off small thread stacks */
+    memset(&s, 0, sizeof(s));
+    s.spec = spec;
+    s.out = out;
+    s.looked = looked;
+    s.looked_len = looked_len;
+    looked[0] = '\0';
+
+    const char *forced = getenv(spec->override_env);
+    if (forced && *forced) {
+        note(&s, "%s=%s", spec->override_env, forced);
+        if (try_file(forced, &s))
+            return 0;
+        if (access(forced, F_OK) != 0)
+            note(&s, " (no such file)");
+        return -1;
+    }
+
+    note(&s, "looked in: the process's loaded libraries");
+    struct loaded l = { .prefix = spec->file_prefix };
+    dl_iterate_phdr(collect_loaded, &l);
+    for (int i = 0; i < l.n; i++)
+        if (try_file(l.paths[i], &s))
+            return 0;
+
+    note(&s, ", the loader's search for %s", spec->soname);
+    if (try_loader_search(&s))
+        return 0;
+    const char *ldpath = getenv("LD_LIBRARY_PATH");
+    if (ldpath && *ldpath) {
+        note(&s, ", LD_LIBRARY_PATH");
+        if (try_dir_list(&s, ldpath))
+            return 0;
+    }
+    note(&s, ", /etc/ld.so.cache");
+    if (vgpu_ldso_cache_paths("/etc/ld.so.cache", spec->file_prefix, try_file, &s))
+        return 0;
+
+    note(&s, ", $CUDA_HOME, $CUDA_PATH");
+    if (try_toolkit(&s, "CUDA_HOME") || try_toolkit(&s, "CUDA_PATH"))
+        return 0;
+
+    note(&s, ", /etc/ld.so.conf, %s", default_dirs);
+    if (vgpu_ldso_conf_dirs("/etc/ld.so.conf", try_dir, &s))
+        return 0;
+    if (try_dir_list(&s, default_dirs))
+        return 0;
+    return -1;
+}

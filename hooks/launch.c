@@ -1,0 +1,115 @@
+/*
+ * Launch hooks: every way work reaches the GPU (kernels, the CUDA 12+
+ * cuLaunchKernelEx, cooperative kernels, graphs) passes the backend's
+ * compute-share gate first.  The _ptsz variants share the body.
+ */
+#include "common/export.h"
+#include "common/log.h"
+#include "forwarder/dispatch.h"
+#include "vgpu_backend/backend.h"
+#include "vgpu_cuda_slots.h"
+
+#include <cuda.h>
+
+typedef CUresult (*launch_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                              CUstream, void **, void **);
+typedef CUresult (*launch_ex_fn)(const CUlaunchConfig *, CUfunction, void **, void **);
+typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                            CUstream, void **);
+typedef CUresult (*graph_fn)(CUgraphExec, CUstream);
+
+static CUresult launch(const char *name, launch_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                       unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+                       void **extra)
+{
+    CUresult r = vgpu_backend_launch_admit(s);
+    if (r == CUDA_SUCCESS)
+        r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+    vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
+               bz, shmem, (void *)s);
+    return r;
+}
+
+VGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
+                        unsigned shmem, CUstream s, void **params, void **extra)
+{
+    return launch("cuLaunchKernel", VGPU_REAL_CUDA(cuLaunchKernel), f, gx, gy, gz, bx, by, bz, shmem, s, params,
+                  extra);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                             unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
+{
+    return launch("cuLaunchKernel_ptsz", VGPU_REAL_CUDA(cuLaunchKernel_ptsz), f, gx, gy, gz, bx, by, bz, shmem, s,
+                  params, extra);
+}
+
+static CUresult launch_ex(const char *name, launch_ex_fn real, const CUlaunchConfig *cfg, CUfunction f,
+                          void **params, void **extra)
+{
+    CUresult r = vgpu_backend_launch_admit(cfg ? cfg->hStream : NULL);
+    if (r == CUDA_SUCCESS)
+        r = real(cfg, f, params, extra);
+    if (cfg)
+        vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p, %u attrs", (void *)f,
+                   cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
+                   cfg->sharedMemBytes, (void *)cfg->hStream, cfg->numAttrs);
+    else
+        vgpu_trace(name, r, "%p, config NULL", (void *)f);
+    return r;
+}
+
+VGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    return launch_ex("cuLaunchKernelEx", VGPU_REAL_CUDA(cuLaunchKernelEx), config, f, kernelParams, extra);
+}
+
+VGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
+{
+    return launch_ex("cuLaunchKernelEx_ptsz", VGPU_REAL_CUDA(cuLaunchKernelEx_ptsz), config, f, kernelParams,
+                     extra);
+}
+
+static CUresult coop(const char *name, coop_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                     unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
+{
+    CUresult r = vgpu_backend_launch_admit(s);
+    if (r == CUDA_SUCCESS)
+        r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+    vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
+               bz, shmem, (void *)s);
+    return r;
+}
+
+VGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                   unsigned bz, unsigned shmem, CUstream s, void **params)
+{
+    return coop("cuLaunchCooperativeKernel", VGPU_REAL_CUDA(cuLaunchCooperativeKernel), f, gx, gy, gz, bx, by, bz,
+                shmem, s, params);
+}
+
+VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                        unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
+{
+    return coop("cuLaunchCooperativeKernel_ptsz", VGPU_REAL_CUDA(cuLaunchCooperativeKernel_ptsz), f, gx, gy, gz,
+                bx, by, bz, shmem, s, params);
+}
+
+static CUresult graph(const char *name, graph_fn real, CUgraphExec g, CUstream s)
+{
+    CUresult r = vgpu_backend_launch_admit(s);
+    if (r == CUDA_SUCCESS)
+        r = real(g, s);
+    vgpu_trace(name, r, "%p, stream %p", (void *)g, (void *)s);
+    return r;
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    return graph("cuGraphLaunch", VGPU_REAL_CUDA(cuGraphLaunch), hGraphExec, hStream);
+}
+
+VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    return graph("cuGraphLaunch_ptsz", VGPU_REAL_CUDA(cuGraphLaunch_ptsz), hGraphExec, hStream);
+}
