@@ -28,14 +28,17 @@ struct search {
 
 vgpu_dlopen_fn vgpu_real_dlopen(void)
 {
-    /* Resolved once; RTLD_NEXT from vgpu is the C library's dlopen, which
-     * vgpu's own exported dlopen would otherwise shadow. */
+    /* The C library's dlopen, asked for by symbol version: every vgpu
+     * library exports an unversioned dlopen (interpose/dlopen.c), and with
+     * both preloaded a plain RTLD_NEXT lookup from one finds the other,
+     * which would redirect the forwarder's open of the real driver back to
+     * vgpu.  A versioned lookup never matches an unversioned definition. */
     static vgpu_dlopen_fn real;
     vgpu_dlopen_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
     if (!fn) {
-        fn = (vgpu_dlopen_fn)dlsym(RTLD_NEXT, "dlopen");
-        if (!fn)
-            fn = (vgpu_dlopen_fn)dlsym(RTLD_DEFAULT, "dlopen");
+        static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+        for (size_t i = 0; !fn && i < sizeof(versions) / sizeof(*versions); i++)
+            fn = (vgpu_dlopen_fn)dlvsym(RTLD_NEXT, "dlopen", versions[i]);
         __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
     }
     return fn;

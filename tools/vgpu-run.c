@@ -1,0 +1,754 @@
+/*
+ * vgpu-run: run a command under vgpu.
+ *
+ *   vgpu-run [OPTIONS] [--] COMMAND [ARGS...]
+ *
+ * Puts libvgpu-cuda.so and libvgpu-nvml.so first in LD_PRELOAD, sets the
+ * VGPU_* variables the options name and execs COMMAND.  First it looks at
+ * the program that will really run (following #! lines, and "#!/usr/bin/env
+ * NAME" to NAME on PATH) and explains the cases in which LD_PRELOAD cannot
+ * bring vgpu in: static programs, secure-execution mode, programs of another
+ * architecture, and Go programs that rebuild their children's environment.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <getopt.h>
+#include <libelf.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/xattr.h>
+#include <unistd.h>
+
+#ifndef VGPU_VERSION
+#error "build with -DVGPU_VERSION=\"...\" (meson does)"
+#endif
+#ifndef VGPU_LIBDIR
+#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
+#endif
+
+#define CUDA_LIB "libvgpu-cuda.so"
+#define NVML_LIB "libvgpu-nvml.so"
+
+/* The kernel's limit on nested #! interpreters (BINPRM_MAX_RECURSION). */
+#define MAX_SCRIPT_DEPTH 4
+
+/* Exit statuses: those of env(1) and the shell. */
+enum {
+    CONTINUE = -1, /* not an exit status: go on */
+    EXIT_USAGE = 2,
+    EXIT_INTERNAL = 125,
+    EXIT_CANNOT_RUN = 126,
+    EXIT_NOT_FOUND = 127,
+};
+
+enum level { L_ERROR, L_WARN, L_INFO, L_DEBUG };
+static const char *const level_names[] = { "error", "warn", "info", "debug" };
+static enum level verbosity = L_WARN;
+
+/* The variables that options set, in the order --dry-run prints them. */
+enum var {
+    V_TRACE,
+    V_LOG,
+    V_LOG_FILE,
+    V_REAL_LIBCUDA,
+    V_REAL_NVML,
+    V_MEMORY,
+    V_DEVICES,
+    V_BAR0,
+    V_SOCKET,
+    N_VARS
+};
+static const char *const var_names[N_VARS] = {
+    [V_TRACE] = "VGPU_TRACE",
+    [V_LOG] = "VGPU_LOG",
+    [V_LOG_FILE] = "VGPU_LOG_FILE",
+    [V_REAL_LIBCUDA] = "VGPU_REAL_LIBCUDA",
+    [V_REAL_NVML] = "VGPU_REAL_NVML",
+    [V_MEMORY] = "VGPU_MEMORY_LIMIT",
+    [V_DEVICES] = "VGPU_VISIBLE_DEVICES",
+    [V_BAR0] = "VGPU_BAR0",
+    [V_SOCKET] = "VGPU_MEDIATOR_SOCKET",
+};
+
+enum {
+    OPT_VAR = 256, /* OPT_VAR + enum var: an option that sets that variable */
+    OPT_LIB_DIR = OPT_VAR + N_VARS,
+    OPT_NO_NVML,
+    OPT_ALLOW_STATIC,
+    OPT_DRY_RUN,
+    OPT_VERSION,
+    OPT_HELP, /* not 'h': every long option's value is at least OPT_VAR */
+};
+
+static const struct option long_options[] = {
+    { "trace", no_argument, NULL, OPT_VAR + V_TRACE },
+    { "log", required_argument, NULL, OPT_VAR + V_LOG },
+    { "log-file", required_argument, NULL, OPT_VAR + V_LOG_FILE },
+    { "real-libcuda", required_argument, NULL, OPT_VAR + V_REAL_LIBCUDA },
+    { "real-nvml", required_argument, NULL, OPT_VAR + V_REAL_NVML },
+    { "memory", required_argument, NULL, OPT_VAR + V_MEMORY },
+    { "devices", required_argument, NULL, OPT_VAR + V_DEVICES },
+    { "bar0", required_argument, NULL, OPT_VAR + V_BAR0 },
+    { "socket", required_argument, NULL, OPT_VAR + V_SOCKET },
+    { "lib-dir", required_argument, NULL, OPT_LIB_DIR },
+    { "no-nvml", no_argument, NULL, OPT_NO_NVML },
+    { "allow-static", no_argument, NULL, OPT_ALLOW_STATIC },
+    { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+    { "help", no_argument, NULL, OPT_HELP },
+    { "version", no_argument, NULL, OPT_VERSION },
+    { NULL, 0, NULL, 0 },
+};
+
+static const char synopsis[] = "Usage: vgpu-run [OPTIONS] [--] COMMAND [ARGS...]\n";
+
+static const char help_text[] =
+    "Run COMMAND with vgpu's libcuda and NVML libraries preloaded.\n"
+    "\n"
+    "  --memory SIZE        set VGPU_MEMORY_LIMIT\n"
+    "  --devices LIST       set VGPU_VISIBLE_DEVICES\n"
+    "  --bar0 PATH          set VGPU_BAR0\n"
+    "  --socket PATH        set VGPU_MEDIATOR_SOCKET\n"
+    "  --real-libcuda PATH  set VGPU_REAL_LIBCUDA, the driver's libcuda.so.1\n"
+    "  --real-nvml PATH     set VGPU_REAL_NVML, the driver's libnvidia-ml.so.1\n"
+    "  --trace              set VGPU_TRACE=1: one line per driver call\n"
+    "  --log LEVEL          set VGPU_LOG: error, warn, info or debug\n"
+    "  --log-file FILE      set VGPU_LOG_FILE\n"
+    "  --lib-dir DIR        take " CUDA_LIB " and " NVML_LIB " from DIR\n"
+    "                       (default: $VGPU_LIB_DIR, then next to vgpu-run, then\n"
+    "                       " VGPU_LIBDIR ")\n"
+    "  --no-nvml            preload only " CUDA_LIB "\n"
+    "  --allow-static       run COMMAND even if it is statically linked\n"
+    "  --dry-run            print the variables and the command instead of running it\n"
+    "  -h, --help           show this help\n"
+    "  --version            show the version\n"
+    "\n"
+    "Exit status: COMMAND's; 2 for a usage error, 125 if vgpu-run itself fails,\n"
+    "126 if COMMAND cannot be run, 127 if it or vgpu's libraries are not found.\n";
+
+struct options {
+    const char *vars[N_VARS]; /* NULL: leave the variable as it is */
+    const char *lib_dir;
+    bool no_nvml, allow_static, dry_run;
+    char **command;
+};
+
+/* Sized for a directory realpath() returned plus a library's name. */
+struct libs {
+    char cuda[PATH_MAX + sizeof(CUDA_LIB) + 1];
+    char nvml[PATH_MAX + sizeof(NVML_LIB) + 1]; /* empty with --no-nvml */
+};
+
+/* What the ELF headers of the program that will run say about it. */
+struct elf_facts {
+    bool program;     /* an ELF executable or shared object */
+    bool x86_64;      /* the only architecture vgpu's libraries are built for */
+    bool has_interp;  /* PT_INTERP: the kernel starts the dynamic loader */
+    bool has_soname;  /* DT_SONAME: a library */
+    bool go;
+};
+
+static void vsay(enum level level, const char *fmt, va_list ap)
+{
+    if (level > verbosity)
+        return;
+    fputs(level == L_WARN ? "vgpu-run: warning: " : "vgpu-run: ", stderr);
+    vfprintf(stderr, fmt, ap);
+    fputc('\n', stderr);
+}
+
+static void say(enum level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(enum level level, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(level, fmt, ap);
+    va_end(ap);
+}
+
+static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static int usage_error(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsay(L_ERROR, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "%sTry 'vgpu-run --help' for the options.\n", synopsis);
+    return EXIT_USAGE;
+}
+
+/* Exit status after printing to stdout: a full disk or closed pipe is an error. */
+static int finish_stdout(void)
+{
+    if (fflush(stdout) != 0 || ferror(stdout)) {
+        say(L_ERROR, "cannot write to standard output: %s", strerror(errno));
+        return EXIT_INTERNAL;
+    }
+    return 0;
+}
+
+static int parse_level(const char *s)
+{
+    /* Case-insensitive, as the libraries read VGPU_LOG (common/log.c). */
+    for (int i = 0; i < (int)(sizeof(level_names) / sizeof(*level_names)); i++)
+        if (strcasecmp(s, level_names[i]) == 0)
+            return i;
+    return -1;
+}
+
+/* getopt_long's optopt: a short option's letter, a known long option's
+ * value (given an argument it does not take), or 0 for an unknown one. */
+static int bad_option(char **argv)
+{
+    const char *arg = argv[optind - 1];
+    if (optopt > 0 && optopt < OPT_VAR)
+        return usage_error("unknown option '-%c'", optopt);
+    if (optopt >= OPT_VAR)
+        return usage_error("option '%.*s' takes no argument", (int)strcspn(arg, "="), arg);
+    return usage_error("unknown option '%s'", arg);
+}
+
+/* Returns CONTINUE, or the exit status once --help, --version or an error is done. */
+static int parse_args(int argc, char **argv, struct options *o)
+{
+    int c;
+    opterr = 0;
+    /* '+': stop at COMMAND, whose own options are not ours. */
+    while ((c = getopt_long(argc, argv, "+:h", long_options, NULL)) != -1) {
+        switch (c) {
+        case 'h':
+        case OPT_HELP:
+            fputs(synopsis, stdout);
+            fputs(help_text, stdout);
+            return finish_stdout();
+        case OPT_VERSION:
+            puts("vgpu-run " VGPU_VERSION);
+            return finish_stdout();
+        case OPT_LIB_DIR:
+            o->lib_dir = optarg;
+            break;
+        case OPT_NO_NVML:
+            o->no_nvml = true;
+            break;
+        case OPT_ALLOW_STATIC:
+            o->allow_static = true;
+            break;
+        case OPT_DRY_RUN:
+            o->dry_run = true;
+            break;
+        case OPT_VAR + V_TRACE:
+            o->vars[V_TRACE] = "1";
+            break;
+        case OPT_VAR + V_LOG:
+            if (parse_level(optarg) < 0)
+                return usage_error("--log takes error, warn, info or debug, not '%s'", optarg);
+            o->vars[V_LOG] = optarg;
+            break;
+        case ':':
+            return usage_error("option '%s' needs an argument", argv[optind - 1]);
+        case '?':
+            return bad_option(argv);
+        default: /* the rest set their variable to their argument, unchecked */
+            o->vars[c - OPT_VAR] = optarg;
+            break;
+        }
+    }
+    if (optind >= argc)
+        return usage_error("no COMMAND given");
+    o->command = argv + optind;
+    return CONTINUE;
+}
+
+static void set_verbosity(const struct options *o)
+{
+    const char *v = o->vars[V_LOG] ? o->vars[V_LOG] : getenv("VGPU_LOG");
+    int level = v ? parse_level(v) : -1;
+    verbosity = level < 0 ? L_WARN : (enum level)level;
+}
+
+/* ---- finding vgpu's libraries ---- */
+
+static void note_tried(char *tried, size_t len, const char *dir, const char *why)
+{
+    size_t used = strlen(tried);
+    snprintf(tried + used, len - used, "%s%s%s%s%s", used ? ", " : "", dir, why ? " (" : "", why ? why : "",
+             why ? ")" : "");
+}
+
+/* True if dir holds libvgpu-cuda.so; canon is then dir's absolute, canonical path. */
+static bool try_lib_dir(const char *dir, char *canon, char *tried, size_t tried_len)
+{
+    char path[PATH_MAX];
+    if ((size_t)snprintf(path, sizeof(path), "%s/" CUDA_LIB, dir) >= sizeof(path) || access(path, F_OK) != 0) {
+        note_tried(tried, tried_len, dir, NULL);
+        return false;
+    }
+    if (!realpath(dir, canon)) {
+        note_tried(tried, tried_len, dir, strerror(errno));
+        return false;
+    }
+    /* The loader splits LD_PRELOAD at both, with no way to quote them. */
+    if (strpbrk(canon, " :")) {
+        note_tried(tried, tried_len, dir, "a space or colon in its path, which LD_PRELOAD cannot hold");
+        return false;
+    }
+    return true;
+}
+
+/* The directory above this executable's: build/ in the build tree (the
+ * executable is build/tools/vgpu-run), the install prefix once installed.
+ * /proc/self/exe, unlike argv[0], has symlinks to vgpu-run resolved. */
+static int exe_prefix(char *prefix, size_t len)
+{
+    ssize_t n = readlink("/proc/self/exe", prefix, len - 1);
+    if (n <= 0 || (size_t)n >= len - 1)
+        return -1;
+    prefix[n] = '\0';
+    for (int i = 0; i < 2; i++) {
+        char *slash = strrchr(prefix, '/');
+        if (!slash)
+            return -1;
+        slash[slash == prefix] = '\0'; /* keeps "/" for the root */
+    }
+    return 0;
+}
+
+static bool search_lib_dirs(char *dir, char *tried, size_t tried_len)
+{
+    const char *env = getenv("VGPU_LIB_DIR");
+    if (env && *env && try_lib_dir(env, dir, tried, tried_len))
+        return true;
+
+    char prefix[PATH_MAX];
+    if (exe_prefix(prefix, sizeof(prefix)) == 0) {
+        static const char *const subdirs[] = { "", "/lib/x86_64-linux-gnu", "/lib64", "/lib" };
+        for (size_t i = 0; i < sizeof(subdirs) / sizeof(*subdirs); i++) {
+            char candidate[PATH_MAX];
+            if ((size_t)snprintf(candidate, sizeof(candidate), "%s%s", prefix, subdirs[i]) < sizeof(candidate) &&
+                try_lib_dir(candidate, dir, tried, tried_len))
+                return true;
+        }
+    } else {
+        note_tried(tried, tried_len, "the directories next to vgpu-run", "/proc/self/exe cannot be read");
+    }
+    return try_lib_dir(VGPU_LIBDIR, dir, tried, tried_len);
+}
+
+static int find_libs(const struct options *o, struct libs *libs)
+{
+    char tried[8192] = "", dir[PATH_MAX];
+    bool found = o->lib_dir ? try_lib_dir(o->lib_dir, dir, tried, sizeof(tried))
+                            : search_lib_dirs(dir, tried, sizeof(tried));
+    if (!found) {
+        say(L_ERROR, "cannot find " CUDA_LIB "; looked in %s. Name its directory with --lib-dir or VGPU_LIB_DIR.",
+            tried);
+        return -1;
+    }
+    snprintf(libs->cuda, sizeof(libs->cuda), "%s/" CUDA_LIB, dir);
+    libs->nvml[0] = '\0';
+    if (o->no_nvml)
+        return 0;
+    snprintf(libs->nvml, sizeof(libs->nvml), "%s/" NVML_LIB, dir);
+    if (access(libs->nvml, F_OK) != 0) {
+        say(L_ERROR, "%s holds " CUDA_LIB " but not " NVML_LIB "; use --no-nvml to preload only the CUDA library",
+            dir);
+        return -1;
+    }
+    return 0;
+}
+
+/* ---- finding and inspecting COMMAND ---- */
+
+/* 0 if path is a file this process may execute, else the errno execve would give. */
+static int check_executable(const char *path)
+{
+    struct stat st;
+    if (stat(path, &st) != 0)
+        return errno;
+    if (S_ISDIR(st.st_mode))
+        return EISDIR;
+    if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)
+        return errno;
+    return 0;
+}
+
+/* Searches PATH as execvp does: an empty entry is the current directory,
+ * and a match that cannot be executed only counts if nothing later can. */
+static int search_path(const char *name, char *out, size_t len)
+{
+    const char *path = getenv("PATH");
+    char default_path[256];
+    if (!path) {
+        size_t n = confstr(_CS_PATH, default_path, sizeof(default_path));
+        path = n > 0 && n <= sizeof(default_path) ? default_path : "/bin:/usr/bin";
+    }
+    if (!*name)
+        return ENOENT;
+    int err = ENOENT;
+    for (const char *p = path;; p++) {
+        const char *end = strchrnul(p, ':');
+        int dirlen = (int)(end - p);
+        if ((size_t)snprintf(out, len, "%.*s%s%s", dirlen, p, dirlen ? "/" : "", name) < len) {
+            int e = check_executable(out);
+            if (e == 0)
+                return 0;
+            if (e == EACCES)
+                err = EACCES;
+        }
+        if (!*end)
+            return err;
+        p = end;
+    }
+}
+
+/* Finds the file execvp would run for name: 0, or an errno. */
+static int find_program(const char *name, char *out, size_t len)
+{
+    if (!strchr(name, '/'))
+        return search_path(name, out, len);
+    if ((size_t)snprintf(out, len, "%s", name) >= len)
+        return ENAMETOOLONG;
+    return check_executable(out);
+}
+
+/* Finds COMMAND; returns CONTINUE, or reports it as a shell would and returns its exit status. */
+static int resolve_command(const char *name, char *out, size_t len)
+{
+    int err = find_program(name, out, len);
+    if (err == 0)
+        return CONTINUE;
+    if (!strchr(name, '/') && err == ENOENT)
+        say(L_ERROR, "%s: command not found", name);
+    else
+        say(L_ERROR, "%s: %s", name, strerror(err));
+    return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}
+
+/* Reads path's "#!INTERP [ARG]" line as the kernel does (fs/binfmt_script.c):
+ * INTERP is the first word, ARG the trimmed rest of the line, one string. */
+static bool read_shebang(const char *path, char *interp, size_t interp_len, char *arg, size_t arg_len)
+{
+    char head[257];
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return false;
+    ssize_t n = read(fd, head, sizeof(head) - 1);
+    close(fd);
+    if (n < 2 || head[0] != '#' || head[1] != '!')
+        return false;
+    head[n] = '\0';
+    char *line = head + 2;
+    line[strcspn(line, "\n")] = '\0';
+    line += strspn(line, " \t");
+    size_t word = strcspn(line, " \t");
+    if (word == 0 || word >= interp_len)
+        return false;
+    memcpy(interp, line, word);
+    interp[word] = '\0';
+    char *rest = line + word + strspn(line + word, " \t");
+    size_t rest_len = strlen(rest);
+    while (rest_len && (rest[rest_len - 1] == ' ' || rest[rest_len - 1] == '\t'))
+        rest_len--;
+    snprintf(arg, arg_len, "%.*s", (int)rest_len, rest);
+    return true;
+}
+
+/* The PROGRAM of "env [OPTION]... [NAME=VALUE]... PROGRAM [ARG]...", from
+ * the words of a #! argument; NULL if there is none. */
+static const char *env_program(char *words)
+{
+    char *save = NULL;
+    for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
+        if (strcmp(w, "-u") == 0 || strcmp(w, "--unset") == 0 || strcmp(w, "-C") == 0 || strcmp(w, "--chdir") == 0)
+            strtok_r(NULL, " \t", &save); /* the option's argument */
+        else if (w[0] != '-' && !strchr(w, '='))
+            return w;
+    }
+    return NULL;
+}
+
+/* Follows #! lines from prog to the program that really runs: the kernel
+ * starts a script's interpreter, and "#!/usr/bin/env NAME" starts NAME from
+ * PATH.  LD_PRELOAD only matters to that last program. */
+static void follow_interpreters(char *prog, size_t len)
+{
+    for (int depth = 0; depth < MAX_SCRIPT_DEPTH; depth++) {
+        char interp[PATH_MAX], arg[256], found[PATH_MAX];
+        if (!read_shebang(prog, interp, sizeof(interp), arg, sizeof(arg)))
+            return;
+        const char *base = strrchr(interp, '/');
+        const char *name = strcmp(base ? base + 1 : interp, "env") == 0 ? env_program(arg) : NULL;
+        snprintf(prog, len, "%s", name && find_program(name, found, sizeof(found)) == 0 ? found : interp);
+    }
+}
+
+static void scan_program_headers(Elf *elf, struct elf_facts *f)
+{
+    size_t n;
+    if (elf_getphdrnum(elf, &n) != 0)
+        return;
+    for (size_t i = 0; i < n; i++) {
+        GElf_Phdr ph;
+        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
+            f->has_interp = true;
+    }
+}
+
+static bool has_soname(Elf_Scn *scn, const GElf_Shdr *sh)
+{
+    Elf_Data *data = elf_getdata(scn, NULL);
+    size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
+    for (size_t i = 0; data && i < count; i++) {
+        GElf_Dyn d;
+        if (gelf_getdyn(data, (int)i, &d) && d.d_tag == DT_SONAME)
+            return true;
+    }
+    return false;
+}
+
+static void scan_sections(Elf *elf, struct elf_facts *f)
+{
+    size_t shstrndx;
+    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return;
+    Elf_Scn *scn = NULL;
+    while ((scn = elf_nextscn(elf, scn))) {
+        GElf_Shdr sh;
+        if (!gelf_getshdr(scn, &sh))
+            continue;
+        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
+        if (name && (strcmp(name, ".go.buildinfo") == 0 || strcmp(name, ".note.go.buildid") == 0))
+            f->go = true;
+        if (sh.sh_type == SHT_DYNAMIC && has_soname(scn, &sh))
+            f->has_soname = true;
+    }
+}
+
+/* Fills f from path's ELF headers; f stays all false for anything else. */
+static void read_elf_facts(const char *path, struct elf_facts *f)
+{
+    memset(f, 0, sizeof(*f));
+    if (elf_version(EV_CURRENT) == EV_NONE)
+        return;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return; /* execute-only: nothing to learn, and exec may still work */
+    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+    GElf_Ehdr eh;
+    if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
+        (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
+        f->program = true;
+        f->x86_64 = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_machine == EM_X86_64;
+        scan_program_headers(elf, f);
+        scan_sections(elf, f);
+    }
+    if (elf)
+        elf_end(elf);
+    close(fd);
+}
+
+/* Why exec'ing path would put the loader in secure-execution mode (AT_SECURE),
+ * or NULL.  The kernel asks for it when exec changes the process's
+ * credentials, so a set-user-ID program its owner runs is not affected. */
+static const char *secure_exec_reason(const char *path)
+{
+    struct stat st;
+    struct statvfs vfs;
+    if (stat(path, &st) != 0 || (statvfs(path, &vfs) == 0 && (vfs.f_flag & ST_NOSUID)))
+        return NULL;
+    if ((st.st_mode & S_ISUID) && st.st_uid != getuid())
+        return "set-user-ID";
+    if ((st.st_mode & S_ISGID) && st.st_gid != getgid())
+        return "set-group-ID";
+    if (getuid() != 0 && getxattr(path, "security.capability", NULL, 0) > 0)
+        return "given file capabilities";
+    return NULL;
+}
+
+/* Explains what would keep vgpu out of COMMAND; returns CONTINUE, or the
+ * exit status if COMMAND must not run.  path is COMMAND's file. */
+static int check_program(const char *command, const char *path, bool allow_static)
+{
+    char prog[PATH_MAX], what[2 * PATH_MAX + 32];
+    snprintf(prog, sizeof(prog), "%s", path);
+    follow_interpreters(prog, sizeof(prog));
+    if (strcmp(prog, path) == 0)
+        snprintf(what, sizeof(what), "%s", command);
+    else
+        snprintf(what, sizeof(what), "%s (the interpreter of %s)", prog, command);
+
+    struct elf_facts f;
+    read_elf_facts(prog, &f);
+    /* ld.so run as a program has no PT_INTERP either, but it is a library
+     * (DT_SONAME) and honours LD_PRELOAD for the program it loads. */
+    if (f.program && !f.has_interp && !f.has_soname) {
+        if (!allow_static) {
+            say(L_ERROR,
+                "%s is statically linked, so LD_PRELOAD cannot load vgpu into it and it would run without "
+                "vGPU limits. Use a dynamically linked build, or install vgpu in place of libcuda.so.1 "
+                "(docs/install.md).",
+                what);
+            return EXIT_CANNOT_RUN;
+        }
+        say(L_WARN, "%s is statically linked, so LD_PRELOAD cannot load vgpu into it; running it without "
+            "vGPU limits, as --allow-static asks", what);
+        return CONTINUE;
+    }
+    if (f.program && !f.x86_64)
+        say(L_WARN, "%s is not an x86-64 program, so the loader will skip vgpu's x86-64 libraries and it will "
+            "run without vGPU limits", what);
+
+    const char *secure = secure_exec_reason(prog);
+    if (secure)
+        say(L_WARN, "%s is %s, so the dynamic loader runs it in secure-execution mode, where it ignores "
+            "LD_PRELOAD entries that contain a slash: vgpu will not be loaded into it", what, secure);
+
+    if (f.go)
+        say(L_INFO, "%s is a Go program. Go programs that start children with an explicitly built environment "
+            "(as some model servers do for their runner processes) drop LD_PRELOAD, and those children run "
+            "without vgpu; if that happens, install vgpu in place of libcuda.so.1 (docs/install.md) or have "
+            "the program pass its environment through.", what);
+    return CONTINUE;
+}
+
+/* ---- the new environment ---- */
+
+static const char *base_name(const char *path)
+{
+    const char *slash = strrchr(path, '/');
+    return slash ? slash + 1 : path;
+}
+
+/* Appends word to the space-separated list s, which has room for it. */
+static void append_word(char *s, const char *word)
+{
+    if (*s)
+        strcat(s, " ");
+    strcat(s, word);
+}
+
+/* vgpu's libraries first, then the entries of old.  An old entry naming
+ * either library, in any directory, is left out: a second copy of vgpu
+ * would be loaded beside the first and fight it for the same symbols. */
+static char *build_preload(const struct libs *libs, const char *old)
+{
+    if (!old)
+        old = "";
+    char *copy = strdup(old);
+    char *out = malloc(strlen(libs->cuda) + strlen(libs->nvml) + strlen(old) + 3);
+    if (!copy || !out) {
+        free(copy);
+        free(out);
+        return NULL;
+    }
+    *out = '\0';
+    append_word(out, libs->cuda);
+    if (libs->nvml[0])
+        append_word(out, libs->nvml);
+
+    char *rest = copy, *entry;
+    while ((entry = strsep(&rest, " :"))) { /* the loader's separators */
+        const char *base = base_name(entry);
+        if (*entry && strcmp(base, base_name(libs->cuda)) != 0 &&
+            !(libs->nvml[0] && strcmp(base, base_name(libs->nvml)) == 0))
+            append_word(out, entry);
+    }
+    free(copy);
+    return out;
+}
+
+/* Prints w so that a POSIX shell reads it back as one word. */
+static void print_word(const char *w)
+{
+    static const char safe[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789@%_+=:,./-";
+    if (*w && w[strspn(w, safe)] == '\0') {
+        fputs(w, stdout);
+        return;
+    }
+    putchar('\'');
+    for (; *w; w++) {
+        if (*w == '\'')
+            fputs("'\\''", stdout);
+        else
+            putchar(*w);
+    }
+    putchar('\'');
+}
+
+static int print_plan(const char *preload, const struct options *o)
+{
+    printf("LD_PRELOAD=%s\n", preload);
+    for (int i = 0; i < N_VARS; i++)
+        if (o->vars[i])
+            printf("%s=%s\n", var_names[i], o->vars[i]);
+    for (char **arg = o->command; *arg; arg++) {
+        if (arg != o->command)
+            putchar(' ');
+        print_word(*arg);
+    }
+    putchar('\n');
+    return finish_stdout();
+}
+
+static int apply_env(const char *preload, const struct options *o)
+{
+    if (setenv("LD_PRELOAD", preload, 1) != 0) {
+        say(L_ERROR, "cannot set LD_PRELOAD: %s", strerror(errno));
+        return -1;
+    }
+    for (int i = 0; i < N_VARS; i++) {
+        if (o->vars[i] && setenv(var_names[i], o->vars[i], 1) != 0) {
+            say(L_ERROR, "cannot set %s: %s", var_names[i], strerror(errno));
+            return -1;
+        }
+    }
+    return 0;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = { 0 };
+    int status = parse_args(argc, argv, &o);
+    if (status != CONTINUE)
+        return status;
+    set_verbosity(&o);
+
+    struct libs libs;
+    if (find_libs(&o, &libs) != 0)
+        return EXIT_NOT_FOUND;
+
+    char path[PATH_MAX];
+    status = resolve_command(o.command[0], path, sizeof(path));
+    if (status == CONTINUE)
+        status = check_program(o.command[0], path, o.allow_static);
+    if (status != CONTINUE)
+        return status;
+
+    char *preload = build_preload(&libs, getenv("LD_PRELOAD"));
+    if (!preload) {
+        say(L_ERROR, "out of memory");
+        return EXIT_INTERNAL;
+    }
+    if (o.dry_run) {
+        status = print_plan(preload, &o);
+        free(preload);
+        return status;
+    }
+    status = apply_env(preload, &o);
+    free(preload); /* setenv copied it */
+    if (status != 0)
+        return EXIT_INTERNAL;
+
+    execvp(o.command[0], o.command);
+    int err = errno;
+    say(L_ERROR, "%s: %s", o.command[0], strerror(err));
+    return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
+}
