@@ -27,11 +27,9 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <getopt.h>
-#include <limits.h>
 #include <sched.h>
 #include <stdarg.h>
 #include <stdbool.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -46,20 +44,20 @@ enum {
      * asynchronously, and without a bound the queue fills and the launch
      * loop ends up timing the GPU, not the call. */
     LAUNCH_BATCH = 1000,
+    /* Turns each side takes per round (see measure). */
+    CHUNKS = 50,
 };
 
-/* Each measurement should last about this long: long enough that the clock
- * reads and a stray interrupt are lost in it, short enough that the whole
- * run (cases x sides x rounds) takes a few seconds. */
+/* Each side's share of a round should last about this long: long enough
+ * that clock reads and a stray interrupt are lost in it, short enough that
+ * the whole run (cases x sides x rounds) takes a few seconds. */
 static const double MEASURE_NS = 50e6;
-/* Each side's share of a round is run in this many turns (see measure). */
-enum { CHUNKS = 50 };
 /* Calibration doubles the call count until one loop takes this long. */
 static const double CALIBRATE_NS = 5e6;
 static const long MAX_ITERS = 1L << 32;
 
-/* 1 MiB: large enough to be a real allocation on a GPU (not a sub-allocation
- * of a tiny-object pool), small enough never to run a device out. */
+/* The size the alloc+free target is stated for: a typical small buffer, and
+ * one at a time, so never a risk to the device's memory. */
 static const size_t ALLOC_BYTES = 1u << 20;
 
 /* ---- the driver API, typed from cuda.h ---- */
@@ -157,22 +155,28 @@ __attribute__((format(printf, 1, 2))) static void warn(const char *fmt, ...)
 
 /* "CUDA_ERROR_INVALID_VALUE (1)", or just the number where the driver (a
  * fake one) has no cuGetErrorName.  Asks the direct table so that a broken
- * vgpu cannot garble its own error report. */
-static const char *cu_error(CUresult r)
+ * vgpu cannot garble its own error report.  Returned by value, so that two
+ * of them can go into one message. */
+struct cu_error_text {
+    char s[96];
+};
+
+static struct cu_error_text cu_error(CUresult r)
 {
-    static char buf[96];
+    struct cu_error_text t;
     const char *name = NULL;
     if (!direct.get_error_name || direct.get_error_name(r, &name) != CUDA_SUCCESS || !name)
         name = "CUresult";
-    snprintf(buf, sizeof(buf), "%s (%d)", name, (int)r);
-    return buf;
+    snprintf(t.s, sizeof(t.s), "%s (%d)", name, (int)r);
+    return t;
 }
 
 /* Out of line and cold: keeps the error path out of the timed loops, which
  * then differ between the sides only in the function they call. */
 __attribute__((noreturn, cold, noinline)) static void call_failed(const struct side *s, const char *call, CUresult r)
 {
-    die("%s %s failed: %s", s->name, call, cu_error(r));
+    struct cu_error_text e = cu_error(r);
+    die("%s %s failed: %s", s->name, call, e.s);
 }
 
 static void check(const struct side *s, const char *call, CUresult r)
@@ -253,8 +257,9 @@ static void *proc_address(const struct side *s, const char *symbol, CUresult *re
 /* An empty kernel in PTX, JIT-compiled by the driver for whatever GPU it
  * runs: no toolkit needed at build time, and nothing on the GPU to wait for
  * beyond the launch itself.  PTX ISA 8.0 (CUDA 12.0 drivers and newer);
- * .target sm_52 is the lowest target that ISA accepts, so the JIT can lower
- * it to any GPU a CUDA 12/13 driver supports. */
+ * .target sm_52 (Maxwell) asks for nothing newer GPUs lack, so the JIT can
+ * compile it for any GPU a CUDA 12 or 13 driver supports (checked with
+ * ptxas 13.0 for sm_75 and sm_90). */
 static const char empty_ptx[] =
     ".version 8.0\n"
     ".target sm_52\n"
@@ -281,18 +286,21 @@ static void setup_kernel(void)
     }
 
     CUresult fake = direct.module_load_data(&module, fake_image);
-    if (fake != CUDA_SUCCESS)
+    struct cu_error_text ptx_error = cu_error(ptx);
+    if (fake != CUDA_SUCCESS) {
+        struct cu_error_text fake_error = cu_error(fake);
         die("cannot load a kernel: cuModuleLoadData of PTX failed with %s, and of a \"fakegpu\" image with %s",
-            cu_error(ptx), cu_error(fake));
+            ptx_error.s, fake_error.s);
+    }
     check(&direct, "cuModuleGetFunction(\"add_one\")", direct.module_get_function(&kernel.fn, module, "add_one"));
     check(&direct, "cuMemAlloc_v2 (kernel buffer)", direct.mem_alloc(&kernel.buffer, 256));
     kernel.count = 0;
     kernel.param_slots[0] = &kernel.buffer;
     kernel.param_slots[1] = &kernel.count;
     kernel.params = kernel.param_slots;
-    static char what[160];
+    static char what[sizeof(ptx_error.s) + 96];
     snprintf(what, sizeof(what), "add_one(x, n = 0) from a \"fakegpu\" image (PTX refused: %s), grid 1, block 1",
-             cu_error(ptx));
+             ptx_error.s);
     kernel.what = what;
 }
 
@@ -633,11 +641,10 @@ static void json_array(FILE *f, const double *v, int n)
     fputc(']', f);
 }
 
-static void write_json(const char *file, int version, int cpu, int rounds)
+/* f was opened before the run, so that a bad path fails in a second, not
+ * after the measurements. */
+static void write_json(FILE *f, const char *file, int version, int cpu, int rounds)
 {
-    FILE *f = fopen(file, "w");
-    if (!f)
-        die("cannot write %s: %s", file, strerror(errno));
     fprintf(f, "{\n  \"driver\": {\"path\": ");
     json_string(f, direct.path);
     fprintf(f, ", \"version\": %d},\n  \"vgpu\": {\"path\": ", version);
@@ -688,12 +695,12 @@ static void print_table(int rounds)
         const struct bench_case *c = &cases[i];
         double added = c->added_median;
         const char *v = verdict(c);
-        char target[64] = "-";
+        printf("%-28s %11ld %11.2f %11.2f %10.2f %9.2f %7.3f   ", c->name, c->iters, c->direct_median,
+               c->vgpu_median, added, c->noise_ns, c->direct_median > 0 ? c->vgpu_median / c->direct_median : 0.0);
         if (v)
-            snprintf(target, sizeof(target), "added < %.0f ns: %s", c->target_ns, v);
-        printf("%-28s %11ld %11.2f %11.2f %10.2f %9.2f %7.3f   %s\n", c->name, c->iters, c->direct_median,
-               c->vgpu_median, added, c->noise_ns, c->direct_median > 0 ? c->vgpu_median / c->direct_median : 0.0,
-               target);
+            printf("added < %.0f ns: %s\n", c->target_ns, v);
+        else
+            printf("-\n");
     }
     printf("\nns per call, median of %d rounds; in each round the sides take turns every ~1 ms.\n"
            "added: median of the rounds' vgpu - direct; noise: half the spread of those differences.\n"
@@ -714,9 +721,9 @@ static void usage(FILE *f)
             "  --driver PATH  the real libcuda.so.1 (or the fake one); vgpu is pointed at it\n"
             "                 through VGPU_REAL_LIBCUDA\n"
             "  --vgpu PATH    libvgpu-cuda.so\n"
-            "  --iters N      calls per measurement (default: calibrated to ~50 ms;\n"
-            "                 launches are rounded up to a multiple of %d)\n"
-            "  --rounds R     measurements per side and case, median reported (default %d)\n"
+            "  --iters N      calls per side, case and round (default: calibrated to about\n"
+            "                 50 ms; launches are rounded up to a multiple of %d)\n"
+            "  --rounds R     rounds per case; medians are reported (default %d)\n"
             "  --json FILE    also write the results as JSON\n",
             progname, LAUNCH_BATCH, DEFAULT_ROUNDS);
 }
@@ -765,6 +772,10 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+
+    FILE *json_file = NULL;
+    if (json && !(json_file = fopen(json, "w")))
+        die("cannot write %s: %s", json, strerror(errno));
 
     /* Absolute, symlink-free paths: the same string vgpu's pathfinder
      * arrives at (it realpath()s VGPU_REAL_LIBCUDA too), and a report that
@@ -823,8 +834,8 @@ int main(int argc, char **argv)
         measure(&cases[i], iters, rounds);
 
     print_table(rounds);
-    if (json)
-        write_json(json, version, cpu, rounds);
+    if (json_file)
+        write_json(json_file, json, version, cpu, rounds);
 
     if (kernel.buffer)
         check(&direct, "cuMemFree_v2 (kernel buffer)", direct.mem_free(kernel.buffer));
