@@ -176,54 +176,65 @@ static const char *const default_dirs =
     "/lib/x86_64-linux-gnu:/usr/lib/x86_64-linux-gnu:/lib64:/usr/lib64:/usr/lib/wsl/lib:"
     "/usr/local/nvidia/lib64:/usr/lib/nvidia";
 
-int vgpu_pathfind(const struct vgpu_driver_spec *spec, struct vgpu_found *out, char *looked, size_t looked_len)
+static int search(struct search *s)
 {
-    static __thread struct search s; /* large; keeps the search off small thread stacks */
-    memset(&s, 0, sizeof(s));
-    s.spec = spec;
-    s.out = out;
-    s.looked = looked;
-    s.looked_len = looked_len;
-    looked[0] = '\0';
-
+    const struct vgpu_driver_spec *spec = s->spec;
     const char *forced = getenv(spec->override_env);
     if (forced && *forced) {
-        note(&s, "%s=%s", spec->override_env, forced);
-        if (try_file(forced, &s))
+        note(s, "%s=%s", spec->override_env, forced);
+        if (try_file(forced, s))
             return 0;
         if (access(forced, F_OK) != 0)
-            note(&s, " (no such file)");
+            note(s, " (no such file)");
         return -1;
     }
 
-    note(&s, "looked in: the process's loaded libraries");
+    note(s, "looked in: the process's loaded libraries");
     struct loaded l = { .prefix = spec->file_prefix };
     dl_iterate_phdr(collect_loaded, &l);
     for (int i = 0; i < l.n; i++)
-        if (try_file(l.paths[i], &s))
+        if (try_file(l.paths[i], s))
             return 0;
 
-    note(&s, ", the loader's search for %s", spec->soname);
-    if (try_loader_search(&s))
+    note(s, ", the loader's search for %s", spec->soname);
+    if (try_loader_search(s))
         return 0;
     const char *ldpath = getenv("LD_LIBRARY_PATH");
     if (ldpath && *ldpath) {
-        note(&s, ", LD_LIBRARY_PATH");
-        if (try_dir_list(&s, ldpath))
+        note(s, ", LD_LIBRARY_PATH");
+        if (try_dir_list(s, ldpath))
             return 0;
     }
-    note(&s, ", /etc/ld.so.cache");
-    if (vgpu_ldso_cache_paths("/etc/ld.so.cache", spec->file_prefix, try_file, &s))
+    note(s, ", /etc/ld.so.cache");
+    if (vgpu_ldso_cache_paths("/etc/ld.so.cache", spec->file_prefix, try_file, s))
         return 0;
 
-    note(&s, ", $CUDA_HOME, $CUDA_PATH");
-    if (try_toolkit(&s, "CUDA_HOME") || try_toolkit(&s, "CUDA_PATH"))
+    note(s, ", $CUDA_HOME, $CUDA_PATH");
+    if (try_toolkit(s, "CUDA_HOME") || try_toolkit(s, "CUDA_PATH"))
         return 0;
 
-    note(&s, ", /etc/ld.so.conf, %s", default_dirs);
-    if (vgpu_ldso_conf_dirs("/etc/ld.so.conf", try_dir, &s))
+    note(s, ", /etc/ld.so.conf, %s", default_dirs);
+    if (vgpu_ldso_conf_dirs("/etc/ld.so.conf", try_dir, s))
         return 0;
-    if (try_dir_list(&s, default_dirs))
+    if (try_dir_list(s, default_dirs))
         return 0;
     return -1;
+}
+
+int vgpu_pathfind(const struct vgpu_driver_spec *spec, struct vgpu_found *out, char *looked, size_t looked_len)
+{
+    /* On the heap: the seen-list is large for a thread stack, and happens once. */
+    struct search *s = calloc(1, sizeof(*s));
+    looked[0] = '\0';
+    if (!s) {
+        snprintf(looked, looked_len, "out of memory");
+        return -1;
+    }
+    s->spec = spec;
+    s->out = out;
+    s->looked = looked;
+    s->looked_len = looked_len;
+    int rc = search(s);
+    free(s);
+    return rc;
 }
