@@ -1,0 +1,2550 @@
+/*
+ * Fake libcuda.so.1: GPUs emulated in host memory, for vgpu's CI tests.
+ *
+ * Device pointers are real host addresses (anonymous MAP_NORESERVE mappings),
+ * so kernels and copies are plain memory operations and a test can "allocate"
+ * many GiB without touching RAM. Device memory accounting goes through
+ * fakegpu_state (shared with the fake NVML, and with other processes when
+ * FAKEGPU_STATE names a file). Every exported cu* function has the exact
+ * cuda.h prototype (built with -D__CUDA_API_VERSION_INTERNAL, so versioned and
+ * legacy names are declared literally). See README.md for the model.
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+
+#include "fakegpu_state.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <link.h>
+#include <pthread.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------------ */
+/* Counters, initialisation, locking                                        */
+
+static unsigned long g_calls;
+static unsigned long g_launches;
+static int g_initialized;
+static unsigned long long g_used[FAKEGPU_MAX_DEVICES]; /* this process */
+static pthread_mutex_t g_lock = PTHREAD_MUTEX_INITIALIZER;
+
+unsigned long fakegpu_calls(void);
+unsigned long fakegpu_launches(void);
+unsigned long long fakegpu_used(int dev);
+
+unsigned long fakegpu_calls(void)
+{
+    return __atomic_load_n(&g_calls, __ATOMIC_RELAXED);
+}
+
+unsigned long fakegpu_launches(void)
+{
+    return __atomic_load_n(&g_launches, __ATOMIC_RELAXED);
+}
+
+/* Device memory this process holds on dev (allocations, contexts, pools). */
+unsigned long long fakegpu_used(int dev)
+{
+    if (dev < 0 || dev >= FAKEGPU_MAX_DEVICES)
+        return 0;
+    return __atomic_load_n(&g_used[dev], __ATOMIC_RELAXED);
+}
+
+#define COUNT_CALL() __atomic_add_fetch(&g_calls, 1, __ATOMIC_RELAXED)
+#define ENTER()                                                   \
+    do {                                                          \
+        COUNT_CALL();                                             \
+        if (!__atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE))   \
+            return CUDA_ERROR_NOT_INITIALIZED;                    \
+    } while (0)
+
+#define LOCK() pthread_mutex_lock(&g_lock)
+#define UNLOCK() pthread_mutex_unlock(&g_lock)
+
+static int device_count(void)
+{
+    return fakegpu_config()->devices;
+}
+
+static int valid_device(CUdevice dev)
+{
+    return dev >= 0 && dev < device_count();
+}
+
+static unsigned long long total_memory(void)
+{
+    return fakegpu_config()->memory;
+}
+
+/* Takes bytes of device memory; -1 when the device is full. */
+static int charge(int dev, unsigned long long bytes)
+{
+    if (bytes == 0)
+        return 0;
+    if (fakegpu_state_charge(dev, bytes) != 0)
+        return -1;
+    __atomic_add_fetch(&g_used[dev], bytes, __ATOMIC_RELAXED);
+    return 0;
+}
+
+static void uncharge(int dev, unsigned long long bytes)
+{
+    if (bytes == 0)
+        return;
+    fakegpu_state_uncharge(dev, bytes);
+    __atomic_sub_fetch(&g_used[dev], bytes, __ATOMIC_RELAXED);
+}
+
+CUresult cuInit(unsigned int Flags)
+{
+    COUNT_CALL();
+    if (Flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    fakegpu_config();
+    __atomic_store_n(&g_initialized, 1, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDriverGetVersion(int *driverVersion)
+{
+    COUNT_CALL();
+    if (!driverVersion)
+        return CUDA_ERROR_INVALID_VALUE;
+    *driverVersion = FAKEGPU_CUDA_VERSION;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Errors                                                                   */
+
+struct error_text {
+    CUresult code;
+    const char *name;
+    const char *text;
+};
+
+#define E(code, text) { code, #code, text }
+static const struct error_text g_errors[] = {
+    E(CUDA_SUCCESS, "no error"),
+    E(CUDA_ERROR_INVALID_VALUE, "invalid argument"),
+    E(CUDA_ERROR_OUT_OF_MEMORY, "out of memory"),
+    E(CUDA_ERROR_NOT_INITIALIZED, "initialization error"),
+    E(CUDA_ERROR_DEINITIALIZED, "driver shutting down"),
+    E(CUDA_ERROR_NO_DEVICE, "no CUDA-capable device is detected"),
+    E(CUDA_ERROR_INVALID_DEVICE, "invalid device ordinal"),
+    E(CUDA_ERROR_INVALID_IMAGE, "device kernel image is invalid"),
+    E(CUDA_ERROR_INVALID_CONTEXT, "invalid device context"),
+    E(CUDA_ERROR_CONTEXT_ALREADY_CURRENT, "context already current"),
+    E(CUDA_ERROR_FILE_NOT_FOUND, "file not found"),
+    E(CUDA_ERROR_INVALID_HANDLE, "invalid resource handle"),
+    E(CUDA_ERROR_NOT_FOUND, "named symbol not found"),
+    E(CUDA_ERROR_NOT_READY, "device not ready"),
+    E(CUDA_ERROR_ILLEGAL_ADDRESS, "an illegal memory access was encountered"),
+    E(CUDA_ERROR_LAUNCH_FAILED, "unspecified launch failure"),
+    E(CUDA_ERROR_NOT_SUPPORTED, "operation not supported"),
+    E(CUDA_ERROR_NOT_PERMITTED, "operation not permitted"),
+    E(CUDA_ERROR_UNKNOWN, "unknown error"),
+};
+#undef E
+
+static const struct error_text *find_error(CUresult error)
+{
+    for (size_t i = 0; i < sizeof g_errors / sizeof g_errors[0]; i++)
+        if (g_errors[i].code == error)
+            return &g_errors[i];
+    return NULL;
+}
+
+CUresult cuGetErrorString(CUresult error, const char **pStr)
+{
+    COUNT_CALL();
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct error_text *e = find_error(error);
+    *pStr = e ? e->text : NULL;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuGetErrorName(CUresult error, const char **pStr)
+{
+    COUNT_CALL();
+    if (!pStr)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct error_text *e = find_error(error);
+    *pStr = e ? e->name : NULL;
+    return e ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Devices                                                                  */
+
+CUresult cuDeviceGetCount(int *count)
+{
+    ENTER();
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    *count = device_count();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGet(CUdevice *device, int ordinal)
+{
+    ENTER();
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(ordinal))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *device = ordinal;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
+{
+    ENTER();
+    if (!name || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    snprintf(name, (size_t)len, "Fake GPU %d", dev);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem_v2(size_t *bytes, CUdevice dev)
+{
+    ENTER();
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *bytes = (size_t)total_memory();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceTotalMem(unsigned int *bytes, CUdevice dev)
+{
+    ENTER();
+    if (!bytes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    unsigned long long total = total_memory();
+    *bytes = total > UINT_MAX ? UINT_MAX : (unsigned int)total;
+    return CUDA_SUCCESS;
+}
+
+static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
+{
+    if (!uuid)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    fakegpu_device_uuid(dev, (unsigned char *)uuid->bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetUuid(CUuuid *uuid, CUdevice dev)
+{
+    ENTER();
+    return device_uuid(uuid, dev);
+}
+
+CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
+{
+    ENTER();
+    return device_uuid(uuid, dev);
+}
+
+CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
+{
+    ENTER();
+    if (!pi)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    switch (attrib) {
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = (int)fakegpu_device_pci_bus(dev); break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
+    case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+    default: *pi = 0; break;
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
+{
+    ENTER();
+    if (!pciBusId || len <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    char buf[32];
+    int n = snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", 0u, fakegpu_device_pci_bus(dev), 0u);
+    if (n >= len)
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(pciBusId, buf, (size_t)n + 1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
+{
+    ENTER();
+    if (!dev || !pciBusId)
+        return CUDA_ERROR_INVALID_VALUE;
+    int index = fakegpu_device_from_pci_bus_id(pciBusId);
+    if (index < 0)
+        return CUDA_ERROR_INVALID_DEVICE;
+    *dev = index;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Contexts                                                                 */
+
+#define CTX_MAGIC 0x43545846u /* "FXTC" */
+
+struct CUctx_st {
+    unsigned magic;
+    int device;
+    int refcount; /* primary: retain count; created: 1 while alive */
+    int primary;
+    int alive;
+    unsigned flags;
+};
+
+/* Primary contexts live forever so their handles stay stable, as in the
+ * real driver; created contexts are marked dead (never freed) on destroy so
+ * a stale handle is detected instead of read after free. */
+static struct CUctx_st g_primary[FAKEGPU_MAX_DEVICES];
+
+#define CTX_STACK_MAX 64
+static __thread CUcontext tl_stack[CTX_STACK_MAX];
+static __thread int tl_depth;
+
+static int ctx_valid(CUcontext ctx)
+{
+    return ctx && ctx->magic == CTX_MAGIC && __atomic_load_n(&ctx->alive, __ATOMIC_ACQUIRE);
+}
+
+static CUcontext current_ctx(void)
+{
+    return tl_depth > 0 ? tl_stack[tl_depth - 1] : NULL;
+}
+
+/* Device of the current context, or -1. */
+static int current_device(void)
+{
+    CUcontext ctx = current_ctx();
+    return ctx_valid(ctx) ? ctx->device : -1;
+}
+
+/* Drops every occurrence of ctx from this thread's stack. */
+static void forget_ctx(CUcontext ctx)
+{
+    int j = 0;
+    for (int i = 0; i < tl_depth; i++)
+        if (tl_stack[i] != ctx)
+            tl_stack[j++] = tl_stack[i];
+    tl_depth = j;
+}
+
+static void init_primary_locked(int dev)
+{
+    struct CUctx_st *c = &g_primary[dev];
+    if (c->magic != CTX_MAGIC) {
+        c->magic = CTX_MAGIC;
+        c->device = dev;
+        c->primary = 1;
+    }
+}
+
+CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
+{
+    ENTER();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    CUresult rc = CUDA_SUCCESS;
+    LOCK();
+    init_primary_locked(dev);
+    struct CUctx_st *c = &g_primary[dev];
+    if (c->refcount == 0) {
+        if (charge(dev, fakegpu_config()->ctx_overhead) != 0)
+            rc = CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            __atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
+    }
+    if (rc == CUDA_SUCCESS) {
+        c->refcount++;
+        *pctx = c;
+    }
+    UNLOCK();
+    return rc;
+}
+
+/* Called with g_lock held. */
+static void primary_destroy_locked(int dev)
+{
+    struct CUctx_st *c = &g_primary[dev];
+    if (c->refcount > 0 || c->alive) {
+        c->refcount = 0;
+        __atomic_store_n(&c->alive, 0, __ATOMIC_RELEASE);
+        uncharge(dev, fakegpu_config()->ctx_overhead);
+    }
+}
+
+static CUresult primary_release(CUdevice dev)
+{
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    CUresult rc = CUDA_SUCCESS;
+    LOCK();
+    struct CUctx_st *c = &g_primary[dev];
+    if (c->refcount <= 0)
+        rc = CUDA_ERROR_INVALID_CONTEXT;
+    else if (--c->refcount == 0)
+        primary_destroy_locked(dev);
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuDevicePrimaryCtxRelease_v2(CUdevice dev)
+{
+    ENTER();
+    return primary_release(dev);
+}
+
+CUresult cuDevicePrimaryCtxRelease(CUdevice dev)
+{
+    ENTER();
+    return primary_release(dev);
+}
+
+static CUresult primary_reset(CUdevice dev)
+{
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    primary_destroy_locked(dev);
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
+{
+    ENTER();
+    return primary_reset(dev);
+}
+
+CUresult cuDevicePrimaryCtxReset(CUdevice dev)
+{
+    ENTER();
+    return primary_reset(dev);
+}
+
+CUresult cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+{
+    ENTER();
+    if (!flags || !active)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    *flags = g_primary[dev].flags;
+    *active = g_primary[dev].refcount > 0;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+static CUresult primary_set_flags(CUdevice dev, unsigned int flags)
+{
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    init_primary_locked(dev);
+    g_primary[dev].flags = flags;
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDevicePrimaryCtxSetFlags_v2(CUdevice dev, unsigned int flags)
+{
+    ENTER();
+    return primary_set_flags(dev, flags);
+}
+
+CUresult cuDevicePrimaryCtxSetFlags(CUdevice dev, unsigned int flags)
+{
+    ENTER();
+    return primary_set_flags(dev, flags);
+}
+
+static CUresult push_ctx(CUcontext ctx)
+{
+    if (tl_depth >= CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    tl_stack[tl_depth++] = ctx;
+    return CUDA_SUCCESS;
+}
+
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (tl_depth >= CTX_STACK_MAX)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUctx_st *c = calloc(1, sizeof *c);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (charge(dev, fakegpu_config()->ctx_overhead) != 0) {
+        free(c);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    c->magic = CTX_MAGIC;
+    c->device = dev;
+    c->refcount = 1;
+    c->flags = flags;
+    c->alive = 1;
+    push_ctx(c);
+    *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    ENTER();
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
+{
+    ENTER();
+    return ctx_create(pctx, flags, dev);
+}
+
+CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags,
+                        CUdevice dev)
+{
+    ENTER();
+    (void)ctxCreateParams;
+    return ctx_create(pctx, flags, dev);
+}
+
+static CUresult ctx_destroy(CUcontext ctx)
+{
+    if (!ctx_valid(ctx) || ctx->primary)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    LOCK();
+    int was_alive = __atomic_exchange_n(&ctx->alive, 0, __ATOMIC_ACQ_REL);
+    UNLOCK();
+    if (!was_alive)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    uncharge(ctx->device, fakegpu_config()->ctx_overhead);
+    forget_ctx(ctx);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxDestroy_v2(CUcontext ctx)
+{
+    ENTER();
+    return ctx_destroy(ctx);
+}
+
+CUresult cuCtxDestroy(CUcontext ctx)
+{
+    ENTER();
+    return ctx_destroy(ctx);
+}
+
+CUresult cuCtxSetCurrent(CUcontext ctx)
+{
+    ENTER();
+    if (ctx && !ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!ctx) {
+        if (tl_depth > 0)
+            tl_depth--;
+    } else if (tl_depth > 0) {
+        tl_stack[tl_depth - 1] = ctx;
+    } else {
+        push_ctx(ctx);
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetCurrent(CUcontext *pctx)
+{
+    ENTER();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pctx = current_ctx();
+    return CUDA_SUCCESS;
+}
+
+static CUresult ctx_push(CUcontext ctx)
+{
+    if (!ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    return push_ctx(ctx);
+}
+
+static CUresult ctx_pop(CUcontext *pctx)
+{
+    if (tl_depth == 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    CUcontext c = tl_stack[--tl_depth];
+    if (pctx)
+        *pctx = c;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxPushCurrent_v2(CUcontext ctx)
+{
+    ENTER();
+    return ctx_push(ctx);
+}
+
+CUresult cuCtxPushCurrent(CUcontext ctx)
+{
+    ENTER();
+    return ctx_push(ctx);
+}
+
+CUresult cuCtxPopCurrent_v2(CUcontext *pctx)
+{
+    ENTER();
+    return ctx_pop(pctx);
+}
+
+CUresult cuCtxPopCurrent(CUcontext *pctx)
+{
+    ENTER();
+    return ctx_pop(pctx);
+}
+
+static CUresult ctx_device(CUdevice *device, CUcontext ctx)
+{
+    if (!device)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx)
+        ctx = current_ctx();
+    if (!ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *device = ctx->device;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetDevice(CUdevice *device)
+{
+    ENTER();
+    return ctx_device(device, NULL);
+}
+
+CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
+{
+    ENTER();
+    return ctx_device(device, ctx);
+}
+
+/* Defined with the memory pools: gives cached pool memory back down to each
+ * pool's release threshold (what a synchronisation does). */
+static void trim_pools_to_threshold(int dev);
+
+static CUresult ctx_synchronize(CUcontext ctx)
+{
+    if (!ctx)
+        ctx = current_ctx();
+    if (!ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    trim_pools_to_threshold(ctx->device);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxSynchronize(void)
+{
+    ENTER();
+    return ctx_synchronize(NULL);
+}
+
+CUresult cuCtxSynchronize_v2(CUcontext ctx)
+{
+    ENTER();
+    return ctx_synchronize(ctx);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Allocation tracking                                                      */
+
+enum alloc_kind {
+    A_DEVICE,  /* cuMemAlloc*, cuMemAllocPitch*, cuMemAllocManaged */
+    A_POOL,    /* stream-ordered allocation, belongs to a pool */
+    A_HOST,    /* cuMemAllocHost: not device memory, not counted */
+    A_RESERVE, /* cuMemAddressReserve: PROT_NONE address range */
+    A_MAPPED,  /* cuMemMap: part of a reservation backed by a handle */
+};
+
+struct CUmemPoolHandle_st;
+struct vmm_handle;
+
+struct alloc {
+    uintptr_t base;
+    size_t size;
+    int dev;
+    enum alloc_kind kind;
+    struct CUmemPoolHandle_st *pool;
+    struct vmm_handle *handle;
+    struct alloc *next;
+};
+
+static struct alloc *g_allocs; /* under g_lock */
+
+#define GRANULARITY (2ULL << 20)
+
+static void *map_bytes(size_t size, int prot, int low32)
+{
+    int flags = MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE;
+#ifdef MAP_32BIT
+    if (low32)
+        flags |= MAP_32BIT;
+#else
+    (void)low32;
+#endif
+    void *p = mmap(NULL, size, prot, flags, -1, 0);
+    return p == MAP_FAILED ? NULL : p;
+}
+
+static struct alloc *track(void *p, size_t size, int dev, enum alloc_kind kind,
+                           struct CUmemPoolHandle_st *pool, struct vmm_handle *handle)
+{
+    struct alloc *a = calloc(1, sizeof *a);
+    if (!a)
+        return NULL;
+    a->base = (uintptr_t)p;
+    a->size = size;
+    a->dev = dev;
+    a->kind = kind;
+    a->pool = pool;
+    a->handle = handle;
+    LOCK();
+    a->next = g_allocs;
+    g_allocs = a;
+    UNLOCK();
+    return a;
+}
+
+/* Unlinks the record of a kind in mask starting exactly at base. */
+static struct alloc *untrack_locked(uintptr_t base, unsigned kind_mask)
+{
+    for (struct alloc **pp = &g_allocs; *pp; pp = &(*pp)->next) {
+        struct alloc *a = *pp;
+        if (a->base == base && (kind_mask & (1u << a->kind))) {
+            *pp = a->next;
+            return a;
+        }
+    }
+    return NULL;
+}
+
+static struct alloc *find_containing_locked(uintptr_t p, size_t n, unsigned kind_mask)
+{
+    for (struct alloc *a = g_allocs; a; a = a->next)
+        if ((kind_mask & (1u << a->kind)) && p >= a->base && n <= a->size &&
+            p - a->base <= a->size - n)
+            return a;
+    return NULL;
+}
+
+#define ACCESSIBLE ((1u << A_DEVICE) | (1u << A_POOL) | (1u << A_HOST) | (1u << A_MAPPED))
+
+/* Whether [p, p+n) lies inside memory the fake handed out. */
+static int range_ok(CUdeviceptr p, size_t n)
+{
+    if (!p)
+        return 0;
+    LOCK();
+    int ok = find_containing_locked((uintptr_t)p, n ? n : 1, ACCESSIBLE) != NULL;
+    UNLOCK();
+    return ok;
+}
+
+static CUresult device_alloc(CUdeviceptr *dptr, size_t size, int dev, int low32)
+{
+    if (!dptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (charge(dev, size) != 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    void *p = map_bytes(size, PROT_READ | PROT_WRITE, low32);
+    if (!p || !track(p, size, dev, A_DEVICE, NULL, NULL)) {
+        if (p)
+            munmap(p, size);
+        uncharge(dev, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
+{
+    ENTER();
+    return device_alloc(dptr, bytesize, current_device(), 0);
+}
+
+CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
+{
+    ENTER();
+    if (!dptr)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUdeviceptr p = 0;
+    CUresult rc = device_alloc(&p, bytesize, current_device(), 1);
+    if (rc == CUDA_SUCCESS)
+        *dptr = (CUdeviceptr_v1)p;
+    return rc;
+}
+
+static CUresult alloc_pitch(CUdeviceptr *dptr, size_t *pitch, size_t width, size_t height,
+                            unsigned elem)
+{
+    if (!dptr || !pitch || width == 0 || height == 0 || (elem != 4 && elem != 8 && elem != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t p = (width + 511) & ~(size_t)511;
+    if (height > SIZE_MAX / p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = device_alloc(dptr, p * height, current_device(), 0);
+    if (rc == CUDA_SUCCESS)
+        *pitch = p;
+    return rc;
+}
+
+CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
+                            unsigned int ElementSizeBytes)
+{
+    ENTER();
+    return alloc_pitch(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
+}
+
+CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
+                         unsigned int Height, unsigned int ElementSizeBytes)
+{
+    ENTER();
+    if (!dptr || !pPitch || WidthInBytes == 0 || Height == 0 ||
+        (ElementSizeBytes != 4 && ElementSizeBytes != 8 && ElementSizeBytes != 16))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t pitch = ((size_t)WidthInBytes + 511) & ~(size_t)511;
+    CUdeviceptr p = 0;
+    CUresult rc = device_alloc(&p, pitch * Height, current_device(), 1);
+    if (rc == CUDA_SUCCESS) {
+        *dptr = (CUdeviceptr_v1)p;
+        *pPitch = (unsigned int)pitch;
+    }
+    return rc;
+}
+
+CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
+{
+    ENTER();
+    (void)flags;
+    return device_alloc(dptr, bytesize, current_device(), 0);
+}
+
+static void pool_return_block(struct alloc *a); /* with the pools */
+
+static CUresult mem_free(CUdeviceptr ptr)
+{
+    if (!ptr)
+        return CUDA_SUCCESS;
+    LOCK();
+    struct alloc *a = untrack_locked((uintptr_t)ptr, (1u << A_DEVICE) | (1u << A_POOL));
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)a->base, a->size);
+    if (a->kind == A_POOL)
+        pool_return_block(a);
+    else
+        uncharge(a->dev, a->size);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemFree_v2(CUdeviceptr dptr)
+{
+    ENTER();
+    return mem_free(dptr);
+}
+
+CUresult cuMemFree(CUdeviceptr_v1 dptr)
+{
+    ENTER();
+    return mem_free(dptr);
+}
+
+static CUresult mem_info(unsigned long long *free_b, unsigned long long *total)
+{
+    int dev = current_device();
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    unsigned long long t = total_memory();
+    unsigned long long used = fakegpu_state_device_used(dev);
+    *total = t;
+    *free_b = used < t ? t - used : 0;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetInfo_v2(size_t *free, size_t *total)
+{
+    ENTER();
+    if (!free || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned long long f, t;
+    CUresult rc = mem_info(&f, &t);
+    if (rc == CUDA_SUCCESS) {
+        *free = (size_t)f;
+        *total = (size_t)t;
+    }
+    return rc;
+}
+
+CUresult cuMemGetInfo(unsigned int *free, unsigned int *total)
+{
+    ENTER();
+    if (!free || !total)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned long long f, t;
+    CUresult rc = mem_info(&f, &t);
+    if (rc == CUDA_SUCCESS) {
+        *free = f > UINT_MAX ? UINT_MAX : (unsigned int)f;
+        *total = t > UINT_MAX ? UINT_MAX : (unsigned int)t;
+    }
+    return rc;
+}
+
+static CUresult alloc_host(void **pp, size_t size)
+{
+    if (!pp || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    void *p = map_bytes(size, PROT_READ | PROT_WRITE, 0);
+    if (!p || !track(p, size, -1, A_HOST, NULL, NULL)) {
+        if (p)
+            munmap(p, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAllocHost_v2(void **pp, size_t bytesize)
+{
+    ENTER();
+    return alloc_host(pp, bytesize);
+}
+
+CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
+{
+    ENTER();
+    return alloc_host(pp, bytesize);
+}
+
+CUresult cuMemFreeHost(void *p)
+{
+    ENTER();
+    LOCK();
+    struct alloc *a = untrack_locked((uintptr_t)p, 1u << A_HOST);
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)a->base, a->size);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    LOCK();
+    struct alloc *a = find_containing_locked((uintptr_t)dptr, 1, ACCESSIBLE);
+    uintptr_t base = a ? a->base : 0;
+    size_t size = a ? a->size : 0;
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_NOT_FOUND;
+    if (pbase)
+        *pbase = (CUdeviceptr)base;
+    if (psize)
+        *psize = size;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)
+{
+    ENTER();
+    return address_range(pbase, psize, dptr);
+}
+
+CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr)
+{
+    ENTER();
+    CUdeviceptr b;
+    size_t s;
+    CUresult rc = address_range(&b, &s, dptr);
+    if (rc == CUDA_SUCCESS) {
+        if (pbase)
+            *pbase = (CUdeviceptr_v1)b;
+        if (psize)
+            *psize = s > UINT_MAX ? UINT_MAX : (unsigned int)s;
+    }
+    return rc;
+}
+
+/* ---- copies and memset: device pointers are host addresses ---- */
+
+static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!src || !range_ok(dst, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy((void *)(uintptr_t)dst, src, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_dtoh(void *dst, CUdeviceptr src, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!dst || !range_ok(src, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    memcpy(dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!range_ok(dst, n) || !range_ok(src, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult set_d8(CUdeviceptr dst, unsigned char v, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if (!range_ok(dst, n))
+        return CUDA_ERROR_INVALID_VALUE;
+    memset((void *)(uintptr_t)dst, v, n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult set_d32(CUdeviceptr dst, unsigned int v, size_t n)
+{
+    if (n == 0)
+        return CUDA_SUCCESS;
+    if ((dst & 3) || n > SIZE_MAX / 4 || !range_ok(dst, n * 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned int *p = (unsigned int *)(uintptr_t)dst;
+    for (size_t i = 0; i < n; i++)
+        p[i] = v;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    ENTER();
+    return copy_htod(dstDevice, srcHost, ByteCount);
+}
+
+CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
+{
+    ENTER();
+    return copy_htod(dstDevice, srcHost, ByteCount);
+}
+
+CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount)
+{
+    ENTER();
+    return copy_htod(dstDevice, srcHost, ByteCount);
+}
+
+CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    ENTER();
+    return copy_dtoh(dstHost, srcDevice, ByteCount);
+}
+
+CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    ENTER();
+    return copy_dtoh(dstHost, srcDevice, ByteCount);
+}
+
+CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
+{
+    ENTER();
+    return copy_dtoh(dstHost, srcDevice, ByteCount);
+}
+
+CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
+{
+    ENTER();
+    return copy_dtod(dstDevice, srcDevice, ByteCount);
+}
+
+CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
+{
+    ENTER();
+    return copy_dtod(dstDevice, srcDevice, ByteCount);
+}
+
+/* Unified addressing: either side may be host memory. */
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    ENTER();
+    if (ByteCount == 0)
+        return CUDA_SUCCESS;
+    if (!dst || !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, ByteCount);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
+{
+    ENTER();
+    return set_d8(dstDevice, uc, N);
+}
+
+CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N)
+{
+    ENTER();
+    return set_d8(dstDevice, uc, N);
+}
+
+CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+    ENTER();
+    return set_d32(dstDevice, ui, N);
+}
+
+CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
+{
+    ENTER();
+    return set_d32(dstDevice, ui, N);
+}
+
+CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N)
+{
+    ENTER();
+    return set_d32(dstDevice, ui, N);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Stream-ordered allocation and memory pools                               */
+/*
+ * A pool's reserved memory = used (live blocks) + cached (freed blocks it
+ * keeps). Both are charged to the device. A freed block's bytes stay cached
+ * until cuMemPoolTrimTo or a synchronisation trims the pool down to its
+ * release threshold; new allocations reuse cached bytes first.
+ */
+
+#define POOL_MAGIC 0x4c4f4f50u /* "POOL" */
+
+struct CUmemPoolHandle_st {
+    unsigned magic;
+    int alive;
+    int is_default;
+    int dev;
+    unsigned long long threshold;
+    unsigned long long used, cached;
+    unsigned long long used_high, reserved_high;
+    struct CUmemPoolHandle_st *next;
+};
+
+static struct CUmemPoolHandle_st g_default_pools[FAKEGPU_MAX_DEVICES];
+static struct CUmemPoolHandle_st *g_device_pool[FAKEGPU_MAX_DEVICES]; /* NULL = default */
+static struct CUmemPoolHandle_st *g_pools;                            /* created ones */
+
+static struct CUmemPoolHandle_st *default_pool_locked(int dev)
+{
+    struct CUmemPoolHandle_st *p = &g_default_pools[dev];
+    if (p->magic != POOL_MAGIC) {
+        p->magic = POOL_MAGIC;
+        p->alive = 1;
+        p->is_default = 1;
+        p->dev = dev;
+    }
+    return p;
+}
+
+static int pool_valid(struct CUmemPoolHandle_st *p)
+{
+    return p && p->magic == POOL_MAGIC && p->alive;
+}
+
+/* Called with g_lock held. */
+static void pool_trim_locked(struct CUmemPoolHandle_st *p, unsigned long long keep)
+{
+    unsigned long long reserved = p->used + p->cached;
+    if (reserved <= keep || p->cached == 0)
+        return;
+    unsigned long long release = reserved - keep;
+    if (release > p->cached)
+        release = p->cached;
+    p->cached -= release;
+    uncharge(p->dev, release);
+}
+
+static void trim_pools_to_threshold(int dev)
+{
+    LOCK();
+    for (int d = 0; d < FAKEGPU_MAX_DEVICES; d++)
+        if ((dev < 0 || d == dev) && g_default_pools[d].magic == POOL_MAGIC)
+            pool_trim_locked(&g_default_pools[d], g_default_pools[d].threshold);
+    for (struct CUmemPoolHandle_st *p = g_pools; p; p = p->next)
+        if (p->alive && (dev < 0 || p->dev == dev))
+            pool_trim_locked(p, p->threshold);
+    UNLOCK();
+}
+
+static void pool_return_block(struct alloc *a)
+{
+    struct CUmemPoolHandle_st *p = a->pool;
+    LOCK();
+    p->used -= a->size < p->used ? a->size : p->used;
+    if (p->alive)
+        p->cached += a->size;
+    else
+        uncharge(p->dev, a->size);
+    UNLOCK();
+}
+
+static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandle_st *p)
+{
+    if (!dptr || size == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    if (!pool_valid(p)) {
+        UNLOCK();
+        return CUDA_ERROR_INVALID_VALUE;
+    }
+    unsigned long long reuse = p->cached < size ? p->cached : size;
+    if (charge(p->dev, size - reuse) != 0) {
+        UNLOCK();
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    p->cached -= reuse;
+    p->used += size;
+    if (p->used > p->used_high)
+        p->used_high = p->used;
+    if (p->used + p->cached > p->reserved_high)
+        p->reserved_high = p->used + p->cached;
+    UNLOCK();
+
+    void *mem = map_bytes(size, PROT_READ | PROT_WRITE, 0);
+    if (!mem || !track(mem, size, p->dev, A_POOL, p, NULL)) {
+        if (mem)
+            munmap(mem, size);
+        LOCK();
+        p->used -= size;
+        p->cached += reuse;
+        UNLOCK();
+        uncharge(p->dev, size - reuse);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *dptr = (CUdeviceptr)(uintptr_t)mem;
+    return CUDA_SUCCESS;
+}
+
+#define STREAM_MAGIC 0x4d525453u /* "STRM" */
+
+struct CUstream_st {
+    unsigned magic;
+    int alive;
+    int device;
+};
+
+/* Device a stream-ordered call works on: the stream's, else the current
+ * context's. */
+static int stream_device(CUstream s)
+{
+    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->magic == STREAM_MAGIC)
+        return s->device;
+    return current_device();
+}
+
+static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
+{
+    int dev = stream_device(s);
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    LOCK();
+    struct CUmemPoolHandle_st *p = g_device_pool[dev] ? g_device_pool[dev] : default_pool_locked(dev);
+    UNLOCK();
+    return pool_alloc(dptr, size, p);
+}
+
+CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    ENTER();
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
+{
+    ENTER();
+    return alloc_async(dptr, bytesize, hStream);
+}
+
+CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                 CUstream hStream)
+{
+    ENTER();
+    (void)hStream;
+    return pool_alloc(dptr, bytesize, pool);
+}
+
+CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool,
+                                      CUstream hStream)
+{
+    ENTER();
+    (void)hStream;
+    return pool_alloc(dptr, bytesize, pool);
+}
+
+CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+{
+    ENTER();
+    (void)hStream;
+    return mem_free(dptr);
+}
+
+CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
+{
+    ENTER();
+    (void)hStream;
+    return mem_free(dptr);
+}
+
+CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
+{
+    ENTER();
+    if (!pool || !poolProps || poolProps->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(poolProps->location.id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
+    if (!p)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    p->magic = POOL_MAGIC;
+    p->alive = 1;
+    p->dev = poolProps->location.id;
+    LOCK();
+    p->next = g_pools;
+    g_pools = p;
+    UNLOCK();
+    *pool = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    ENTER();
+    LOCK();
+    CUresult rc = CUDA_SUCCESS;
+    if (!pool_valid(pool) || pool->is_default) {
+        rc = CUDA_ERROR_INVALID_VALUE;
+    } else {
+        pool_trim_locked(pool, 0);
+        pool->alive = 0; /* stays allocated: live blocks still point at it */
+        for (int d = 0; d < FAKEGPU_MAX_DEVICES; d++)
+            if (g_device_pool[d] == pool)
+                g_device_pool[d] = NULL;
+    }
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    ENTER();
+    LOCK();
+    CUresult rc = pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS)
+        pool_trim_locked(pool, minBytesToKeep);
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuDeviceGetDefaultMemPool(CUmemoryPool *pool_out, CUdevice dev)
+{
+    ENTER();
+    if (!pool_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    *pool_out = default_pool_locked(dev);
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetMemPool(CUmemoryPool *pool, CUdevice dev)
+{
+    ENTER();
+    if (!pool)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    *pool = g_device_pool[dev] ? g_device_pool[dev] : default_pool_locked(dev);
+    UNLOCK();
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    ENTER();
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    CUresult rc = pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS) {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            pool->threshold = *(cuuint64_t *)value;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            pool->used_high = pool->used;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+            pool->reserved_high = pool->used + pool->cached;
+            break;
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            break;
+        default:
+            rc = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+    }
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void *value)
+{
+    ENTER();
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    CUresult rc = pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS) {
+        switch (attr) {
+        case CU_MEMPOOL_ATTR_RELEASE_THRESHOLD:
+            *(cuuint64_t *)value = pool->threshold;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT:
+            *(cuuint64_t *)value = pool->used + pool->cached;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_CURRENT:
+            *(cuuint64_t *)value = pool->used;
+            break;
+        case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH:
+            *(cuuint64_t *)value = pool->reserved_high;
+            break;
+        case CU_MEMPOOL_ATTR_USED_MEM_HIGH:
+            *(cuuint64_t *)value = pool->used_high;
+            break;
+        case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            *(int *)value = 1;
+            break;
+        default:
+            rc = CUDA_ERROR_INVALID_VALUE;
+            break;
+        }
+    }
+    UNLOCK();
+    return rc;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Virtual memory management                                                */
+
+#define VMM_MAGIC 0x484d4d56u /* "VMMH" */
+
+struct vmm_handle {
+    unsigned magic;
+    int alive;
+    size_t size;
+    int dev;
+    CUmemAllocationProp prop;
+};
+
+static struct vmm_handle *vmm_get(CUmemGenericAllocationHandle h)
+{
+    struct vmm_handle *v = (struct vmm_handle *)(uintptr_t)h;
+    return v && v->magic == VMM_MAGIC && __atomic_load_n(&v->alive, __ATOMIC_ACQUIRE) ? v : NULL;
+}
+
+CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                       CUmemAllocationGranularity_flags option)
+{
+    ENTER();
+    (void)option;
+    if (!granularity || !prop)
+        return CUDA_ERROR_INVALID_VALUE;
+    *granularity = GRANULARITY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                     const CUmemAllocationProp *prop, unsigned long long flags)
+{
+    ENTER();
+    (void)flags;
+    if (!handle || !prop || size == 0 || size % GRANULARITY != 0 ||
+        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!valid_device(prop->location.id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct vmm_handle *v = calloc(1, sizeof *v);
+    if (!v)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (charge(prop->location.id, size) != 0) {
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    v->magic = VMM_MAGIC;
+    v->alive = 1;
+    v->size = size;
+    v->dev = prop->location.id;
+    v->prop = *prop;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
+{
+    ENTER();
+    struct vmm_handle *v = vmm_get(handle);
+    if (!v || !__atomic_exchange_n(&v->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_VALUE;
+    uncharge(v->dev, v->size); /* the handle object is kept: stale use is detected */
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                             unsigned long long flags)
+{
+    ENTER();
+    (void)addr;
+    (void)flags;
+    if (!ptr || size == 0 || size % GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (alignment < GRANULARITY)
+        alignment = GRANULARITY;
+    if (alignment & (alignment - 1))
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t span = size + alignment;
+    uint8_t *raw = map_bytes(span, PROT_NONE, 0);
+    if (!raw)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uintptr_t base = ((uintptr_t)raw + alignment - 1) & ~(uintptr_t)(alignment - 1);
+    if (base > (uintptr_t)raw)
+        munmap(raw, base - (uintptr_t)raw);
+    uintptr_t end = (uintptr_t)raw + span;
+    if (end > base + size)
+        munmap((void *)(base + size), end - (base + size));
+    if (!track((void *)base, size, -1, A_RESERVE, NULL, NULL)) {
+        munmap((void *)base, size);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *ptr = (CUdeviceptr)base;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
+{
+    ENTER();
+    LOCK();
+    struct alloc *a = untrack_locked((uintptr_t)ptr, 1u << A_RESERVE);
+    if (a && a->size != size) {
+        a->next = g_allocs; /* wrong size: put it back */
+        g_allocs = a;
+        a = NULL;
+    }
+    /* Mappings left inside the range go with it. */
+    for (struct alloc **pp = &g_allocs; a && *pp;) {
+        struct alloc *m = *pp;
+        if (m->kind == A_MAPPED && m->base >= a->base && m->base < a->base + a->size) {
+            *pp = m->next;
+            free(m);
+        } else {
+            pp = &m->next;
+        }
+    }
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)a->base, a->size);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAllocationHandle handle,
+                  unsigned long long flags)
+{
+    ENTER();
+    (void)flags;
+    struct vmm_handle *v = vmm_get(handle);
+    if (!v || size == 0 || offset > v->size || size > v->size - offset)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    int ok = find_containing_locked((uintptr_t)ptr, size, 1u << A_RESERVE) != NULL &&
+             find_containing_locked((uintptr_t)ptr, 1, 1u << A_MAPPED) == NULL;
+    UNLOCK();
+    if (!ok)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!track((void *)(uintptr_t)ptr, size, v->dev, A_MAPPED, NULL, v))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
+{
+    ENTER();
+    LOCK();
+    struct alloc *a = untrack_locked((uintptr_t)ptr, 1u << A_MAPPED);
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    (void)size;
+    /* Drop the contents and make the range inaccessible again. */
+    mmap((void *)a->base, a->size, PROT_NONE,
+         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED, -1, 0);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count)
+{
+    ENTER();
+    if (!desc || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    int ok = find_containing_locked((uintptr_t)ptr, size, 1u << A_RESERVE) != NULL &&
+             find_containing_locked((uintptr_t)ptr, 1, 1u << A_MAPPED) != NULL;
+    UNLOCK();
+    return ok ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+}
+
+CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
+                                                CUmemGenericAllocationHandle handle)
+{
+    ENTER();
+    struct vmm_handle *v = vmm_get(handle);
+    if (!prop || !v)
+        return CUDA_ERROR_INVALID_VALUE;
+    *prop = v->prop;
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Arrays                                                                   */
+
+#define ARRAY_MAGIC 0x59415241u /* "ARAY" */
+
+struct CUarray_st {
+    unsigned magic;
+    int alive;
+    int dev;
+    unsigned long long bytes;
+    CUDA_ARRAY3D_DESCRIPTOR desc;
+};
+
+struct CUmipmappedArray_st {
+    unsigned magic;
+    int alive;
+    int dev;
+    unsigned long long bytes;
+};
+
+static unsigned format_bytes(CUarray_format f)
+{
+    switch (f) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT8:
+        return 1;
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_HALF:
+        return 2;
+    default:
+        return 4;
+    }
+}
+
+static unsigned long long level_bytes(size_t w, size_t h, size_t d, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    return (unsigned long long)w * (h ? h : 1) * (d ? d : 1) * desc->NumChannels *
+           format_bytes(desc->Format);
+}
+
+static CUresult array_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *desc)
+{
+    if (!pHandle || !desc || desc->Width == 0 || desc->NumChannels == 0 ||
+        desc->NumChannels > 4)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = current_device();
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUarray_st *a = calloc(1, sizeof *a);
+    if (!a)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    a->bytes = level_bytes(desc->Width, desc->Height, desc->Depth, desc);
+    if (charge(dev, a->bytes) != 0) {
+        free(a);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    a->magic = ARRAY_MAGIC;
+    a->alive = 1;
+    a->dev = dev;
+    a->desc = *desc;
+    *pHandle = a;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *pAllocateArray)
+{
+    ENTER();
+    if (!pAllocateArray)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = pAllocateArray->Width, .Height = pAllocateArray->Height,
+                                  .Format = pAllocateArray->Format,
+                                  .NumChannels = pAllocateArray->NumChannels };
+    return array_create(pHandle, &d);
+}
+
+CUresult cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray)
+{
+    ENTER();
+    if (!pAllocateArray)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = pAllocateArray->Width, .Height = pAllocateArray->Height,
+                                  .Format = pAllocateArray->Format,
+                                  .NumChannels = pAllocateArray->NumChannels };
+    return array_create(pHandle, &d);
+}
+
+CUresult cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *pAllocateArray)
+{
+    ENTER();
+    return array_create(pHandle, pAllocateArray);
+}
+
+CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR_v1 *pAllocateArray)
+{
+    ENTER();
+    if (!pAllocateArray)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_ARRAY3D_DESCRIPTOR d = { .Width = pAllocateArray->Width, .Height = pAllocateArray->Height,
+                                  .Depth = pAllocateArray->Depth, .Format = pAllocateArray->Format,
+                                  .NumChannels = pAllocateArray->NumChannels,
+                                  .Flags = pAllocateArray->Flags };
+    return array_create(pHandle, &d);
+}
+
+static int array_valid(CUarray a)
+{
+    return a && a->magic == ARRAY_MAGIC && __atomic_load_n(&a->alive, __ATOMIC_ACQUIRE);
+}
+
+CUresult cuArrayDestroy(CUarray hArray)
+{
+    ENTER();
+    if (!array_valid(hArray) || !__atomic_exchange_n(&hArray->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    uncharge(hArray->dev, hArray->bytes);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    ENTER();
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!array_valid(hArray))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pArrayDescriptor->Width = hArray->desc.Width;
+    pArrayDescriptor->Height = hArray->desc.Height;
+    pArrayDescriptor->Format = hArray->desc.Format;
+    pArrayDescriptor->NumChannels = hArray->desc.NumChannels;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuArrayGetDescriptor(CUDA_ARRAY_DESCRIPTOR_v1 *pArrayDescriptor, CUarray hArray)
+{
+    ENTER();
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!array_valid(hArray))
+        return CUDA_ERROR_INVALID_HANDLE;
+    pArrayDescriptor->Width = (unsigned int)hArray->desc.Width;
+    pArrayDescriptor->Height = (unsigned int)hArray->desc.Height;
+    pArrayDescriptor->Format = hArray->desc.Format;
+    pArrayDescriptor->NumChannels = hArray->desc.NumChannels;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
+                                const CUDA_ARRAY3D_DESCRIPTOR *pMipmappedArrayDesc,
+                                unsigned int numMipmapLevels)
+{
+    ENTER();
+    const CUDA_ARRAY3D_DESCRIPTOR *d = pMipmappedArrayDesc;
+    if (!pHandle || !d || d->Width == 0 || d->NumChannels == 0 || d->NumChannels > 4 ||
+        numMipmapLevels == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = current_device();
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    unsigned long long bytes = 0;
+    size_t w = d->Width, h = d->Height, z = d->Depth;
+    for (unsigned i = 0; i < numMipmapLevels; i++) {
+        bytes += level_bytes(w, h, z, d);
+        w = w > 1 ? w / 2 : 1;
+        h = h > 1 ? h / 2 : h; /* 0 (1D) stays 0, i.e. 1 */
+        z = z > 1 ? z / 2 : z;
+    }
+    struct CUmipmappedArray_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (charge(dev, bytes) != 0) {
+        free(m);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    m->magic = ARRAY_MAGIC;
+    m->alive = 1;
+    m->dev = dev;
+    m->bytes = bytes;
+    *pHandle = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
+{
+    ENTER();
+    struct CUmipmappedArray_st *m = hMipmappedArray;
+    if (!m || m->magic != ARRAY_MAGIC || !__atomic_exchange_n(&m->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    uncharge(m->dev, m->bytes);
+    return CUDA_SUCCESS;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Modules, libraries, kernels                                              */
+/*
+ * A module image (or library file) is a NUL-terminated string starting with
+ * "fakegpu". Every module holds the same built-in kernels. A CUkernel is the
+ * same object as its CUfunction, so either is accepted by the launch calls.
+ */
+
+#define MODULE_MAGIC 0x444f4d46u /* "FMOD" */
+#define KERNEL_MAGIC 0x4e524b46u /* "FKRN" */
+#define IMAGE_TAG "fakegpu"
+
+struct CUfunc_st {
+    unsigned magic;
+    const char *name;
+    CUresult (*run)(void **params);
+};
+
+struct CUmod_st {
+    unsigned magic;
+    int alive;
+};
+
+struct CUlib_st {
+    unsigned magic;
+    int alive;
+    struct CUmod_st module;
+};
+
+static CUresult k_add_one(void **params)
+{
+    CUdeviceptr x = *(CUdeviceptr *)params[0];
+    int n = *(int *)params[1];
+    if (n <= 0)
+        return CUDA_SUCCESS;
+    if (!range_ok(x, (size_t)n * sizeof(float)))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    float *p = (float *)(uintptr_t)x;
+    for (int i = 0; i < n; i++)
+        p[i] += 1.0f;
+    return CUDA_SUCCESS;
+}
+
+static CUresult k_fill_u32(void **params)
+{
+    CUdeviceptr x = *(CUdeviceptr *)params[0];
+    unsigned v = *(unsigned *)params[1];
+    int n = *(int *)params[2];
+    if (n <= 0)
+        return CUDA_SUCCESS;
+    if (!range_ok(x, (size_t)n * sizeof(unsigned)))
+        return CUDA_ERROR_ILLEGAL_ADDRESS;
+    unsigned *p = (unsigned *)(uintptr_t)x;
+    for (int i = 0; i < n; i++)
+        p[i] = v;
+    return CUDA_SUCCESS;
+}
+
+static struct CUfunc_st g_kernels[] = {
+    { KERNEL_MAGIC, "add_one", k_add_one },
+    { KERNEL_MAGIC, "fill_u32", k_fill_u32 },
+};
+#define NKERNELS (sizeof g_kernels / sizeof g_kernels[0])
+
+static const struct CUfunc_st *kernel_of(const void *handle)
+{
+    for (size_t i = 0; i < NKERNELS; i++)
+        if (handle == &g_kernels[i])
+            return &g_kernels[i];
+    return NULL;
+}
+
+static struct CUfunc_st *kernel_by_name(const char *name)
+{
+    for (size_t i = 0; name && i < NKERNELS; i++)
+        if (strcmp(g_kernels[i].name, name) == 0)
+            return &g_kernels[i];
+    return NULL;
+}
+
+static int image_ok(const void *image)
+{
+    return image && strncmp((const char *)image, IMAGE_TAG, strlen(IMAGE_TAG)) == 0;
+}
+
+static int module_valid(CUmodule m)
+{
+    return m && m->magic == MODULE_MAGIC && __atomic_load_n(&m->alive, __ATOMIC_ACQUIRE);
+}
+
+static CUresult module_load(CUmodule *module, const void *image)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!image_ok(image))
+        return CUDA_ERROR_INVALID_IMAGE;
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->magic = MODULE_MAGIC;
+    m->alive = 1;
+    *module = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    ENTER();
+    return module_load(module, image);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+                            CUjit_option *options, void **optionValues)
+{
+    ENTER();
+    (void)numOptions;
+    (void)options;
+    (void)optionValues;
+    return module_load(module, image);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    ENTER();
+    if (!module_valid(hmod) || !__atomic_exchange_n(&hmod->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS; /* kept allocated: stale handles are detected */
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    ENTER();
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(hmod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUfunc_st *k = kernel_by_name(name);
+    if (!k)
+        return CUDA_ERROR_NOT_FOUND;
+    *hfunc = k;
+    return CUDA_SUCCESS;
+}
+
+/* Libraries are context-independent: no current context needed. */
+static CUresult library_new(CUlibrary *library, const void *code)
+{
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!image_ok(code))
+        return CUDA_ERROR_INVALID_IMAGE;
+    struct CUlib_st *l = calloc(1, sizeof *l);
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    l->magic = MODULE_MAGIC;
+    l->alive = 1;
+    l->module.magic = MODULE_MAGIC;
+    l->module.alive = 1;
+    *library = l;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                           void **jitOptionsValues, unsigned int numJitOptions,
+                           CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                           unsigned int numLibraryOptions)
+{
+    ENTER();
+    (void)jitOptions;
+    (void)jitOptionsValues;
+    (void)numJitOptions;
+    (void)libraryOptions;
+    (void)libraryOptionValues;
+    (void)numLibraryOptions;
+    return library_new(library, code);
+}
+
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                               void **jitOptionsValues, unsigned int numJitOptions,
+                               CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                               unsigned int numLibraryOptions)
+{
+    ENTER();
+    (void)jitOptions;
+    (void)jitOptionsValues;
+    (void)numJitOptions;
+    (void)libraryOptions;
+    (void)libraryOptionValues;
+    (void)numLibraryOptions;
+    if (!library || !fileName)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = open(fileName, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    char buf[64] = { 0 };
+    ssize_t n = read(fd, buf, sizeof buf - 1);
+    close(fd);
+    if (n < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    return library_new(library, buf);
+}
+
+static int library_valid(CUlibrary l)
+{
+    return l && l->magic == MODULE_MAGIC && __atomic_load_n(&l->alive, __ATOMIC_ACQUIRE);
+}
+
+CUresult cuLibraryUnload(CUlibrary library)
+{
+    ENTER();
+    if (!library_valid(library) || !__atomic_exchange_n(&library->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    __atomic_store_n(&library->module.alive, 0, __ATOMIC_RELEASE);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    ENTER();
+    if (!pKernel || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!library_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUfunc_st *k = kernel_by_name(name);
+    if (!k)
+        return CUDA_ERROR_NOT_FOUND;
+    *pKernel = (CUkernel)(void *)k;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetModule(CUmodule *pMod, CUlibrary library)
+{
+    ENTER();
+    if (!pMod)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!library_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *pMod = &library->module;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+    ENTER();
+    if (!pFunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    const struct CUfunc_st *k = kernel_of(kernel);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *pFunc = (CUfunction)k;
+    return CUDA_SUCCESS;
+}
+
+/* Runs the kernel synchronously; grid, block and stream are ignored. */
+static CUresult launch(CUfunction f, void **kernelParams, void **extra)
+{
+    const struct CUfunc_st *k = kernel_of(f);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (extra || !kernelParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult rc = k->run(kernelParams);
+    if (rc == CUDA_SUCCESS)
+        __atomic_add_fetch(&g_launches, 1, __ATOMIC_RELAXED);
+    return rc;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                        void **kernelParams, void **extra)
+{
+    ENTER();
+    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
+        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
+    return launch(f, kernelParams, extra);
+}
+
+CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                             void **kernelParams, void **extra)
+{
+    ENTER();
+    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
+        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
+    return launch(f, kernelParams, extra);
+}
+
+CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                          void **extra)
+{
+    ENTER();
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, kernelParams, extra);
+}
+
+CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+                               void **extra)
+{
+    ENTER();
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    return launch(f, kernelParams, extra);
+}
+
+CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX,
+                                   unsigned int blockDimY, unsigned int blockDimZ,
+                                   unsigned int sharedMemBytes, CUstream hStream,
+                                   void **kernelParams)
+{
+    ENTER();
+    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
+        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
+    return launch(f, kernelParams, NULL);
+}
+
+CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                        unsigned int gridDimZ, unsigned int blockDimX,
+                                        unsigned int blockDimY, unsigned int blockDimZ,
+                                        unsigned int sharedMemBytes, CUstream hStream,
+                                        void **kernelParams)
+{
+    ENTER();
+    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
+        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
+    return launch(f, kernelParams, NULL);
+}
+
+/* ------------------------------------------------------------------------ */
+/* Streams, events, graphs: everything already ran synchronously            */
+
+#define EVENT_MAGIC 0x544e5645u /* "EVNT" */
+#define GRAPH_MAGIC 0x48505247u /* "GRPH" */
+#define GEXEC_MAGIC 0x43584547u /* "GEXC" */
+
+struct CUevent_st {
+    unsigned magic;
+    int alive;
+};
+
+struct CUgraph_st {
+    unsigned magic;
+    int alive;
+};
+
+struct CUgraphExec_st {
+    unsigned magic;
+    int alive;
+};
+
+/* Marks a handle object dead; 0 if it was not a live object of that kind. */
+static int kill_object(unsigned *magic, int *alive, unsigned want)
+{
+    return magic && *magic == want && __atomic_exchange_n(alive, 0, __ATOMIC_ACQ_REL);
+}
+
+static int object_live(const unsigned *magic, int *alive, unsigned want)
+{
+    return magic && *magic == want && __atomic_load_n(alive, __ATOMIC_ACQUIRE);
+}
+
+/* The legacy/per-thread default streams (NULL, 0x1, 0x2) are always valid. */
+static int stream_ok(CUstream s)
+{
+    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
+           object_live(&s->magic, &s->alive, STREAM_MAGIC);
+}
+
+CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
+{
+    ENTER();
+    (void)Flags;
+    if (!phStream)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = current_device();
+    if (dev < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUstream_st *s = calloc(1, sizeof *s);
+    if (!s)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    s->magic = STREAM_MAGIC;
+    s->alive = 1;
+    s->device = dev;
+    *phStream = s;
+    return CUDA_SUCCESS;
+}
+
+static CUresult stream_destroy(CUstream s)
+{
+    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
+        return CUDA_ERROR_INVALID_HANDLE;
+    return kill_object(&s->magic, &s->alive, STREAM_MAGIC) ? CUDA_SUCCESS
+                                                             : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuStreamDestroy_v2(CUstream hStream)
+{
+    ENTER();
+    return stream_destroy(hStream);
+}
+
+CUresult cuStreamDestroy(CUstream hStream)
+{
+    ENTER();
+    return stream_destroy(hStream);
+}
+
+static CUresult stream_sync(CUstream s)
+{
+    if (!stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    trim_pools_to_threshold(-1);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuStreamSynchronize(CUstream hStream)
+{
+    ENTER();
+    return stream_sync(hStream);
+}
+
+CUresult cuStreamSynchronize_ptsz(CUstream hStream)
+{
+    ENTER();
+    return stream_sync(hStream);
+}
+
+CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
+{
+    ENTER();
+    (void)Flags;
+    if (!phEvent)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    struct CUevent_st *e = calloc(1, sizeof *e);
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->magic = EVENT_MAGIC;
+    e->alive = 1;
+    *phEvent = e;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
+{
+    ENTER();
+    if (!hEvent || !object_live(&hEvent->magic, &hEvent->alive, EVENT_MAGIC) || !stream_ok(hStream))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuEventSynchronize(CUevent hEvent)
+{
+    ENTER();
+    if (!hEvent || !object_live(&hEvent->magic, &hEvent->alive, EVENT_MAGIC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS;
+}
+
+static CUresult event_destroy(CUevent e)
+{
+    return e && kill_object(&e->magic, &e->alive, EVENT_MAGIC) ? CUDA_SUCCESS
+                                                                : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuEventDestroy_v2(CUevent hEvent)
+{
+    ENTER();
+    return event_destroy(hEvent);
+}
+
+CUresult cuEventDestroy(CUevent hEvent)
+{
+    ENTER();
+    return event_destroy(hEvent);
+}
+
+CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
+{
+    ENTER();
+    if (!phGraph || flags != 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUgraph_st *g = calloc(1, sizeof *g);
+    if (!g)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    g->magic = GRAPH_MAGIC;
+    g->alive = 1;
+    *phGraph = g;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
+                                     unsigned long long flags)
+{
+    ENTER();
+    (void)flags;
+    if (!phGraphExec)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!hGraph || !object_live(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUgraphExec_st *x = calloc(1, sizeof *x);
+    if (!x)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    x->magic = GEXEC_MAGIC;
+    x->alive = 1;
+    *phGraphExec = x;
+    return CUDA_SUCCESS;
+}
+
+static CUresult graph_launch(CUgraphExec x, CUstream s)
+{
+    if (!x || !object_live(&x->magic, &x->alive, GEXEC_MAGIC) || !stream_ok(s))
+        return CUDA_ERROR_INVALID_HANDLE;
+    __atomic_add_fetch(&g_launches, 1, __ATOMIC_RELAXED);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+    ENTER();
+    return graph_launch(hGraphExec, hStream);
+}
+
+CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
+{
+    ENTER();
+    return graph_launch(hGraphExec, hStream);
+}
+
+CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
+{
+    ENTER();
+    return hGraphExec && kill_object(&hGraphExec->magic, &hGraphExec->alive, GEXEC_MAGIC)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_HANDLE;
+}
+
+CUresult cuGraphDestroy(CUgraph hGraph)
+{
+    ENTER();
+    return hGraph && kill_object(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC)
+               ? CUDA_SUCCESS
+               : CUDA_ERROR_INVALID_HANDLE;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Entry-point lookup                                                       */
+
+struct versioned_name {
+    const char *base;
+    int since; /* cudaVersion from which `name` is what base means */
+    const char *name;
+};
+
+/* For a base name, the entries are ordered newest first. */
+static const struct versioned_name g_versions[] = {
+    { "cuMemAlloc", 3020, "cuMemAlloc_v2" },
+    { "cuMemFree", 3020, "cuMemFree_v2" },
+    { "cuMemGetInfo", 3020, "cuMemGetInfo_v2" },
+    { "cuMemAllocPitch", 3020, "cuMemAllocPitch_v2" },
+    { "cuDeviceTotalMem", 3020, "cuDeviceTotalMem_v2" },
+    { "cuMemcpyHtoD", 3020, "cuMemcpyHtoD_v2" },
+    { "cuMemcpyDtoH", 3020, "cuMemcpyDtoH_v2" },
+    { "cuMemcpyDtoD", 3020, "cuMemcpyDtoD_v2" },
+    { "cuMemsetD8", 3020, "cuMemsetD8_v2" },
+    { "cuMemsetD32", 3020, "cuMemsetD32_v2" },
+    { "cuArrayCreate", 3020, "cuArrayCreate_v2" },
+    { "cuArray3DCreate", 3020, "cuArray3DCreate_v2" },
+    { "cuArrayGetDescriptor", 3020, "cuArrayGetDescriptor_v2" },
+    { "cuMemGetAddressRange", 3020, "cuMemGetAddressRange_v2" },
+    { "cuMemAllocHost", 3020, "cuMemAllocHost_v2" },
+    { "cuCtxDestroy", 4000, "cuCtxDestroy_v2" },
+    { "cuCtxPushCurrent", 4000, "cuCtxPushCurrent_v2" },
+    { "cuCtxPopCurrent", 4000, "cuCtxPopCurrent_v2" },
+    { "cuStreamDestroy", 4000, "cuStreamDestroy_v2" },
+    { "cuEventDestroy", 4000, "cuEventDestroy_v2" },
+    { "cuDevicePrimaryCtxRelease", 11000, "cuDevicePrimaryCtxRelease_v2" },
+    { "cuDevicePrimaryCtxReset", 11000, "cuDevicePrimaryCtxReset_v2" },
+    { "cuDevicePrimaryCtxSetFlags", 11000, "cuDevicePrimaryCtxSetFlags_v2" },
+    { "cuDeviceGetUuid", 11040, "cuDeviceGetUuid_v2" },
+    { "cuCtxCreate", 12050, "cuCtxCreate_v4" },
+    { "cuCtxCreate", 3020, "cuCtxCreate_v2" },
+    { "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
+    { "cuCtxGetDevice", 13000, "cuCtxGetDevice_v2" },
+    { "cuCtxSynchronize", 13000, "cuCtxSynchronize_v2" },
+};
+
+static void *g_self;
+static pthread_once_t g_self_once = PTHREAD_ONCE_INIT;
+
+/* Our own handle. Not dlopen(our path, RTLD_NOLOAD): vgpu interposes dlopen
+ * and answers any "libcuda.so*" path with itself. In glibc a link_map is a
+ * valid dlsym handle, and dladdr1 gives ours without opening anything. */
+static void open_self(void)
+{
+    Dl_info info;
+    struct link_map *lm = NULL;
+    if (dladdr1((void *)&open_self, &info, (void **)&lm, RTLD_DL_LINKMAP) && lm)
+        g_self = lm;
+}
+
+/* Address of this library's own export called name, or NULL. */
+static void *own_symbol(const char *name)
+{
+    pthread_once(&g_self_once, open_self);
+    if (!g_self)
+        return NULL;
+    void *p = dlsym(g_self, name);
+    /* Only our own definitions count, not one found in a dependency. */
+    Dl_info mine, found;
+    if (!p || !dladdr((void *)&open_self, &mine) || !dladdr(p, &found) ||
+        mine.dli_fbase != found.dli_fbase)
+        return NULL;
+    return p;
+}
+
+static void *resolve_proc(const char *symbol, int version, cuuint64_t flags)
+{
+    if (strncmp(symbol, "cu", 2) != 0 || strlen(symbol) > 200)
+        return NULL;
+    if (version > FAKEGPU_CUDA_VERSION)
+        version = FAKEGPU_CUDA_VERSION;
+
+    const char *chosen = symbol;
+    for (size_t i = 0; i < sizeof g_versions / sizeof g_versions[0]; i++)
+        if (strcmp(g_versions[i].base, symbol) == 0 && version >= g_versions[i].since) {
+            chosen = g_versions[i].name;
+            break;
+        }
+
+    if (flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM) {
+        static const char *const suffixes[] = { "_ptds", "_ptsz" };
+        for (size_t i = 0; i < 2; i++) {
+            char name[256];
+            snprintf(name, sizeof name, "%s%s", chosen, suffixes[i]);
+            void *p = own_symbol(name);
+            if (p)
+                return p;
+        }
+    }
+    return own_symbol(chosen);
+}
+
+CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
+{
+    COUNT_CALL();
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = resolve_proc(symbol, cudaVersion, flags);
+    return *pfn ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *symbolStatus)
+{
+    COUNT_CALL();
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pfn = resolve_proc(symbol, cudaVersion, flags);
+    if (symbolStatus)
+        *symbolStatus = *pfn ? CU_GET_PROC_ADDRESS_SUCCESS : CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId)
+{
+    COUNT_CALL();
+    if (!ppExportTable || !pExportTableId)
+        return CUDA_ERROR_INVALID_VALUE;
+    const void *t = fakegpu_export_table((const unsigned char *)pExportTableId->bytes);
+    if (!t)
+        return CUDA_ERROR_INVALID_VALUE;
+    *ppExportTable = t;
+    return CUDA_SUCCESS;
+}

@@ -1,0 +1,371 @@
+/*
+ * Fake libnvidia-ml.so.1: the devices of fakegpu_state, seen through NVML.
+ * Memory "used" is what every process sharing FAKEGPU_STATE holds, as the
+ * real NVML reports it.  Prototypes come from include/vgpu/nvml_abi.h.
+ */
+#define _GNU_SOURCE
+#include "fakegpu_state.h"
+#include "vgpu/nvml_abi.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+struct nvmlDevice_st {
+    int index;
+};
+
+static struct nvmlDevice_st devices[FAKEGPU_MAX_DEVICES];
+static int init_count; /* nvmlInit/nvmlShutdown nesting, under lock */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long calls;
+
+unsigned long fakenvml_calls(void)
+{
+    return __atomic_load_n(&calls, __ATOMIC_RELAXED);
+}
+
+static void count_call(void)
+{
+    __atomic_add_fetch(&calls, 1, __ATOMIC_RELAXED);
+}
+
+static int initialised(void)
+{
+    pthread_mutex_lock(&lock);
+    int n = init_count;
+    pthread_mutex_unlock(&lock);
+    return n > 0;
+}
+
+/* Entry checks shared by every device query. */
+static nvmlReturn_t check_device(nvmlDevice_t dev)
+{
+    count_call();
+    if (!initialised())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!dev || dev < devices || dev >= devices + fakegpu_config()->devices)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t init(void)
+{
+    count_call();
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < FAKEGPU_MAX_DEVICES; i++)
+        devices[i].index = i;
+    init_count++;
+    pthread_mutex_unlock(&lock);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlInit(void)
+{
+    return init();
+}
+
+nvmlReturn_t nvmlInit_v2(void)
+{
+    return init();
+}
+
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags)
+{
+    (void)flags;
+    return init();
+}
+
+nvmlReturn_t nvmlShutdown(void)
+{
+    count_call();
+    pthread_mutex_lock(&lock);
+    nvmlReturn_t r = init_count > 0 ? NVML_SUCCESS : NVML_ERROR_UNINITIALIZED;
+    if (init_count > 0)
+        init_count--;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+const char *nvmlErrorString(nvmlReturn_t result)
+{
+    count_call();
+    switch (result) {
+    case NVML_SUCCESS:
+        return "Success";
+    case NVML_ERROR_UNINITIALIZED:
+        return "Uninitialized";
+    case NVML_ERROR_INVALID_ARGUMENT:
+        return "Invalid Argument";
+    case NVML_ERROR_NOT_FOUND:
+        return "Not Found";
+    case NVML_ERROR_INSUFFICIENT_SIZE:
+        return "Insufficient Size";
+    case NVML_ERROR_ARGUMENT_VERSION_MISMATCH:
+        return "Argument Version Mismatch";
+    default:
+        return "Unknown Error";
+    }
+}
+
+static nvmlReturn_t copy_string(char *dst, unsigned int len, const char *src)
+{
+    if (!dst)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (strlen(src) + 1 > len)
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    memcpy(dst, src, strlen(src) + 1);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length)
+{
+    count_call();
+    return initialised() ? copy_string(version, length, "580.00.fake") : NVML_ERROR_UNINITIALIZED;
+}
+
+static nvmlReturn_t cuda_version(int *v)
+{
+    count_call();
+    if (!v)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *v = FAKEGPU_CUDA_VERSION;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v)
+{
+    return cuda_version(v);
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v)
+{
+    return cuda_version(v);
+}
+
+static nvmlReturn_t count(unsigned int *n)
+{
+    count_call();
+    if (!initialised())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!n)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *n = (unsigned)fakegpu_config()->devices;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetCount(unsigned int *n)
+{
+    return count(n);
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *n)
+{
+    return count(n);
+}
+
+/* Handle lookup without counting the call (callers count it once). */
+static nvmlReturn_t lookup(int index, nvmlDevice_t *dev)
+{
+    if (!initialised())
+        return NVML_ERROR_UNINITIALIZED;
+    if (!dev || index < 0 || index >= fakegpu_config()->devices)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *dev = &devices[index];
+    return NVML_SUCCESS;
+}
+
+static nvmlReturn_t by_index(int index, nvmlDevice_t *dev)
+{
+    count_call();
+    return lookup(index, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *dev)
+{
+    return by_index((int)index, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *dev)
+{
+    return by_index((int)index, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *dev)
+{
+    char s[48];
+    count_call();
+    for (int i = 0; uuid && i < fakegpu_config()->devices; i++) {
+        fakegpu_device_uuid_string(i, s);
+        if (strcmp(s, uuid) == 0)
+            return lookup(i, dev);
+    }
+    return initialised() ? NVML_ERROR_NOT_FOUND : NVML_ERROR_UNINITIALIZED;
+}
+
+static nvmlReturn_t by_pci(const char *bus_id, nvmlDevice_t *dev)
+{
+    count_call();
+    int i = bus_id ? fakegpu_device_from_pci_bus_id(bus_id) : -1;
+    if (i >= 0)
+        return lookup(i, dev);
+    return initialised() ? NVML_ERROR_NOT_FOUND : NVML_ERROR_UNINITIALIZED;
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId(const char *bus_id, nvmlDevice_t *dev)
+{
+    return by_pci(bus_id, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetHandleByPciBusId_v2(const char *bus_id, nvmlDevice_t *dev)
+{
+    return by_pci(bus_id, dev);
+}
+
+nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t dev, unsigned int *index)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !index)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        *index = (unsigned)dev->index;
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t dev, unsigned int *minor)
+{
+    return nvmlDeviceGetIndex(dev, minor);
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t dev, char *name, unsigned int length)
+{
+    nvmlReturn_t r = check_device(dev);
+    char s[32];
+    snprintf(s, sizeof(s), "Fake GPU %d", r == NVML_SUCCESS ? dev->index : 0);
+    return r == NVML_SUCCESS ? copy_string(name, length, s) : r;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t dev, char *uuid, unsigned int length)
+{
+    nvmlReturn_t r = check_device(dev);
+    char s[48];
+    if (r != NVML_SUCCESS)
+        return r;
+    fakegpu_device_uuid_string(dev->index, s);
+    return copy_string(uuid, length, s);
+}
+
+static nvmlReturn_t pci_info(nvmlDevice_t dev, nvmlPciInfo_t *pci)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !pci)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS)
+        return r;
+    memset(pci, 0, sizeof(*pci));
+    pci->bus = fakegpu_device_pci_bus(dev->index);
+    snprintf(pci->busId, sizeof(pci->busId), NVML_DEVICE_PCI_BUS_ID_FMT, 0u, pci->bus, 0u);
+    snprintf(pci->busIdLegacy, sizeof(pci->busIdLegacy), NVML_DEVICE_PCI_BUS_ID_LEGACY_FMT, 0u, pci->bus, 0u);
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo(nvmlDevice_t dev, nvmlPciInfo_t *pci)
+{
+    return pci_info(dev, pci);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v2(nvmlDevice_t dev, nvmlPciInfo_t *pci)
+{
+    return pci_info(dev, pci);
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t dev, nvmlPciInfo_t *pci)
+{
+    return pci_info(dev, pci);
+}
+
+static void memory_of(int dev, unsigned long long *total, unsigned long long *free_b, unsigned long long *used)
+{
+    *total = fakegpu_config()->memory;
+    *used = fakegpu_state_device_used(dev);
+    *free_b = *used < *total ? *total - *used : 0;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !m)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS)
+        memory_of(dev->index, &m->total, &m->free, &m->used);
+    return r;
+}
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !m)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS && m->version != nvmlMemory_v2)
+        r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (r == NVML_SUCCESS) {
+        m->reserved = 0;
+        memory_of(dev->index, &m->total, &m->free, &m->used);
+    }
+    return r;
+}
+
+/* NVML's size protocol: *count in = capacity, out = how many there are. */
+static nvmlReturn_t processes(nvmlDevice_t dev, unsigned int *count, void *infos, size_t stride, int v1)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && (!count || (*count && !infos)))
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS)
+        return r;
+    struct fakegpu_proc_usage usage[FAKEGPU_MAX_PROCS];
+    unsigned n = fakegpu_state_processes(dev->index, usage, FAKEGPU_MAX_PROCS);
+    if (n > *count) {
+        *count = n;
+        return NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; i++) {
+        char *slot = (char *)infos + i * stride;
+        if (v1) {
+            nvmlProcessInfo_v1_t p = { (unsigned)usage[i].pid, usage[i].used };
+            memcpy(slot, &p, sizeof(p));
+        } else {
+            nvmlProcessInfo_t p = { .pid = (unsigned)usage[i].pid, .usedGpuMemory = usage[i].used,
+                                    .gpuInstanceId = 0xFFFFFFFF, .computeInstanceId = 0xFFFFFFFF };
+            memcpy(slot, &p, sizeof(p));
+        }
+    }
+    *count = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_v1_t *infos)
+{
+    return processes(dev, count, infos, sizeof(*infos), 1);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
+                                                     nvmlProcessInfo_v2_t *infos)
+{
+    return processes(dev, count, infos, sizeof(*infos), 0);
+}
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *infos)
+{
+    return processes(dev, count, infos, sizeof(*infos), 0);
+}
+
+nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id)
+{
+    count_call();
+    const void *t = id ? fakegpu_export_table(id) : NULL;
+    if (!table || !t)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *table = t;
+    return NVML_SUCCESS;
+}

@@ -1,0 +1,74 @@
+/*
+ * Device model shared by the fake libcuda and the fake libnvidia-ml.
+ *
+ * Both libraries compile fakegpu_state.c in; its functions are hidden so
+ * each library keeps its own copy bound locally.
+ *
+ * Configuration comes from the environment:
+ *   FAKEGPU_DEVICES       number of devices (default 2, at most 16)
+ *   FAKEGPU_MEMORY        bytes per device, suffix K/M/G/T = powers of 1024
+ *                         (default 16G)
+ *   FAKEGPU_CTX_OVERHEAD  device bytes a context takes (default 256M)
+ *   FAKEGPU_STATE         path of a file that holds the device usage of all
+ *                         processes sharing it (default: process-private)
+ */
+#ifndef FAKEGPU_STATE_H
+#define FAKEGPU_STATE_H
+
+#include <stddef.h>
+
+#define FAKEGPU_HIDDEN __attribute__((visibility("hidden")))
+
+#define FAKEGPU_MAX_DEVICES 16
+#define FAKEGPU_MAX_PROCS 128
+#define FAKEGPU_UUID_BYTES 16
+
+/* Driver version reported by both libraries (CUDA 13.0). */
+#define FAKEGPU_CUDA_VERSION 13000
+
+struct fakegpu_config {
+    int devices;
+    unsigned long long memory;
+    unsigned long long ctx_overhead;
+};
+
+/* Parsed environment; read once per process. */
+FAKEGPU_HIDDEN const struct fakegpu_config *fakegpu_config(void);
+
+/* Parses "123", "64K", "16G", "1T" (optionally followed by "B" or "iB").
+ * Returns 0 on success, -1 on malformed input or overflow. */
+FAKEGPU_HIDDEN int fakegpu_parse_size(const char *text, unsigned long long *out);
+
+/* Deterministic identity: fa 4e 00 .. 00 <index>. */
+FAKEGPU_HIDDEN void fakegpu_device_uuid(int dev, unsigned char out[FAKEGPU_UUID_BYTES]);
+/* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" (41 bytes with NUL). */
+FAKEGPU_HIDDEN void fakegpu_device_uuid_string(int dev, char out[48]);
+/* PCI location: domain 0, bus index + 1, device 0, function 0. */
+FAKEGPU_HIDDEN unsigned fakegpu_device_pci_bus(int dev);
+/* Maps a PCI bus id string ("0000:01:00.0", "00000000:01:00.0",
+ * "01:00.0", ...) to a device index, or -1. */
+FAKEGPU_HIDDEN int fakegpu_device_from_pci_bus_id(const char *bus_id);
+
+/* Device memory accounting, shared by every process using the same state.
+ * fakegpu_state_charge fails (returns -1) when the device would exceed its
+ * memory or the state is unusable. */
+FAKEGPU_HIDDEN int fakegpu_state_charge(int dev, unsigned long long bytes);
+FAKEGPU_HIDDEN void fakegpu_state_uncharge(int dev, unsigned long long bytes);
+/* Bytes used on the device by all live processes. */
+FAKEGPU_HIDDEN unsigned long long fakegpu_state_device_used(int dev);
+
+struct fakegpu_proc_usage {
+    int pid;
+    unsigned long long used;
+};
+
+/* Lists live processes using the device. Fills at most cap entries and
+ * returns how many there are in total. */
+FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_usage *out,
+                                                unsigned cap);
+
+/* Export-table rule shared by cuGetExportTable and nvmlInternalGetExportTable:
+ * any id whose first byte is 0xfa names the fake's table. */
+FAKEGPU_HIDDEN const void *fakegpu_export_table(const unsigned char *id);
+
+#endif /* FAKEGPU_STATE_H */
