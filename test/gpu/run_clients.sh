@@ -20,10 +20,10 @@ failed=0
 result_lines() { grep -E '^(ok|dev|GPU|name|NVIDIA|\[Cuda)' "$1" | sed -E 's/[0-9]+ MiB/N MiB/g' || true; }
 
 for c in $clients; do
-    timeout 300 "$here/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
-    timeout 300 env LD_PRELOAD="$preload" VGPU_TRACE=1 VGPU_LOG=info VGPU_LOG_FILE="$out/$c.trace.log" \
+    timeout 180 "$here/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
+    timeout 180 env LD_PRELOAD="$preload" VGPU_TRACE=1 VGPU_LOG=info VGPU_LOG_FILE="$out/$c.trace.log" \
         "$here/clients.sh" "$c" >"$out/$c.preload.txt" 2>&1
-    timeout 300 env LD_LIBRARY_PATH="$out/symlink${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VGPU_LOG=info \
+    timeout 180 env LD_LIBRARY_PATH="$out/symlink${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VGPU_LOG=info \
         VGPU_LOG_FILE="$out/$c.symlink.log" "$here/clients.sh" "$c" >"$out/$c.symlink.txt" 2>&1
     verdict=ok
     for mode in preload symlink; do

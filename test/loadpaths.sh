@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# How vgpu gets loaded, and how it finds the real driver behind itself.
+# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT
+set -euo pipefail
+case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+fake=$(realpath "$fake_dir/libcuda.so.1")
+vgpu=$(realpath "$build/libvgpu-cuda.so")
+export VGPU_LOG=info VGPU_LOG_FILE=$tmp/log TEST_FAKE_LIBCUDA=$fake
+# Only what each case sets: meson's test runner adds build directories to
+# LD_LIBRARY_PATH, which would hand every case the fake driver.
+unset VGPU_REAL_LIBCUDA VGPU_REAL_NVML LD_PRELOAD LD_LIBRARY_PATH CUDA_HOME CUDA_PATH
+
+copy_fake() { mkdir -p "$1"; cp "$fake" "$1/libcuda.so.1"; realpath "$1/libcuda.so.1"; }
+fail() { echo "FAIL $case_name: $*"; echo "--- log"; cat "$tmp/log" 2>/dev/null || true; exit 1; }
+
+case $case_name in
+symlink-install)
+    # vgpu installed as libcuda.so.1 in a directory searched before the driver's.
+    mkdir -p "$tmp/vgpu"
+    ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
+    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$linked" || fail "linked program"
+    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$client" basic || fail "dlopen program"
+    ;;
+refuses-itself)
+    # Renamed copies of vgpu (no symlink to see through) ahead of the driver.
+    mkdir -p "$tmp/a" "$tmp/b"
+    cp "$vgpu" "$tmp/a/libcuda.so.1"
+    cp "$vgpu" "$tmp/b/libcuda.so"
+    want=$(copy_fake "$tmp/c")
+    LD_LIBRARY_PATH=$tmp/a:$tmp/b:$tmp/c TEST_EXPECT_DRIVER=$want TEST_FAKE_LIBCUDA=$want \
+        "$client" which-driver || fail "forwarded to the wrong library"
+    ;;
+override-wins)
+    want=$(copy_fake "$tmp/forced")
+    other=$(copy_fake "$tmp/other")
+    LD_PRELOAD=$vgpu LD_LIBRARY_PATH=$tmp/other VGPU_REAL_LIBCUDA=$want TEST_EXPECT_DRIVER=$want \
+        TEST_FAKE_LIBCUDA=$want "$client" which-driver || fail "VGPU_REAL_LIBCUDA ignored"
+    ;;
+loaded-copy-wins)
+    want=$(copy_fake "$tmp/loaded")
+    copy_fake "$tmp/path" >/dev/null
+    LD_LIBRARY_PATH=$tmp/path TEST_VGPU_LIBCUDA=$vgpu TEST_PRELOADED_DRIVER=$want TEST_EXPECT_DRIVER=$want \
+        TEST_FAKE_LIBCUDA=$want "$client" already-loaded || fail "the already-loaded driver was not used"
+    ;;
+ld-library-path)
+    want=$(copy_fake "$tmp/llp")
+    LD_PRELOAD=$vgpu LD_LIBRARY_PATH=$tmp/llp TEST_EXPECT_DRIVER=$want TEST_FAKE_LIBCUDA=$want \
+        "$client" which-driver || fail "LD_LIBRARY_PATH not searched"
+    ;;
+cuda-home)
+    want=$(copy_fake "$tmp/cuda/lib64")
+    LD_PRELOAD=$vgpu CUDA_HOME=$tmp/cuda TEST_EXPECT_DRIVER=$want TEST_FAKE_LIBCUDA=$want \
+        "$client" which-driver || fail "CUDA_HOME not searched"
+    ;;
+refuses-stub)
+    # The toolkit's link-time stub is never taken for a driver.
+    copy_fake "$tmp/cuda/lib64/stubs" >/dev/null
+    LD_PRELOAD=$vgpu LD_LIBRARY_PATH=$tmp/cuda/lib64/stubs "$client" no-driver || fail "a stub was used"
+    grep -q "link-time stub" "$tmp/log" || fail "the log does not say the stub was refused"
+    ;;
+no-driver)
+    if ldconfig -p 2>/dev/null | grep -q 'libcuda.so'; then
+        echo "SKIP: this machine has a CUDA driver"; exit 77
+    fi
+    LD_PRELOAD=$vgpu "$client" no-driver || fail "missing driver"
+    grep -q "Set VGPU_REAL_LIBCUDA" "$tmp/log" || fail "the log line does not say what to do"
+    ;;
+bad-override)
+    LD_PRELOAD=$vgpu VGPU_REAL_LIBCUDA=$tmp/nonexistent.so "$client" no-driver || fail "bad override"
+    grep -q "VGPU_REAL_LIBCUDA=$tmp/nonexistent.so (no such file)" "$tmp/log" || fail "log does not name the bad path"
+    ;;
+*)
+    echo "unknown case $case_name"; exit 2 ;;
+esac
+echo "ok - $case_name"
