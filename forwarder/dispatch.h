@@ -42,6 +42,10 @@ struct vgpu_dispatch {
     struct vgpu_revmap *revmap;   /* real function address -> slot */
 };
 
+/* What each real library is (forwarder/specs.c). */
+extern const struct vgpu_driver_spec vgpu_cuda_spec;
+extern const struct vgpu_driver_spec vgpu_nvml_spec;
+
 /* The generated instances. */
 extern struct vgpu_dispatch vgpu_cuda;
 extern struct vgpu_dispatch vgpu_nvml;

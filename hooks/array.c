@@ -65,7 +65,7 @@ static size_t extent_bytes(size_t w, size_t h, size_t d, CUarray_format f, unsig
 static CUresult create(const char *name, size_t bytes, CUresult (*call)(const void *, CUarray *), const void *desc,
                        CUarray *pHandle)
 {
-    struct vgpu_mem_claim c = { VGPU_MEM_ARRAY, -1, bytes };
+    struct vgpu_mem_claim c = { .kind = VGPU_MEM_ARRAY, .device = -1, .bytes = bytes };
     CUresult r = vgpu_backend_mem_claim(&c);
     if (r == CUDA_SUCCESS) {
         r = call(desc, pHandle);
@@ -145,7 +145,7 @@ VGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUD
             bytes += extent_bytes(w ? w : 1, d->Height ? (h ? h : 1) : 0, d->Depth ? (z ? z : 1) : 0, d->Format,
                                   d->NumChannels);
         }
-    struct vgpu_mem_claim c = { VGPU_MEM_ARRAY, -1, bytes };
+    struct vgpu_mem_claim c = { .kind = VGPU_MEM_ARRAY, .device = -1, .bytes = bytes };
     CUresult r = vgpu_backend_mem_claim(&c);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMipmappedArrayCreate)(pHandle, d, levels);

@@ -13,6 +13,8 @@ VGPU_EXPORT CUresult cuInit(unsigned int Flags)
     CUresult r = vgpu_backend_cuda_admit();
     if (r == CUDA_SUCCESS)
         r = VGPU_REAL_CUDA(cuInit)(Flags);
+    if (r == CUDA_SUCCESS)
+        vgpu_backend_cuda_initialised();
     vgpu_trace("cuInit", r, "%u", Flags);
     return r;
 }

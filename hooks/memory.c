@@ -13,6 +13,7 @@
 #include <cuda.h>
 #include <limits.h>
 
+/* c->pool is the caller's (NULL unless set). */
 static CUresult claim(struct vgpu_mem_claim *c, enum vgpu_mem_kind kind, int device, size_t bytes)
 {
     c->kind = kind;
@@ -51,7 +52,7 @@ VGPU_EXPORT CUresult cuMemGetInfo(unsigned int *free_bytes, unsigned int *total)
 
 VGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_LINEAR, -1, bytesize);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAlloc_v2)(dptr, bytesize);
@@ -63,7 +64,7 @@ VGPU_EXPORT CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)
 
 VGPU_EXPORT CUresult cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_LINEAR, -1, bytesize);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAlloc)(dptr, bytesize);
@@ -78,7 +79,7 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
 {
     /* The driver pads each row; claim the unpadded size now and let the
      * settle step count what the pitch says was really taken. */
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_LINEAR, -1, WidthInBytes * Height);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
@@ -94,7 +95,7 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
 VGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes, unsigned int Height,
                          unsigned int ElementSizeBytes)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_LINEAR, -1, (size_t)WidthInBytes * Height);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAllocPitch)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
@@ -108,7 +109,7 @@ VGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
 
 VGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_MANAGED, -1, bytesize);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAllocManaged)(dptr, bytesize, flags);
@@ -144,7 +145,7 @@ typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
 
 static CUresult alloc_async(const char *name, alloc_async_fn real, CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);
     if (r == CUDA_SUCCESS) {
         r = real(dptr, bytesize, s);
@@ -157,7 +158,7 @@ static CUresult alloc_async(const char *name, alloc_async_fn real, CUdeviceptr *
 static CUresult alloc_from_pool(const char *name, alloc_pool_fn real, CUdeviceptr *dptr, size_t bytesize,
                                 CUmemoryPool pool, CUstream s)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { .pool = pool };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);
     if (r == CUDA_SUCCESS) {
         r = real(dptr, bytesize, pool, s);
@@ -214,7 +215,7 @@ VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags)
 {
-    struct vgpu_mem_claim c;
+    struct vgpu_mem_claim c = { 0 };
     int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
     CUresult r = claim(&c, VGPU_MEM_PHYSICAL, dev, size);
     if (r == CUDA_SUCCESS) {
@@ -231,5 +232,25 @@ VGPU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     if (r == CUDA_SUCCESS)
         vgpu_backend_mem_release(VGPU_MEM_PHYSICAL, (uintptr_t)handle);
     vgpu_trace("cuMemRelease", r, "0x%llx", (unsigned long long)handle);
+    return r;
+}
+
+/* ---- pools: a trim or destroy returns reserve to the device ---- */
+
+VGPU_EXPORT CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
+{
+    CUresult r = VGPU_REAL_CUDA(cuMemPoolTrimTo)(pool, minBytesToKeep);
+    if (r == CUDA_SUCCESS)
+        vgpu_backend_pool_changed(pool, false);
+    vgpu_trace("cuMemPoolTrimTo", r, "%p, %zu", (void *)pool, minBytesToKeep);
+    return r;
+}
+
+VGPU_EXPORT CUresult cuMemPoolDestroy(CUmemoryPool pool)
+{
+    CUresult r = VGPU_REAL_CUDA(cuMemPoolDestroy)(pool);
+    if (r == CUDA_SUCCESS)
+        vgpu_backend_pool_changed(pool, true);
+    vgpu_trace("cuMemPoolDestroy", r, "%p", (void *)pool);
     return r;
 }

@@ -38,3 +38,85 @@ VGPU_EXPORT nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t device, nvmlMem
                r ? 0ull : memory->total, r ? 0ull : memory->free, r ? 0ull : memory->used);
     return r;
 }
+
+/* ---- which devices: the vGPU's, in its numbering ---- */
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device)
+{
+    nvmlReturn_t r = device ? vgpu_backend_nvml_device_by_index(index, device) : NVML_ERROR_INVALID_ARGUMENT;
+    vgpu_trace("nvmlDeviceGetHandleByIndex_v2", r, "%u -> %p", index, r ? NULL : (void *)*device);
+    return r;
+}
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetHandleByIndex(unsigned int index, nvmlDevice_t *device)
+{
+    nvmlReturn_t r = device ? vgpu_backend_nvml_device_by_index(index, device) : NVML_ERROR_INVALID_ARGUMENT;
+    vgpu_trace("nvmlDeviceGetHandleByIndex", r, "%u -> %p", index, r ? NULL : (void *)*device);
+    return r;
+}
+
+#define LOOKUP(name, key, keyfmt)                                                                  \
+    VGPU_EXPORT nvmlReturn_t name(const char *key, nvmlDevice_t *device)                            \
+    {                                                                                              \
+        nvmlReturn_t r = vgpu_backend_nvml_device_found(VGPU_REAL_NVML(name)(key, device), device); \
+        vgpu_trace(#name, r, keyfmt " -> %p", key ? key : "(null)", r ? NULL : (void *)*device);     \
+        return r;                                                                                  \
+    }
+
+LOOKUP(nvmlDeviceGetHandleByUUID, uuid, "%s")
+LOOKUP(nvmlDeviceGetHandleByPciBusId, pciBusId, "%s")
+LOOKUP(nvmlDeviceGetHandleByPciBusId_v2, pciBusId, "%s")
+LOOKUP(nvmlDeviceGetHandleBySerial, serial, "%s")
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *index)
+{
+    nvmlReturn_t r = index ? vgpu_backend_nvml_device_index(device, index) : NVML_ERROR_INVALID_ARGUMENT;
+    vgpu_trace("nvmlDeviceGetIndex", r, "%p -> %u", (void *)device, r ? 0u : *index);
+    return r;
+}
+
+/* ---- the vGPU's processes ---- */
+
+/* The v1 layout lacks the instance ids; v2 and v3 share one layout. */
+static nvmlReturn_t processes(const char *name, nvmlDevice_t device, unsigned int *count, void *infos, int version)
+{
+    if (!count)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    nvmlProcessInfo_t list[256];
+    unsigned n = *count < 256 ? *count : 256;
+    int r = vgpu_backend_nvml_processes(device, &n, infos ? list : NULL);
+    if (r < 0) {
+        r = version == 1   ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses)(device, count, infos)
+            : version == 2 ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses_v2)(device, count, infos)
+                           : VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses_v3)(device, count, infos);
+        vgpu_trace(name, r, "%p (forwarded) -> %u", (void *)device, *count);
+        return (nvmlReturn_t)r;
+    }
+    for (unsigned i = 0; infos && i < n && i < *count && i < 256; i++) {
+        if (version == 1)
+            ((nvmlProcessInfo_v1_t *)infos)[i] = (nvmlProcessInfo_v1_t){ list[i].pid, list[i].usedGpuMemory };
+        else
+            ((nvmlProcessInfo_t *)infos)[i] = list[i];
+    }
+    *count = n;
+    vgpu_trace(name, r, "%p -> %u", (void *)device, n);
+    return (nvmlReturn_t)r;
+}
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *count,
+                                                              nvmlProcessInfo_v1_t *infos)
+{
+    return processes("nvmlDeviceGetComputeRunningProcesses", device, count, infos, 1);
+}
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
+                                                                 nvmlProcessInfo_v2_t *infos)
+{
+    return processes("nvmlDeviceGetComputeRunningProcesses_v2", device, count, infos, 2);
+}
+
+VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
+                                                                 nvmlProcessInfo_t *infos)
+{
+    return processes("nvmlDeviceGetComputeRunningProcesses_v3", device, count, infos, 3);
+}

@@ -4,12 +4,12 @@
  * carry out the answer; the backend decides (from BAR0, the mediator or the
  * environment) and queries the real driver through the forwarder.
  *
- * Today every answer is the physical GPU's (pass-through); the memory quota
- * and the mediator fill these functions with policy.
+ * With no vGPU configured every answer is the physical GPU's (pass-through).
  */
 #pragma once
 
 #include <cuda.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -17,8 +17,12 @@
 
 /* ---- admission (cuInit, nvmlInit) ---- */
 
-/* CUDA_SUCCESS if this process may use its vGPU, else the code cuInit returns. */
+/* CUDA_SUCCESS if this process may use its vGPU, else the code cuInit
+ * returns.  Called before the driver's cuInit, which then shows only the
+ * vGPU's devices. */
 CUresult vgpu_backend_cuda_admit(void);
+/* The driver's cuInit succeeded. */
+void vgpu_backend_cuda_initialised(void);
 nvmlReturn_t vgpu_backend_nvml_admit(void);
 
 /* ---- what CUDA shows ---- */
@@ -31,6 +35,15 @@ CUresult vgpu_backend_mem_info(size_t *free_bytes, size_t *total_bytes);
 /* ---- what NVML shows ---- */
 
 nvmlReturn_t vgpu_backend_nvml_device_count(unsigned int *count);
+/* The vGPU's device index (the vGPU's numbering, which CUDA shares). */
+nvmlReturn_t vgpu_backend_nvml_device_by_index(unsigned int index, nvmlDevice_t *dev);
+/* A lookup by UUID, PCI bus id or serial answered r: NOT_FOUND unless the
+ * device is the vGPU's. */
+nvmlReturn_t vgpu_backend_nvml_device_found(nvmlReturn_t r, nvmlDevice_t *dev);
+nvmlReturn_t vgpu_backend_nvml_device_index(nvmlDevice_t dev, unsigned int *index);
+/* The vGPU's processes on dev (BAR0's process table), as the _v3 query
+ * returns them; -1 when no vGPU shapes the answer (ask the driver). */
+int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *out);
 /* Turns the physical device's memory figures, as NVML reported them, into
  * the vGPU's. */
 void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_bytes,
@@ -49,8 +62,13 @@ enum vgpu_mem_kind {
 /* One allocation in flight: claimed before the driver call, settled after. */
 struct vgpu_mem_claim {
     enum vgpu_mem_kind kind;
-    int device;     /* physical ordinal, or -1 for the current context's */
+    int device;          /* CUDA device, or -1 for the current context's */
     size_t bytes;
+    CUmemoryPool pool;   /* VGPU_MEM_ASYNC: the pool, or NULL for the device's current one */
+    /* The backend's, between claim and settle. */
+    int vdev;            /* vGPU device counted against; -1: not counted */
+    uint64_t taken;      /* bytes taken from the quota */
+    CUcontext ctx;
 };
 
 /* May the caller take c->bytes more?  CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. */
@@ -59,6 +77,21 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c);
 void vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle);
 /* The allocation identified by handle was freed. */
 void vgpu_backend_mem_release(enum vgpu_mem_kind kind, uintptr_t handle);
+
+/* A memory pool was trimmed or destroyed: count what it holds now. */
+void vgpu_backend_pool_changed(CUmemoryPool pool, bool destroyed);
+
+/* ---- contexts: each takes device memory no allocation call reports ---- */
+
+/* Before a context is created on dev: CUDA_SUCCESS, or OUT_OF_MEMORY when
+ * the vGPU has no room for one.  *token carries state to the settle call. */
+CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token);
+/* After: r is the driver's answer, ctx the new context. */
+void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token);
+/* A context was destroyed (primary: released to zero or reset); what was
+ * allocated in it is gone with it. */
+void vgpu_backend_ctx_destroyed(CUcontext ctx);
+void vgpu_backend_primary_released(CUdevice dev, bool reset);
 
 /* ---- compute ---- */
 

@@ -1,21 +1,131 @@
-/* Device memory accounting.  Pass-through: nothing is counted or refused. */
+/*
+ * Device memory accounting: every allocation takes its bytes from the
+ * vGPU's quota in BAR0 before the driver call, and gives them back when it
+ * fails or is freed.  See docs/memory.md for what is counted how.
+ */
+#include "common/log.h"
+#include "forwarder/dispatch.h"
+#include "vgpu_backend/alloc_table.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/cuda_devices.h"
+#include "vgpu_backend/quota.h"
+#include "vgpu_cuda_slots.h"
+
+/* The driver hands out device memory in units of at least this. */
+#define ALLOC_ALIGN 512u
+
+static uint64_t round_up(uint64_t v, uint64_t a)
+{
+    return (v + a - 1) / a * a;
+}
+
+int vgpu_quota_device(CUdevice dev)
+{
+    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+        return -1;
+    return vgpu_cuda_vgpu_index(dev);
+}
+
+bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const char *what)
+{
+    vgpu_self_check_fork(self);
+    struct vgpu_bar0_map *m = &self->bar0;
+    uint64_t limit = vgpu_self_total(self, vdev);
+    vgpu_bar0_reap(m->bar, false);
+    if (vgpu_bar0_take(m, vdev, bytes, limit))
+        return true;
+    /* Before refusing: memory of processes that died, pools' idle reserve. */
+    vgpu_bar0_reap(m->bar, true);
+    vgpu_pools_resync_all(self);
+    if (vgpu_bar0_take(m, vdev, bytes, limit))
+        return true;
+    __atomic_fetch_add(&m->bar->status.device[vdev].refusals, 1, __ATOMIC_RELAXED);
+    if (vgpu_log_enabled(VGPU_LOG_INFO)) {
+        char want[32], left[32], total[32];
+        uint64_t used = vgpu_self_used(self, vdev);
+        vgpu_info("vGPU %s device %d: %s of %s refused: %s left of its %s quota", m->path, vdev, what,
+                  vgpu_format_size(bytes, want, sizeof(want)),
+                  vgpu_format_size(used < limit ? limit - used : 0, left, sizeof(left)),
+                  vgpu_format_size(limit, total, sizeof(total)));
+    }
+    return false;
+}
+
+static const char *kind_name(enum vgpu_mem_kind k)
+{
+    static const char *const names[] = { "allocation", "managed allocation", "stream-ordered allocation",
+                                         "cuMemCreate", "array" };
+    return names[k];
+}
+
+static enum vgpu_alloc_class class_of(enum vgpu_mem_kind k)
+{
+    return k == VGPU_MEM_PHYSICAL ? VGPU_ALLOC_PHYSICAL : k == VGPU_MEM_ARRAY ? VGPU_ALLOC_ARRAY : VGPU_ALLOC_POINTER;
+}
+
 
 CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
 {
-    (void)c;
+    c->vdev = -1;
+    c->taken = 0;
+    c->ctx = NULL;
+    struct vgpu_self *self = vgpu_self_on();
+    if (!self)
+        return CUDA_SUCCESS;
+    CUdevice dev = c->device;
+    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+        return CUDA_SUCCESS; /* no context: the driver will say so */
+    int vdev = vgpu_cuda_vgpu_index(dev);
+    if (vdev < 0)
+        return CUDA_SUCCESS;
+    c->device = dev;
+    uint64_t bytes = round_up(c->bytes ? c->bytes : 1, ALLOC_ALIGN);
+    if (c->kind == VGPU_MEM_ASYNC)
+        bytes = vgpu_pool_growth(c->pool, dev, bytes);
+    if (!vgpu_quota_take(self, vdev, bytes, kind_name(c->kind)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    if (c->kind != VGPU_MEM_PHYSICAL)
+        VGPU_REAL_CUDA(cuCtxGetCurrent)(&c->ctx);
+    c->vdev = vdev;
+    c->taken = bytes;
     return CUDA_SUCCESS;
 }
 
 void vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle)
 {
-    (void)c;
-    (void)r;
-    (void)handle;
+    struct vgpu_self *self = vgpu_self_on();
+    if (!self || c->vdev < 0)
+        return;
+    if (r != CUDA_SUCCESS) {
+        vgpu_bar0_give(&self->bar0, c->vdev, c->taken);
+        return;
+    }
+    if (c->kind == VGPU_MEM_ASYNC) {
+        /* Count the pool's reserve as it is now, then drop the claim. */
+        vgpu_pool_settle(self, c->pool, c->device, c->vdev);
+        vgpu_bar0_give(&self->bar0, c->vdev, c->taken);
+        return;
+    }
+    /* The driver may have taken more than claimed (pitch padding). */
+    uint64_t bytes = round_up(c->bytes ? c->bytes : 1, ALLOC_ALIGN);
+    if (bytes > c->taken)
+        vgpu_bar0_take_anyway(&self->bar0, c->vdev, bytes - c->taken);
+    else if (bytes < c->taken)
+        vgpu_bar0_give(&self->bar0, c->vdev, c->taken - bytes);
+    struct vgpu_alloc a = { .handle = handle, .bytes = bytes, .ctx = c->ctx, .dev = (int16_t)c->vdev,
+                            .cls = (uint8_t)class_of(c->kind) };
+    if (!vgpu_alloc_put(&a)) {
+        vgpu_warn("out of memory recording an allocation; its %llu bytes stay counted until exit",
+                  (unsigned long long)bytes);
+    }
 }
 
 void vgpu_backend_mem_release(enum vgpu_mem_kind kind, uintptr_t handle)
 {
-    (void)kind;
-    (void)handle;
+    struct vgpu_self *self = vgpu_self_on();
+    if (!self || kind == VGPU_MEM_ASYNC)
+        return; /* a freed stream-ordered block stays in its pool's reserve */
+    struct vgpu_alloc a;
+    if (vgpu_alloc_take(class_of(kind), handle, &a))
+        vgpu_bar0_give(&self->bar0, a.dev, a.bytes);
 }

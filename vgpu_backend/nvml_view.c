@@ -1,18 +1,119 @@
-/* The devices and memory NVML shows.  Pass-through: the physical GPU's. */
+/*
+ * The devices, memory and processes NVML shows: the vGPU's devices only,
+ * numbered as the vGPU numbers them (as CUDA numbers them too, so tools
+ * that match CUDA and NVML devices by UUID or PCI bus id still can); the
+ * vGPU's quota and usage; the vGPU's processes.
+ */
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/self.h"
 #include "vgpu_nvml_slots.h"
+
+#include <string.h>
+
+/* The vGPU when it shapes what NVML shows; NULL: pass-through. */
+static const struct vgpu_self *shaping(void)
+{
+    const struct vgpu_self *self = vgpu_self_join(false);
+    return self->mode == VGPU_MODE_OFF ? NULL : self;
+}
+
+nvmlReturn_t vgpu_backend_nvml_admit(void)
+{
+    /* A refused process still initialises NVML; it is shown no device. */
+    vgpu_self_join(false);
+    return NVML_SUCCESS;
+}
 
 nvmlReturn_t vgpu_backend_nvml_device_count(unsigned int *count)
 {
-    return VGPU_REAL_NVML(nvmlDeviceGetCount_v2)(count);
+    const struct vgpu_self *self = shaping();
+    if (!self)
+        return VGPU_REAL_NVML(nvmlDeviceGetCount_v2)(count);
+    unsigned physical;
+    nvmlReturn_t r = VGPU_REAL_NVML(nvmlDeviceGetCount_v2)(&physical); /* UNINITIALIZED as the driver says it */
+    if (r == NVML_SUCCESS)
+        *count = self->mode == VGPU_MODE_ON ? (unsigned)self->ndev : 0;
+    return r;
+}
+
+nvmlReturn_t vgpu_backend_nvml_device_by_index(unsigned int index, nvmlDevice_t *dev)
+{
+    const struct vgpu_self *self = shaping();
+    if (!self)
+        return VGPU_REAL_NVML(nvmlDeviceGetHandleByIndex_v2)(index, dev);
+    unsigned physical;
+    nvmlReturn_t r = VGPU_REAL_NVML(nvmlDeviceGetCount_v2)(&physical);
+    if (r != NVML_SUCCESS)
+        return r;
+    if (self->mode != VGPU_MODE_ON || index >= (unsigned)self->ndev)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *dev = self->dev[index].nvml;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t vgpu_backend_nvml_device_found(nvmlReturn_t r, nvmlDevice_t *dev)
+{
+    const struct vgpu_self *self = shaping();
+    if (!self || r != NVML_SUCCESS)
+        return r;
+    return self->mode == VGPU_MODE_ON && vgpu_self_index_of_nvml(self, *dev) >= 0 ? NVML_SUCCESS
+                                                                                   : NVML_ERROR_NOT_FOUND;
+}
+
+nvmlReturn_t vgpu_backend_nvml_device_index(nvmlDevice_t dev, unsigned int *index)
+{
+    const struct vgpu_self *self = shaping();
+    if (!self)
+        return VGPU_REAL_NVML(nvmlDeviceGetIndex)(dev, index);
+    nvmlReturn_t r = VGPU_REAL_NVML(nvmlDeviceGetIndex)(dev, index);
+    if (r != NVML_SUCCESS)
+        return r;
+    int i = self->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(self, dev) : -1;
+    if (i < 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    *index = (unsigned)i;
+    return NVML_SUCCESS;
 }
 
 void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_bytes,
                                    unsigned long long *used)
 {
-    (void)dev;
-    (void)total;
-    (void)free_bytes;
-    (void)used;
+    const struct vgpu_self *self = shaping();
+    int i = self && self->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(self, dev) : -1;
+    if (i < 0)
+        return;
+    vgpu_bar0_reap(self->bar0.bar, false);
+    uint64_t t = vgpu_self_total(self, i), u = vgpu_self_used(self, i);
+    uint64_t left = u < t ? t - u : 0;
+    *total = t;
+    *used = u < t ? u : t;
+    *free_bytes = left < *free_bytes ? left : *free_bytes;
+}
+
+int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *out)
+{
+    const struct vgpu_self *self = shaping();
+    int i = self && self->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(self, dev) : -1;
+    if (!self)
+        return -1;
+    if (i < 0)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    vgpu_bar0_reap(self->bar0.bar, false);
+    unsigned n = 0, cap = *count;
+    const struct vgpu_bar0 *b = self->bar0.bar;
+    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++) {
+        uint64_t owner = __atomic_load_n(&b->procs[s].owner, __ATOMIC_ACQUIRE);
+        if ((owner & 0xff) != VGPU_PROC_LIVE)
+            continue;
+        uint64_t held = __atomic_load_n(&b->procs[s].held[i], __ATOMIC_RELAXED);
+        if (!held)
+            continue; /* as the driver does: only processes with memory on this device */
+        if (out && n < cap)
+            out[n] = (nvmlProcessInfo_t){ .pid = (unsigned)(owner >> 8), .usedGpuMemory = held,
+                                          .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu };
+        n++;
+    }
+    *count = n;
+    return n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }

@@ -1,0 +1,135 @@
+/* This process's allocation records; see alloc_table.h. */
+#include "vgpu_backend/alloc_table.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SHARDS 64 /* a power of two */
+
+struct shard {
+    pthread_mutex_t lock;
+    struct vgpu_alloc *slots; /* capacity a power of two, at most 3/4 full */
+    size_t cap, n;
+} __attribute__((aligned(64)));
+
+/* Owned by this file; each shard guarded by its own lock. */
+static struct shard shards[SHARDS] = {
+    [0 ... SHARDS - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
+};
+
+static uint64_t hash(enum vgpu_alloc_class cls, uintptr_t handle)
+{
+    uint64_t h = ((uint64_t)handle ^ ((uint64_t)cls << 61)) * 0x9e3779b97f4a7c15ull;
+    return h ^ (h >> 29);
+}
+
+static struct shard *shard_of(uint64_t h)
+{
+    return &shards[h & (SHARDS - 1)];
+}
+
+static size_t find(const struct shard *s, enum vgpu_alloc_class cls, uintptr_t handle, uint64_t h)
+{
+    size_t mask = s->cap - 1;
+    for (size_t i = (h >> 6) & mask;; i = (i + 1) & mask)
+        if (!s->slots[i].used || (s->slots[i].handle == handle && s->slots[i].cls == cls))
+            return i;
+}
+
+static bool grow(struct shard *s)
+{
+    size_t cap = s->cap ? s->cap * 2 : 64;
+    struct vgpu_alloc *old = s->slots, *slots = calloc(cap, sizeof(*slots));
+    if (!slots)
+        return false;
+    size_t old_cap = s->cap;
+    s->slots = slots;
+    s->cap = cap;
+    for (size_t i = 0; i < old_cap; i++)
+        if (old[i].used)
+            s->slots[find(s, old[i].cls, old[i].handle, hash(old[i].cls, old[i].handle))] = old[i];
+    free(old);
+    return true;
+}
+
+/* Backward-shift deletion keeps probe chains whole without tombstones. */
+static void erase(struct shard *s, size_t i)
+{
+    size_t mask = s->cap - 1;
+    for (size_t j = (i + 1) & mask; s->slots[j].used; j = (j + 1) & mask) {
+        size_t home = (hash(s->slots[j].cls, s->slots[j].handle) >> 6) & mask;
+        /* Move j into the hole at i if its home is not in (i, j]. */
+        if (((j - home) & mask) >= ((j - i) & mask)) {
+            s->slots[i] = s->slots[j];
+            i = j;
+        }
+    }
+    s->slots[i].used = 0;
+    s->n--;
+}
+
+bool vgpu_alloc_put(const struct vgpu_alloc *a)
+{
+    uint64_t h = hash((enum vgpu_alloc_class)a->cls, a->handle);
+    struct shard *s = shard_of(h);
+    bool ok = true;
+    pthread_mutex_lock(&s->lock);
+    if ((s->n + 1) * 4 > s->cap * 3 && !grow(s)) {
+        ok = false;
+    } else {
+        size_t i = find(s, (enum vgpu_alloc_class)a->cls, a->handle, h);
+        if (!s->slots[i].used)
+            s->n++;
+        s->slots[i] = *a;
+        s->slots[i].used = 1;
+    }
+    pthread_mutex_unlock(&s->lock);
+    return ok;
+}
+
+bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_alloc *out)
+{
+    uint64_t h = hash(cls, handle);
+    struct shard *s = shard_of(h);
+    bool found = false;
+    pthread_mutex_lock(&s->lock);
+    if (s->cap) {
+        size_t i = find(s, cls, handle, h);
+        if (s->slots[i].used) {
+            *out = s->slots[i];
+            erase(s, i);
+            found = true;
+        }
+    }
+    pthread_mutex_unlock(&s->lock);
+    return found;
+}
+
+void vgpu_alloc_drop_context(void *ctx, void (*fn)(const struct vgpu_alloc *, void *), void *arg)
+{
+    for (int k = 0; k < SHARDS; k++) {
+        struct shard *s = &shards[k];
+        pthread_mutex_lock(&s->lock);
+        for (size_t i = 0; i < s->cap;) {
+            if (s->slots[i].used && s->slots[i].ctx == ctx) {
+                struct vgpu_alloc a = s->slots[i];
+                erase(s, i); /* may move a later record into i: look at i again */
+                fn(&a, arg);
+            } else {
+                i++;
+            }
+        }
+        pthread_mutex_unlock(&s->lock);
+    }
+}
+
+void vgpu_alloc_forget_all(void)
+{
+    for (int k = 0; k < SHARDS; k++) {
+        pthread_mutex_init(&shards[k].lock, NULL);
+        if (shards[k].cap)
+            memset(shards[k].slots, 0, shards[k].cap * sizeof(*shards[k].slots));
+        shards[k].n = 0;
+    }
+}

@@ -1,0 +1,35 @@
+/*
+ * What this process holds: every counted allocation by its handle (device
+ * pointer, VMM handle, array), with the device, bytes and context it was
+ * counted against, so a free gives back exactly what was taken.  Sharded
+ * open-addressing tables, one mutex per shard: the allocation path takes
+ * one uncontended lock.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+enum vgpu_alloc_class {
+    VGPU_ALLOC_POINTER,  /* cuMemAlloc*, cuMemAllocPitch*, cuMemAllocManaged */
+    VGPU_ALLOC_PHYSICAL, /* cuMemCreate handles */
+    VGPU_ALLOC_ARRAY,    /* CUarray, CUmipmappedArray */
+};
+
+struct vgpu_alloc {
+    uintptr_t handle;
+    uint64_t bytes;
+    void *ctx;     /* context it belongs to; NULL: none (VMM handles) */
+    int16_t dev;   /* vGPU device index */
+    uint8_t cls;   /* enum vgpu_alloc_class */
+    uint8_t used;  /* slot in use (internal) */
+};
+
+/* Records a; false if out of memory (the allocation then goes uncounted). */
+bool vgpu_alloc_put(const struct vgpu_alloc *a);
+/* Removes and returns the record of (cls, handle); false if none. */
+bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_alloc *out);
+/* Removes every record of ctx, calling fn on each. */
+void vgpu_alloc_drop_context(void *ctx, void (*fn)(const struct vgpu_alloc *, void *), void *arg);
+/* Forgets everything without calling anything (a fork child's inherited table). */
+void vgpu_alloc_forget_all(void);

@@ -1,0 +1,136 @@
+/*
+ * BAR0: the vGPU's shared register window, layout version 1 (docs/bar0.md).
+ *
+ * One file (a shared-memory file on a host, the PCI BAR of a virtual device
+ * in a VM) mapped by every process of the vGPU.  Three regions, each on its
+ * own page so a mediator can map config read-only and status read-write:
+ *
+ *   0x0000  header   magic, version, size, region offsets
+ *   0x0100  config   per device: physical id, memory limit, compute share, name
+ *   0x1000  status   per device: memory in use, context overhead; reaper clock
+ *   0x2000  procs    process table: pid + start time, bytes held per device
+ *
+ * Status and process words are updated with atomics, so the allocation path
+ * takes no lock.  Attaching (creating, validating, taking a process slot) is
+ * serialised by flock on the file.
+ */
+#pragma once
+
+#include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vgpu_backend/settings.h"
+
+#define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
+#define VGPU_BAR0_VERSION 1
+#define VGPU_BAR0_MAX_PROCS 1024
+
+struct vgpu_bar0_header {
+    uint64_t magic;
+    uint32_t version;       /* layout version: readers refuse another */
+    uint32_t header_size;   /* sizeof(struct vgpu_bar0_header) */
+    uint64_t size;          /* bytes of the whole window */
+    uint32_t config_offset, status_offset, procs_offset;
+    uint32_t max_devices;   /* VGPU_MAX_DEVICES */
+    uint32_t max_procs;     /* VGPU_BAR0_MAX_PROCS */
+    uint32_t proc_size;     /* sizeof(struct vgpu_bar0_proc) */
+    _Atomic uint32_t config_generation; /* bumped on every config write */
+    uint32_t reserved[19];
+};
+
+struct vgpu_bar0_device_config {
+    char physical[VGPU_DEVICE_TOKEN_LEN]; /* NVML index or GPU-... UUID, as configured */
+    uint64_t memory_limit;                /* bytes; 0 = the physical memory */
+    uint32_t compute_share;               /* percent of the device, 1-100 */
+    uint32_t reserved;
+    char name[64];                        /* shown by tools; "" = the physical name */
+};
+
+struct vgpu_bar0_config {
+    uint32_t device_count;
+    uint32_t all_devices; /* 1: no device list; the vGPU is every physical device */
+    uint32_t reserved[62];
+    struct vgpu_bar0_device_config device[VGPU_MAX_DEVICES];
+};
+
+struct vgpu_bar0_device_status {
+    _Atomic uint64_t memory_used;      /* bytes held by the vGPU's processes, overhead included */
+    _Atomic uint64_t context_overhead; /* bytes a context takes on this device; 0 = not measured */
+    _Atomic uint64_t refusals;         /* allocations refused for the quota */
+    uint64_t reserved[5];
+};
+
+struct vgpu_bar0_status {
+    _Atomic uint64_t last_reap_ns;     /* CLOCK_MONOTONIC of the last dead-process scan */
+    _Atomic uint32_t processes;        /* live process slots */
+    uint32_t reserved[13];
+    struct vgpu_bar0_device_status device[VGPU_MAX_DEVICES];
+};
+
+enum vgpu_bar0_proc_state {
+    VGPU_PROC_FREE = 0,
+    VGPU_PROC_LIVE = 1,
+    VGPU_PROC_REAPING = 2,
+};
+
+/* A process slot.  owner = pid << 8 | state, so claiming and reaping are one CAS. */
+struct vgpu_bar0_proc {
+    _Atomic uint64_t owner;
+    uint64_t start_time;                  /* /proc/PID/stat starttime: pid reuse is told apart */
+    _Atomic uint64_t held[VGPU_MAX_DEVICES];
+    uint64_t reserved[2];
+};
+
+struct vgpu_bar0 {
+    struct vgpu_bar0_header header;
+    uint8_t pad0[0x100 - sizeof(struct vgpu_bar0_header)];
+    struct vgpu_bar0_config config;
+    uint8_t pad1[0x1000 - 0x100 - sizeof(struct vgpu_bar0_config)];
+    struct vgpu_bar0_status status;
+    uint8_t pad2[0x1000 - sizeof(struct vgpu_bar0_status)];
+    struct vgpu_bar0_proc procs[VGPU_BAR0_MAX_PROCS];
+};
+
+/* A process's view of a mapped BAR0. */
+struct vgpu_bar0_map {
+    struct vgpu_bar0 *bar;
+    int fd;
+    int slot;        /* this process's slot, or -1 (e.g. NVML-only processes) */
+    int pid;         /* the process that took slot (a fork child has another) */
+    char path[4096];
+};
+
+/*
+ * Opens (creating if need be) the BAR0 file at path and reconciles its
+ * config with want: a new or idle vGPU takes want; a vGPU with live
+ * processes must already hold the same devices and limits, or the attach is
+ * refused.  join: take whatever config the file holds (a process that only
+ * named VGPU_BAR0); a file that does not exist yet gets want.  take_slot:
+ * also enter the process table.  Returns 0, or -1 with a message in err.
+ */
+int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, bool take_slot,
+                     struct vgpu_bar0_map *m, char *err, size_t errlen);
+
+/* Checks a mapped window's header; 0 or -1 with the reason in err. */
+int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err, size_t errlen);
+
+/* Returns dead processes' bytes; at most once a second unless force. */
+void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force);
+
+/*
+ * Takes bytes on device dev for this process's slot: fails (returns false)
+ * when that would pass limit (0 = none).  Lock-free.
+ */
+bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit);
+/* Takes bytes regardless of the limit (memory the driver already gave). */
+void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
+/* Gives bytes back. */
+void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
+
+/* Leaves the process table, returning what this process held. */
+void vgpu_bar0_detach(struct vgpu_bar0_map *m);
+
+/* This process's start time as /proc/self/stat gives it, or 0. */
+uint64_t vgpu_proc_start_time(int pid);

@@ -1,0 +1,180 @@
+/*
+ * Context overhead: a context takes device memory that no allocation call
+ * reports (the driver's per-process state, local memory, printf buffers:
+ * hundreds of MiB on a large GPU).  The vGPU counts it once per process and
+ * device while the process has a context there, so the quota bounds the
+ * device memory really in use.  The size is measured once per device, by
+ * the first process that creates a context on it, from the driver's NVML
+ * (that process's usage, less what it has allocated), and kept in BAR0 for
+ * every later process.  Destroying a context also frees what was allocated
+ * in it, so those records are given back too.
+ */
+#include "common/log.h"
+#include "forwarder/dispatch.h"
+#include "vgpu_backend/alloc_table.h"
+#include "vgpu_backend/backend.h"
+#include "vgpu_backend/cuda_devices.h"
+#include "vgpu_backend/quota.h"
+#include "vgpu_backend/real_nvml.h"
+#include "vgpu_cuda_slots.h"
+
+#include <pthread.h>
+#include <unistd.h>
+
+#define MAX_CUDA_DEVICES 64
+#define MAX_CONTEXTS 1024
+
+/* This process's contexts; all guarded by lock. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int live[VGPU_MAX_DEVICES];         /* contexts per vGPU device (a retained primary counts once) */
+static uint64_t charged[VGPU_MAX_DEVICES]; /* overhead bytes taken per vGPU device */
+static int primary_refs[MAX_CUDA_DEVICES];
+static CUcontext primary_ctx[MAX_CUDA_DEVICES];
+static struct {
+    CUcontext ctx;
+    int vdev;
+} contexts[MAX_CONTEXTS];
+static int ncontexts;
+
+enum { TOKEN_TAKEN = 1, TOKEN_MEASURE = 2 };
+
+static uint64_t nvml_used(const struct vgpu_self *self, int vdev)
+{
+    const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
+    nvmlMemory_t m;
+    return nvml && nvml->memory(self->dev[vdev].nvml, &m) == NVML_SUCCESS ? m.used : 0;
+}
+
+/* This process's context overhead on vdev, from the driver's NVML. */
+static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t used_before)
+{
+    const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
+    if (!nvml)
+        return 0;
+    nvmlProcessInfo_t procs[256];
+    unsigned n = 256;
+    uint64_t held = self->bar0.slot >= 0
+                        ? __atomic_load_n(&self->bar0.bar->procs[self->bar0.slot].held[vdev], __ATOMIC_RELAXED)
+                        : 0;
+    if (nvml->processes(self->dev[vdev].nvml, &n, procs) == NVML_SUCCESS)
+        for (unsigned i = 0; i < n && i < 256; i++)
+            if (procs[i].pid == (unsigned)getpid() && procs[i].usedGpuMemory != (unsigned long long)NVML_VALUE_NOT_AVAILABLE)
+                return procs[i].usedGpuMemory > held ? procs[i].usedGpuMemory - held : 0;
+    /* Not listed under our pid (a PID namespace): the device's growth. */
+    uint64_t after = nvml_used(self, vdev);
+    return used_before && after > used_before ? after - used_before : 0;
+}
+
+CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
+{
+    *token = 0;
+    struct vgpu_self *self = vgpu_self_on();
+    int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
+    if (vdev < 0)
+        return CUDA_SUCCESS;
+    pthread_mutex_lock(&lock);
+    bool first = live[vdev] == 0 && !(primary && dev < MAX_CUDA_DEVICES && primary_refs[dev] > 0);
+    pthread_mutex_unlock(&lock);
+    if (!first)
+        return CUDA_SUCCESS;
+    uint64_t overhead = __atomic_load_n(&self->bar0.bar->status.device[vdev].context_overhead, __ATOMIC_ACQUIRE);
+    if (!overhead) {
+        /* Measured after creation; the device's usage now is the fallback's base. */
+        *token = nvml_used(self, vdev) << 2 | TOKEN_MEASURE;
+        return CUDA_SUCCESS;
+    }
+    if (!vgpu_quota_take(self, vdev, overhead, "context"))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *token = TOKEN_TAKEN;
+    return CUDA_SUCCESS;
+}
+
+void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token)
+{
+    struct vgpu_self *self = vgpu_self_on();
+    int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
+    if (vdev < 0)
+        return;
+    struct vgpu_bar0_device_status *st = &self->bar0.bar->status.device[vdev];
+    uint64_t overhead = __atomic_load_n(&st->context_overhead, __ATOMIC_ACQUIRE);
+    if (r != CUDA_SUCCESS) {
+        if (token & TOKEN_TAKEN)
+            vgpu_bar0_give(&self->bar0, vdev, overhead);
+        return;
+    }
+    if (token & TOKEN_MEASURE) {
+        uint64_t m = measure(self, vdev, token >> 2), zero = 0;
+        if (m && __atomic_compare_exchange_n(&st->context_overhead, &zero, m, false, __ATOMIC_ACQ_REL,
+                                             __ATOMIC_ACQUIRE)) {
+            char size[32];
+            vgpu_info("a context on vGPU device %d takes %s (measured)", vdev, vgpu_format_size(m, size, sizeof(size)));
+        }
+        overhead = __atomic_load_n(&st->context_overhead, __ATOMIC_ACQUIRE);
+        if (!overhead)
+            vgpu_warn("vGPU device %d: a context's memory could not be measured (no NVML usage); the quota "
+                      "counts allocations only",
+                      vdev);
+    }
+    pthread_mutex_lock(&lock);
+    bool is_new = true;
+    if (primary && dev < MAX_CUDA_DEVICES) {
+        is_new = primary_refs[dev]++ == 0;
+        primary_ctx[dev] = ctx;
+    } else if (ncontexts < MAX_CONTEXTS) {
+        contexts[ncontexts].ctx = ctx;
+        contexts[ncontexts++].vdev = vdev;
+    }
+    if (is_new && live[vdev]++ == 0 && !charged[vdev]) {
+        if (!(token & TOKEN_TAKEN))
+            vgpu_bar0_take_anyway(&self->bar0, vdev, overhead);
+        charged[vdev] = overhead;
+    } else if (token & TOKEN_TAKEN) {
+        vgpu_bar0_give(&self->bar0, vdev, overhead); /* another thread's context came first */
+    }
+    pthread_mutex_unlock(&lock);
+}
+
+static void give_back(const struct vgpu_alloc *a, void *arg)
+{
+    vgpu_bar0_give(&((struct vgpu_self *)arg)->bar0, a->dev, a->bytes);
+}
+
+/* A context of vdev is gone; called with lock held. */
+static void gone(struct vgpu_self *self, int vdev, CUcontext ctx)
+{
+    vgpu_alloc_drop_context(ctx, give_back, self);
+    if (--live[vdev] == 0 && charged[vdev]) {
+        vgpu_bar0_give(&self->bar0, vdev, charged[vdev]);
+        charged[vdev] = 0;
+    }
+}
+
+void vgpu_backend_ctx_destroyed(CUcontext ctx)
+{
+    struct vgpu_self *self = vgpu_self_on();
+    if (!self || !ctx)
+        return;
+    pthread_mutex_lock(&lock);
+    for (int i = 0; i < ncontexts; i++)
+        if (contexts[i].ctx == ctx) {
+            int vdev = contexts[i].vdev;
+            contexts[i] = contexts[--ncontexts];
+            gone(self, vdev, ctx);
+            break;
+        }
+    pthread_mutex_unlock(&lock);
+}
+
+void vgpu_backend_primary_released(CUdevice dev, bool reset)
+{
+    struct vgpu_self *self = vgpu_self_on();
+    int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
+    if (vdev < 0 || dev >= MAX_CUDA_DEVICES)
+        return;
+    pthread_mutex_lock(&lock);
+    if (primary_refs[dev] > 0 && (reset || --primary_refs[dev] == 0)) {
+        primary_refs[dev] = 0;
+        gone(self, vdev, primary_ctx[dev]);
+    }
+    pthread_mutex_unlock(&lock);
+}

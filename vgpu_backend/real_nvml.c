@@ -1,0 +1,54 @@
+/* The driver's NVML for the backend; see real_nvml.h. */
+#define _GNU_SOURCE
+#include "vgpu_backend/real_nvml.h"
+
+#include "forwarder/pathfinder.h"
+
+#include <dlfcn.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+/* Written once by open_once(), read-only afterwards. */
+static struct vgpu_real_nvml api;
+static const struct vgpu_real_nvml *api_ready;
+static char failure[1024];
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void open_once(void)
+{
+    struct vgpu_found *found = calloc(1, sizeof(*found)); /* 4 KiB path: not on a caller's stack */
+    char looked[768];
+    if (!found || vgpu_pathfind(&vgpu_nvml_spec, found, looked, sizeof(looked)) != 0) {
+        snprintf(failure, sizeof(failure), "the driver's NVML was not found (%s); set VGPU_REAL_NVML",
+                 found ? looked : "out of memory");
+        free(found);
+        return;
+    }
+    void *h = found->handle;
+    nvmlReturn_t (*init)(void) = (nvmlReturn_t(*)(void))dlsym(h, "nvmlInit_v2");
+    api.count = (__typeof__(api.count))dlsym(h, "nvmlDeviceGetCount_v2");
+    api.by_index = (__typeof__(api.by_index))dlsym(h, "nvmlDeviceGetHandleByIndex_v2");
+    api.by_uuid = (__typeof__(api.by_uuid))dlsym(h, "nvmlDeviceGetHandleByUUID");
+    api.uuid = (__typeof__(api.uuid))dlsym(h, "nvmlDeviceGetUUID");
+    api.name = (__typeof__(api.name))dlsym(h, "nvmlDeviceGetName");
+    api.memory = (__typeof__(api.memory))dlsym(h, "nvmlDeviceGetMemoryInfo");
+    api.processes = (__typeof__(api.processes))dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+    nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
+    if (init && api.count && api.by_index && api.by_uuid && api.uuid && api.name && api.memory && api.processes)
+        r = init();
+    if (r != NVML_SUCCESS)
+        snprintf(failure, sizeof(failure), "the driver's NVML at %.900s did not initialise (error %d)", found->path,
+                 (int)r);
+    else
+        api_ready = &api;
+    free(found);
+}
+
+const struct vgpu_real_nvml *vgpu_real_nvml(const char **why)
+{
+    pthread_once(&once, open_once);
+    if (why)
+        *why = failure;
+    return api_ready;
+}

@@ -1,0 +1,23 @@
+/*
+ * The driver's own NVML, opened through the pathfinder, for what the backend
+ * must know of the physical GPUs (UUIDs, memory, per-process usage) in
+ * either library.  In libvgpu-nvml this is the same library object its
+ * dispatch table forwards to.
+ */
+#pragma once
+
+#include "vgpu/nvml_abi.h"
+
+struct vgpu_real_nvml {
+    nvmlReturn_t (*count)(unsigned int *);
+    nvmlReturn_t (*by_index)(unsigned int, nvmlDevice_t *);
+    nvmlReturn_t (*by_uuid)(const char *, nvmlDevice_t *);
+    nvmlReturn_t (*uuid)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
+    nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
+    nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+};
+
+/* The real NVML, initialised (once; never shut down), or NULL with the
+ * reason in why (static storage). */
+const struct vgpu_real_nvml *vgpu_real_nvml(const char **why);

@@ -1,0 +1,58 @@
+/*
+ * The vGPU this process is in: its devices, limits and BAR0, joined once
+ * (at cuInit in libvgpu-cuda, at nvmlInit in libvgpu-nvml) from the
+ * environment (settings.h).  With no VGPU_* setting the process is in no
+ * vGPU and vgpu only forwards.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "vgpu/nvml_abi.h"
+#include "vgpu_backend/bar0.h"
+#include "vgpu_backend/settings.h"
+
+enum vgpu_mode {
+    VGPU_MODE_OFF,     /* no vGPU configured: pass-through */
+    VGPU_MODE_ON,      /* in a vGPU */
+    VGPU_MODE_REFUSED, /* configured but unusable: the process sees no device */
+};
+
+struct vgpu_device {
+    char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
+    nvmlDevice_t nvml;       /* the driver's NVML handle */
+    uint64_t physical_total; /* the GPU's memory */
+    uint64_t limit;          /* the vGPU's quota on it; 0 = none */
+};
+
+struct vgpu_self {
+    enum vgpu_mode mode;
+    char why[2048];          /* VGPU_MODE_REFUSED: what to fix */
+    struct vgpu_settings settings;
+    int ndev;
+    struct vgpu_device dev[VGPU_MAX_DEVICES];
+    struct vgpu_bar0_map bar0;
+};
+
+/*
+ * Joins once and returns the result (never NULL).  take_slot: enter BAR0's
+ * process table (libvgpu-cuda, whose allocations count); libvgpu-nvml only
+ * reads.  Thread-safe; the first caller logs a refusal.
+ */
+const struct vgpu_self *vgpu_self_join(bool take_slot);
+
+/* The joined vGPU when it is on, else NULL.  Cheap: for hot paths. */
+struct vgpu_self *vgpu_self_on(void);
+
+/* After fork the child holds no process slot; this takes one (for a child
+ * that goes on to use CUDA).  Cheap when nothing forked. */
+void vgpu_self_check_fork(struct vgpu_self *self);
+
+/* The vGPU index of an NVML handle of the driver's, or -1. */
+int vgpu_self_index_of_nvml(const struct vgpu_self *self, nvmlDevice_t dev);
+
+/* Total memory vGPU device i shows: its quota, or the GPU's memory. */
+uint64_t vgpu_self_total(const struct vgpu_self *self, int i);
+/* Bytes the vGPU uses on device i (every process, overhead included). */
+uint64_t vgpu_self_used(const struct vgpu_self *self, int i);

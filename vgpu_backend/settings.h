@@ -1,0 +1,56 @@
+/*
+ * A vGPU's settings as the environment gives them in standalone mode (no
+ * mediator): VGPU_VISIBLE_DEVICES, VGPU_MEMORY_LIMIT, VGPU_BAR0.  Parsing is
+ * pure (strings in, struct or message out) so every rule is unit-tested.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VGPU_MAX_DEVICES 16
+#define VGPU_DEVICE_TOKEN_LEN 48 /* "GPU-" + 36-character UUID, with room */
+
+struct vgpu_settings {
+    /* True when any VGPU_* vGPU variable is set: the process is in a vGPU.
+     * False: vgpu only forwards, as with no vGPU at all. */
+    bool active;
+
+    /* VGPU_VISIBLE_DEVICES: physical devices in vGPU order, each a decimal
+     * NVML index or a "GPU-..." UUID.  listed == false: every device. */
+    bool listed;
+    int ndevices;
+    char devices[VGPU_MAX_DEVICES][VGPU_DEVICE_TOKEN_LEN];
+
+    /* VGPU_MEMORY_LIMIT in bytes per vGPU device; 0 = no limit.  A single
+     * size applies to every device; the per-device form sets listed ones. */
+    uint64_t limit_all;
+    uint64_t limit[VGPU_MAX_DEVICES];
+    bool limit_set[VGPU_MAX_DEVICES];
+
+    /* VGPU_BAR0, or the default path for this user and device set. */
+    bool bar0_explicit;
+    char bar0[4096];
+};
+
+/*
+ * Parses the three values (NULL = unset).  Returns 0, or -1 with a message
+ * naming the variable and saying what is accepted in err.
+ */
+int vgpu_settings_parse(const char *visible, const char *limit, const char *bar0, uid_t uid,
+                        struct vgpu_settings *s, char *err, size_t errlen);
+
+/* Reads the environment and parses it. */
+int vgpu_settings_from_env(struct vgpu_settings *s, char *err, size_t errlen);
+
+/* The limit for vGPU device i (0 = none). */
+uint64_t vgpu_settings_limit(const struct vgpu_settings *s, int i);
+
+/* "20G", "512M", "1.5G", "1048576", "8GiB": bytes, powers of 1024.  Returns
+ * 0, or -1 if text is not a positive size. */
+int vgpu_parse_size(const char *text, uint64_t *bytes);
+
+/* Formats bytes for messages: "4.00 GiB". */
+const char *vgpu_format_size(uint64_t bytes, char *buf, size_t len);
