@@ -19,6 +19,14 @@ static struct vgpu_self *self_on;
 static bool joined, forked;
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/*
+ * Joining calls the driver's NVML, whose nvmlInit_v2 calls its exported
+ * nvmlInitWithFlags, which LD_PRELOAD binds to vgpu's hook, which joins:
+ * on the joining thread such re-entrant calls see no vGPU and forward.
+ */
+static __thread bool joining;
+static const struct vgpu_self passthrough = { .mode = VGPU_MODE_OFF };
+
 static void refuse(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void refuse(const char *fmt, ...)
 {
@@ -164,9 +172,13 @@ const struct vgpu_self *vgpu_self_join(bool take_slot)
 {
     if (__atomic_load_n(&joined, __ATOMIC_ACQUIRE))
         return &self;
+    if (joining)
+        return &passthrough;
     pthread_mutex_lock(&join_lock);
     if (!joined) {
+        joining = true;
         join_locked(take_slot);
+        joining = false;
         if (self.mode == VGPU_MODE_REFUSED)
             vgpu_error("%s; this process is shown no GPU", self.why);
         if (self.mode == VGPU_MODE_ON) {
