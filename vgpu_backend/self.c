@@ -148,7 +148,8 @@ static void join_locked(bool take_slot)
     self.mode = VGPU_MODE_ON;
     for (int i = 0; i < self.ndev; i++) {
         char size[32];
-        vgpu_info("vGPU %s: device %d = %s (GPU %s), memory limit %s", self.bar0.path, i, self.dev[i].uuid,
+        vgpu_info("%s joined vGPU %s: device %d = %s (GPU %s), memory limit %s", take_slot ? "CUDA" : "NVML",
+                  self.bar0.path, i, self.dev[i].uuid,
                   self.bar0.bar->config.device[i].physical,
                   self.dev[i].limit ? vgpu_format_size(self.dev[i].limit, size, sizeof(size)) : "none");
     }
