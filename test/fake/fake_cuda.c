@@ -24,6 +24,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/mman.h>
 #include <unistd.h>
 
@@ -69,14 +70,77 @@ unsigned long long fakegpu_used(int dev)
 #define LOCK() pthread_mutex_lock(&g_lock)
 #define UNLOCK() pthread_mutex_unlock(&g_lock)
 
+/*
+ * CUDA_VISIBLE_DEVICES, read once at cuInit as the real driver does: CUdevice
+ * k is physical device g_visible[k].  Entries are indexes or (prefixes of)
+ * GPU-... UUIDs; as with the driver, the list ends at the first entry that
+ * names no device (or one already listed).  Written once by read_visible()
+ * under g_visible_once, read-only afterwards.
+ */
+static int g_visible[FAKEGPU_MAX_DEVICES];
+static int g_nvisible;
+static pthread_once_t g_visible_once = PTHREAD_ONCE_INIT;
+
+static int visible_entry(const char *e, int physical)
+{
+    if (*e >= '0' && *e <= '9') {
+        char *end;
+        long k = strtol(e, &end, 10);
+        return *end == '\0' && k < physical ? (int)k : -1;
+    }
+    int match = -1;
+    for (int d = 0; d < physical; d++) {
+        char uuid[48];
+        fakegpu_device_uuid_string(d, uuid);
+        if (strncasecmp(uuid, e, strlen(e)) == 0) {
+            if (match >= 0)
+                return -1; /* ambiguous prefix */
+            match = d;
+        }
+    }
+    return match;
+}
+
+static void read_visible(void)
+{
+    int physical = fakegpu_config()->devices;
+    const char *cvd = getenv("CUDA_VISIBLE_DEVICES");
+    if (!cvd) {
+        for (int d = 0; d < physical; d++)
+            g_visible[d] = d;
+        g_nvisible = physical;
+        return;
+    }
+    char buf[1024];
+    snprintf(buf, sizeof buf, "%s", cvd);
+    for (char *save = NULL, *e = strtok_r(buf, ",", &save); e && g_nvisible < physical;
+         e = strtok_r(NULL, ",", &save)) {
+        while (*e == ' ')
+            e++;
+        int d = visible_entry(e, physical);
+        for (int k = 0; d >= 0 && k < g_nvisible; k++)
+            if (g_visible[k] == d)
+                d = -1;
+        if (d < 0)
+            break;
+        g_visible[g_nvisible++] = d;
+    }
+}
+
 static int device_count(void)
 {
-    return fakegpu_config()->devices;
+    return g_nvisible;
 }
 
 static int valid_device(CUdevice dev)
 {
     return dev >= 0 && dev < device_count();
+}
+
+/* The physical device (identity, shared accounting) of a valid CUdevice. */
+static int phys(CUdevice dev)
+{
+    return g_visible[dev];
 }
 
 static unsigned long long total_memory(void)
@@ -89,7 +153,7 @@ static int charge(int dev, unsigned long long bytes)
 {
     if (bytes == 0)
         return 0;
-    if (fakegpu_state_charge(dev, bytes) != 0)
+    if (fakegpu_state_charge(phys(dev), bytes) != 0)
         return -1;
     __atomic_add_fetch(&g_used[dev], bytes, __ATOMIC_RELAXED);
     return 0;
@@ -99,7 +163,7 @@ static void uncharge(int dev, unsigned long long bytes)
 {
     if (bytes == 0)
         return;
-    fakegpu_state_uncharge(dev, bytes);
+    fakegpu_state_uncharge(phys(dev), bytes);
     __atomic_sub_fetch(&g_used[dev], bytes, __ATOMIC_RELAXED);
 }
 
@@ -108,7 +172,7 @@ CUresult cuInit(unsigned int Flags)
     COUNT_CALL();
     if (Flags != 0)
         return CUDA_ERROR_INVALID_VALUE;
-    fakegpu_config();
+    pthread_once(&g_visible_once, read_visible);
     __atomic_store_n(&g_initialized, 1, __ATOMIC_RELEASE);
     return CUDA_SUCCESS;
 }
@@ -213,7 +277,7 @@ CUresult cuDeviceGetName(char *name, int len, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    snprintf(name, (size_t)len, "Fake GPU %d", dev);
+    snprintf(name, (size_t)len, "Fake GPU %d", phys(dev));
     return CUDA_SUCCESS;
 }
 
@@ -246,7 +310,7 @@ static CUresult device_uuid(CUuuid *uuid, CUdevice dev)
         return CUDA_ERROR_INVALID_VALUE;
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
-    fakegpu_device_uuid(dev, (unsigned char *)uuid->bytes);
+    fakegpu_device_uuid(phys(dev), (unsigned char *)uuid->bytes);
     return CUDA_SUCCESS;
 }
 
@@ -270,7 +334,7 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     switch (attrib) {
-    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = (int)fakegpu_device_pci_bus(dev); break;
+    case CU_DEVICE_ATTRIBUTE_PCI_BUS_ID: *pi = (int)fakegpu_device_pci_bus(phys(dev)); break;
     case CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
@@ -289,7 +353,7 @@ CUresult cuDeviceGetPCIBusId(char *pciBusId, int len, CUdevice dev)
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
     char buf[32];
-    int n = snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", 0u, fakegpu_device_pci_bus(dev), 0u);
+    int n = snprintf(buf, sizeof buf, "%04x:%02x:%02x.0", 0u, fakegpu_device_pci_bus(phys(dev)), 0u);
     if (n >= len)
         return CUDA_ERROR_INVALID_VALUE;
     memcpy(pciBusId, buf, (size_t)n + 1);
@@ -302,10 +366,12 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
     if (!dev || !pciBusId)
         return CUDA_ERROR_INVALID_VALUE;
     int index = fakegpu_device_from_pci_bus_id(pciBusId);
-    if (index < 0)
-        return CUDA_ERROR_INVALID_DEVICE;
-    *dev = index;
-    return CUDA_SUCCESS;
+    for (int k = 0; index >= 0 && k < device_count(); k++)
+        if (phys(k) == index) {
+            *dev = k;
+            return CUDA_SUCCESS;
+        }
+    return CUDA_ERROR_INVALID_DEVICE; /* no such GPU, or hidden by CUDA_VISIBLE_DEVICES */
 }
 
 /* ------------------------------------------------------------------------ */
@@ -900,7 +966,7 @@ static CUresult mem_info(unsigned long long *free_b, unsigned long long *total)
     if (dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     unsigned long long t = total_memory();
-    unsigned long long used = fakegpu_state_device_used(dev);
+    unsigned long long used = fakegpu_state_device_used(phys(dev));
     *total = t;
     *free_b = used < t ? t - used : 0;
     return CUDA_SUCCESS;
