@@ -129,9 +129,10 @@ VGPU_EXPORT CUresult cuArray3DCreate(CUarray *pHandle, const CUDA_ARRAY3D_DESCRI
 
 VGPU_EXPORT CUresult cuArrayDestroy(CUarray hArray)
 {
+    struct vgpu_mem_free f;
+    vgpu_backend_mem_free_begin(&f, VGPU_MEM_ARRAY, (uintptr_t)hArray);
     CUresult r = VGPU_REAL_CUDA(cuArrayDestroy)(hArray);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_ARRAY, (uintptr_t)hArray);
+    vgpu_backend_mem_free_end(&f, r);
     vgpu_trace("cuArrayDestroy", r, "%p", (void *)hArray);
     return r;
 }
@@ -158,9 +159,10 @@ VGPU_EXPORT CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUD
 
 VGPU_EXPORT CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
+    struct vgpu_mem_free f;
+    vgpu_backend_mem_free_begin(&f, VGPU_MEM_ARRAY, (uintptr_t)hMipmappedArray);
     CUresult r = VGPU_REAL_CUDA(cuMipmappedArrayDestroy)(hMipmappedArray);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_ARRAY, (uintptr_t)hMipmappedArray);
+    vgpu_backend_mem_free_end(&f, r);
     vgpu_trace("cuMipmappedArrayDestroy", r, "%p", (void *)hMipmappedArray);
     return r;
 }

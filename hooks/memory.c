@@ -78,14 +78,17 @@ VGPU_EXPORT CUresult cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_
                             unsigned int ElementSizeBytes)
 {
     /* The driver pads each row; claim the unpadded size now and let the
-     * settle step count what the pitch says was really taken. */
+     * settle step take what the pitch says was really taken, or refuse. */
     struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_LINEAR, -1, WidthInBytes * Height);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemAllocPitch_v2)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (r == CUDA_SUCCESS)
             c.bytes = *pPitch * Height;
-        vgpu_backend_mem_settle(&c, r, r == CUDA_SUCCESS ? (uintptr_t)*dptr : 0);
+        if (vgpu_backend_mem_settle(&c, r, r == CUDA_SUCCESS ? (uintptr_t)*dptr : 0) != r) {
+            VGPU_REAL_CUDA(cuMemFree_v2)(*dptr); /* the padded rows do not fit */
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     vgpu_trace("cuMemAllocPitch_v2", r, "%zu x %zu, %u -> 0x%llx pitch %zu", WidthInBytes, Height, ElementSizeBytes,
                r ? 0ull : (unsigned long long)*dptr, r ? 0 : *pPitch);
@@ -101,7 +104,10 @@ VGPU_EXPORT CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch,
         r = VGPU_REAL_CUDA(cuMemAllocPitch)(dptr, pPitch, WidthInBytes, Height, ElementSizeBytes);
         if (r == CUDA_SUCCESS)
             c.bytes = (size_t)*pPitch * Height;
-        vgpu_backend_mem_settle(&c, r, r == CUDA_SUCCESS ? (uintptr_t)*dptr : 0);
+        if (vgpu_backend_mem_settle(&c, r, r == CUDA_SUCCESS ? (uintptr_t)*dptr : 0) != r) {
+            VGPU_REAL_CUDA(cuMemFree)(*dptr); /* the padded rows do not fit */
+            r = CUDA_ERROR_OUT_OF_MEMORY;
+        }
     }
     vgpu_trace("cuMemAllocPitch", r, "%u x %u, %u -> 0x%x", WidthInBytes, Height, ElementSizeBytes, r ? 0u : *dptr);
     return r;
@@ -121,18 +127,20 @@ VGPU_EXPORT CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsig
 
 VGPU_EXPORT CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
+    struct vgpu_mem_free f;
+    vgpu_backend_mem_free_begin(&f, VGPU_MEM_LINEAR, (uintptr_t)dptr);
     CUresult r = VGPU_REAL_CUDA(cuMemFree_v2)(dptr);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_LINEAR, (uintptr_t)dptr);
+    vgpu_backend_mem_free_end(&f, r);
     vgpu_trace("cuMemFree_v2", r, "0x%llx", (unsigned long long)dptr);
     return r;
 }
 
 VGPU_EXPORT CUresult cuMemFree(CUdeviceptr_v1 dptr)
 {
+    struct vgpu_mem_free f;
+    vgpu_backend_mem_free_begin(&f, VGPU_MEM_LINEAR, (uintptr_t)dptr);
     CUresult r = VGPU_REAL_CUDA(cuMemFree)(dptr);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_LINEAR, (uintptr_t)dptr);
+    vgpu_backend_mem_free_end(&f, r);
     vgpu_trace("cuMemFree", r, "0x%x", dptr);
     return r;
 }
@@ -169,11 +177,11 @@ static CUresult alloc_from_pool(const char *name, alloc_pool_fn real, CUdevicept
     return r;
 }
 
+/* A freed stream-ordered block stays in its pool's reserve, which is what
+ * is counted (vgpu_backend_pool_changed), so a free changes nothing. */
 static CUresult free_async(const char *name, free_async_fn real, CUdeviceptr dptr, CUstream s)
 {
     CUresult r = real(dptr, s);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_ASYNC, (uintptr_t)dptr);
     vgpu_trace(name, r, "0x%llx, stream=%p", (unsigned long long)dptr, (void *)s);
     return r;
 }
@@ -228,9 +236,10 @@ VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t si
 
 VGPU_EXPORT CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
+    struct vgpu_mem_free f;
+    vgpu_backend_mem_free_begin(&f, VGPU_MEM_PHYSICAL, (uintptr_t)handle);
     CUresult r = VGPU_REAL_CUDA(cuMemRelease)(handle);
-    if (r == CUDA_SUCCESS)
-        vgpu_backend_mem_release(VGPU_MEM_PHYSICAL, (uintptr_t)handle);
+    vgpu_backend_mem_free_end(&f, r);
     vgpu_trace("cuMemRelease", r, "0x%llx", (unsigned long long)handle);
     return r;
 }

@@ -69,23 +69,27 @@ static void erase(struct shard *s, size_t i)
     s->n--;
 }
 
-bool vgpu_alloc_put(const struct vgpu_alloc *a)
+int vgpu_alloc_put(const struct vgpu_alloc *a, struct vgpu_alloc *displaced)
 {
     uint64_t h = hash((enum vgpu_alloc_class)a->cls, a->handle);
     struct shard *s = shard_of(h);
-    bool ok = true;
+    int rc = 0;
     pthread_mutex_lock(&s->lock);
     if ((s->n + 1) * 4 > s->cap * 3 && !grow(s)) {
-        ok = false;
+        rc = -1;
     } else {
         size_t i = find(s, (enum vgpu_alloc_class)a->cls, a->handle, h);
-        if (!s->slots[i].used)
+        if (s->slots[i].used) {
+            *displaced = s->slots[i];
+            rc = 1;
+        } else {
             s->n++;
+        }
         s->slots[i] = *a;
         s->slots[i].used = 1;
     }
     pthread_mutex_unlock(&s->lock);
-    return ok;
+    return rc;
 }
 
 bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_alloc *out)

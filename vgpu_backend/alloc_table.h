@@ -25,8 +25,12 @@ struct vgpu_alloc {
     uint8_t used;  /* slot in use (internal) */
 };
 
-/* Records a; false if out of memory (the allocation then goes uncounted). */
-bool vgpu_alloc_put(const struct vgpu_alloc *a);
+/*
+ * Records a.  Returns 0; 1 when a record of the same handle was there
+ * already (a free vgpu did not see), which is then moved to *displaced; -1
+ * when out of memory (the allocation then goes unrecorded).
+ */
+int vgpu_alloc_put(const struct vgpu_alloc *a, struct vgpu_alloc *displaced);
 /* Removes and returns the record of (cls, handle); false if none. */
 bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_alloc *out);
 /* Removes every record of ctx, calling fn on each. */

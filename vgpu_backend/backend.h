@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "vgpu/nvml_abi.h"
+#include "vgpu_backend/alloc_table.h"
 
 /* ---- admission (cuInit, nvmlInit) ---- */
 
@@ -73,10 +74,26 @@ struct vgpu_mem_claim {
 
 /* May the caller take c->bytes more?  CUDA_SUCCESS or CUDA_ERROR_OUT_OF_MEMORY. */
 CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c);
-/* The driver answered r; on success handle identifies the allocation. */
-void vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle);
-/* The allocation identified by handle was freed. */
-void vgpu_backend_mem_release(enum vgpu_mem_kind kind, uintptr_t handle);
+/*
+ * The driver answered r; on success handle identifies the allocation and
+ * c->bytes is what it really takes (a pitched allocation's rows are padded).
+ * Returns r, or CUDA_ERROR_OUT_OF_MEMORY when the real size does not fit in
+ * the quota: the caller then frees the allocation and returns that.
+ */
+CUresult vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle);
+
+/*
+ * One free in flight.  The allocation's record leaves the books before the
+ * driver call, so an address the driver hands out again at once (to another
+ * thread) is never confused with the one being freed; end() gives the bytes
+ * back, or restores the record if the driver refused the free.
+ */
+struct vgpu_mem_free {
+    bool counted;          /* the backend's, between begin and end */
+    struct vgpu_alloc rec;
+};
+void vgpu_backend_mem_free_begin(struct vgpu_mem_free *f, enum vgpu_mem_kind kind, uintptr_t handle);
+void vgpu_backend_mem_free_end(struct vgpu_mem_free *f, CUresult r);
 
 /* A memory pool was trimmed or destroyed: count what it holds now. */
 void vgpu_backend_pool_changed(CUmemoryPool pool, bool destroyed);

@@ -91,41 +91,61 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
     return CUDA_SUCCESS;
 }
 
-void vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle)
+CUresult vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle)
 {
     struct vgpu_self *self = vgpu_self_on();
     if (!self || c->vdev < 0)
-        return;
+        return r;
     if (r != CUDA_SUCCESS) {
         vgpu_bar0_give(&self->bar0, c->vdev, c->taken);
-        return;
+        return r;
     }
     if (c->kind == VGPU_MEM_ASYNC) {
         /* Count the pool's reserve as it is now, then drop the claim. */
         vgpu_pool_settle(self, c->pool, c->device, c->vdev);
         vgpu_bar0_give(&self->bar0, c->vdev, c->taken);
-        return;
+        return r;
     }
-    /* The driver may have taken more than claimed (pitch padding). */
+    /* The driver may have taken more than claimed (pitch padding): that
+     * must fit too, or the allocation is refused after all. */
     uint64_t bytes = round_up(c->bytes ? c->bytes : 1, ALLOC_ALIGN);
-    if (bytes > c->taken)
-        vgpu_bar0_take_anyway(&self->bar0, c->vdev, bytes - c->taken);
-    else if (bytes < c->taken)
+    if (bytes > c->taken && !vgpu_quota_take(self, c->vdev, bytes - c->taken, kind_name(c->kind))) {
+        vgpu_bar0_give(&self->bar0, c->vdev, c->taken);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (bytes < c->taken)
         vgpu_bar0_give(&self->bar0, c->vdev, c->taken - bytes);
     struct vgpu_alloc a = { .handle = handle, .bytes = bytes, .ctx = c->ctx, .dev = (int16_t)c->vdev,
                             .cls = (uint8_t)class_of(c->kind) };
-    if (!vgpu_alloc_put(&a)) {
+    struct vgpu_alloc stale;
+    switch (vgpu_alloc_put(&a, &stale)) {
+    case 1:
+        /* Freed behind vgpu's back (a path it does not hook): not held any more. */
+        vgpu_bar0_give(&self->bar0, stale.dev, stale.bytes);
+        break;
+    case -1:
         vgpu_warn("out of memory recording an allocation; its %llu bytes stay counted until exit",
                   (unsigned long long)bytes);
+        break;
+    default:
+        break;
     }
+    return r;
 }
 
-void vgpu_backend_mem_release(enum vgpu_mem_kind kind, uintptr_t handle)
+void vgpu_backend_mem_free_begin(struct vgpu_mem_free *f, enum vgpu_mem_kind kind, uintptr_t handle)
 {
+    f->counted = vgpu_self_on() && vgpu_alloc_take(class_of(kind), handle, &f->rec);
+}
+
+void vgpu_backend_mem_free_end(struct vgpu_mem_free *f, CUresult r)
+{
+    if (!f->counted)
+        return;
     struct vgpu_self *self = vgpu_self_on();
-    if (!self || kind == VGPU_MEM_ASYNC)
-        return; /* a freed stream-ordered block stays in its pool's reserve */
-    struct vgpu_alloc a;
-    if (vgpu_alloc_take(class_of(kind), handle, &a))
-        vgpu_bar0_give(&self->bar0, a.dev, a.bytes);
+    struct vgpu_alloc stale;
+    if (r == CUDA_SUCCESS)
+        vgpu_bar0_give(&self->bar0, f->rec.dev, f->rec.bytes);
+    else if (vgpu_alloc_put(&f->rec, &stale) == 1)
+        vgpu_bar0_give(&self->bar0, stale.dev, stale.bytes);
 }
