@@ -41,6 +41,18 @@ bool vgpu_loaded_object_is_vgpu(const struct dl_phdr_info *info)
     return false;
 }
 
+static int is_vgpu_at(struct dl_phdr_info *info, size_t size, void *ctx)
+{
+    (void)size;
+    return info->dlpi_addr == ((const struct link_map *)ctx)->l_addr && vgpu_loaded_object_is_vgpu(info);
+}
+
+bool vgpu_handle_is_vgpu(void *handle)
+{
+    struct link_map *lm = NULL;
+    return dlinfo(handle, RTLD_DI_LINKMAP, &lm) == 0 && lm && dl_iterate_phdr(is_vgpu_at, lm);
+}
+
 const char *vgpu_object_path_of(const void *addr)
 {
     Dl_info di;

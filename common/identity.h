@@ -15,5 +15,8 @@
 /* True if the loaded object described by info carries the vgpu note. */
 bool vgpu_loaded_object_is_vgpu(const struct dl_phdr_info *info);
 
+/* True if the object a dlopen handle stands for carries the vgpu note. */
+bool vgpu_handle_is_vgpu(void *handle);
+
 /* Path of the loaded object that contains addr, or NULL. */
 const char *vgpu_object_path_of(const void *addr);

@@ -128,13 +128,6 @@ static int collect_loaded(struct dl_phdr_info *info, size_t size, void *ctx)
     return 0;
 }
 
-static int find_vgpu_at(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-    (void)size;
-    const struct link_map *lm = ctx;
-    return info->dlpi_addr == lm->l_addr && vgpu_loaded_object_is_vgpu(info);
-}
-
 /* The loader's own answer for the SONAME, unless that answer is vgpu. */
 static int try_loader_search(struct search *s)
 {
@@ -146,7 +139,7 @@ static int try_loader_search(struct search *s)
         dlclose(h);
         return 0;
     }
-    if (dl_iterate_phdr(find_vgpu_at, lm)) {
+    if (vgpu_handle_is_vgpu(h)) {
         note(s, "; the loader's search finds vgpu itself");
         dlclose(h); /* only drops the reference this call took on vgpu */
         return 0;

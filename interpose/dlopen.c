@@ -10,7 +10,6 @@
 #include "forwarder/pathfinder.h"
 
 #include <dlfcn.h>
-#include <link.h>
 #include <stddef.h>
 #include <string.h>
 
@@ -24,19 +23,12 @@ static const struct {
     { "libnvidia-ml.so", "libnvidia-ml.so.1" },
 };
 
-static int is_vgpu_at(struct dl_phdr_info *info, size_t size, void *ctx)
-{
-    (void)size;
-    return info->dlpi_addr == ((const struct link_map *)ctx)->l_addr && vgpu_loaded_object_is_vgpu(info);
-}
-
 static int soname_is_vgpu(const char *soname)
 {
     void *h = vgpu_dlopen_next(soname, RTLD_LAZY | RTLD_NOLOAD);
     if (!h)
         return 0;
-    struct link_map *lm = NULL;
-    int vgpu = dlinfo(h, RTLD_DI_LINKMAP, &lm) == 0 && lm && dl_iterate_phdr(is_vgpu_at, lm);
+    int vgpu = vgpu_handle_is_vgpu(h);
     dlclose(h);
     return vgpu;
 }
