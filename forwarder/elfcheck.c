@@ -36,8 +36,10 @@ static const char *dynamic_soname(Elf *elf, Elf_Scn *scn, const GElf_Shdr *sh)
     return NULL;
 }
 
-static const char *check_elf(Elf *elf, const struct vgpu_driver_spec *spec)
+/* NULL when elf is a real copy of the library *arg describes. */
+static const char *check_driver(Elf *elf, const void *arg)
 {
+    const struct vgpu_driver_spec *spec = arg;
     GElf_Ehdr eh;
     if (elf_kind(elf) != ELF_K_ELF || !gelf_getehdr(elf, &eh))
         return "not an ELF file";
@@ -71,23 +73,52 @@ static const char *check_elf(Elf *elf, const struct vgpu_driver_spec *spec)
     return NULL;
 }
 
+/* Opens path with libelf and returns check(elf, arg), or fallback when the
+ * file cannot be read as ELF. */
+static const char *with_elf(const char *path, const char *(*check)(Elf *, const void *), const void *arg,
+                            const char *unreadable)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return "cannot be opened";
+    const char *why = unreadable;
+    if (elf_version(EV_CURRENT) != EV_NONE) {
+        Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+        if (elf) {
+            why = check(elf, arg);
+            elf_end(elf);
+        }
+    }
+    close(fd);
+    return why;
+}
+
 const char *vgpu_elf_check(const char *path, const struct vgpu_driver_spec *spec)
 {
     /* The toolkit's link-time stub has the right SONAME and symbols, but
      * every call of it fails with CUDA_ERROR_STUB_LIBRARY. */
     if (strstr(path, "/stubs/"))
         return "is the CUDA toolkit's link-time stub";
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return "cannot be opened";
-    const char *why = "cannot be read";
-    if (elf_version(EV_CURRENT) != EV_NONE) {
-        Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-        if (elf) {
-            why = check_elf(elf, spec);
-            elf_end(elf);
-        }
+    return with_elf(path, check_driver, spec, "cannot be read");
+}
+
+/* NULL when elf carries vgpu's note section. */
+static const char *check_vgpu(Elf *elf, const void *unused)
+{
+    (void)unused;
+    size_t shstrndx;
+    if (elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) != 0)
+        return "not ELF";
+    for (Elf_Scn *scn = elf_nextscn(elf, NULL); scn; scn = elf_nextscn(elf, scn)) {
+        GElf_Shdr sh;
+        const char *name = gelf_getshdr(scn, &sh) ? elf_strptr(elf, shstrndx, sh.sh_name) : NULL;
+        if (name && strcmp(name, VGPU_NOTE_SECTION) == 0)
+            return NULL;
     }
-    close(fd);
-    return why;
+    return "not vgpu";
+}
+
+bool vgpu_elf_is_vgpu(const char *path)
+{
+    return with_elf(path, check_vgpu, NULL, "cannot be read") == NULL;
 }

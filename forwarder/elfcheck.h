@@ -3,6 +3,8 @@
 
 #include "forwarder/dispatch.h"
 
+#include <stdbool.h>
+
 /*
  * NULL if path is a real copy of spec's library: an x86-64 shared object with
  * the right SONAME that defines spec->init_symbol and is not a vgpu library
@@ -10,3 +12,6 @@
  * for the log line.
  */
 const char *vgpu_elf_check(const char *path, const struct vgpu_driver_spec *spec);
+
+/* True if path is a vgpu library (carries the .note.vgpu section). */
+bool vgpu_elf_is_vgpu(const char *path);

@@ -224,7 +224,7 @@ static int take_slot(struct vgpu_bar0 *b, const char *path, char *err, size_t er
         struct vgpu_bar0_proc *p = &b->procs[i];
         if (atomic_load(&p->owner) != 0)
             continue;
-        /* Attaching holds the file lock, so no other process claims this
+        /* The caller holds the file lock, so no other process claims this
          * slot; reapers skip it until it turns LIVE, after start_time. */
         p->start_time = start;
         for (int d = 0; d < VGPU_MAX_DEVICES; d++)
@@ -245,8 +245,8 @@ static bool all_zero(const void *p, size_t n)
     return true;
 }
 
-int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, bool take,
-                     struct vgpu_bar0_map *m, char *err, size_t errlen)
+int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
+                     char *err, size_t errlen)
 {
     memset(m, 0, sizeof(*m));
     m->fd = -1;
@@ -295,8 +295,6 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
         if (reconcile(b, want, join, path, err, errlen) != 0)
             goto out;
     }
-    if (take && (m->slot = take_slot(b, path, err, errlen)) < 0)
-        goto out;
     m->bar = b;
     m->fd = fd;
     m->pid = getpid();
@@ -309,6 +307,19 @@ out:
         close(fd);
     }
     return rc;
+}
+
+int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    /* Attaching and entering hold the file lock, so no two processes claim
+     * one slot. */
+    if (flock(m->fd, LOCK_EX) != 0)
+        return fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+    vgpu_bar0_reap(m->bar, true);
+    m->slot = take_slot(m->bar, m->path, err, errlen);
+    m->pid = getpid();
+    flock(m->fd, LOCK_UN);
+    return m->slot < 0 ? -1 : 0;
 }
 
 bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit)
@@ -347,4 +358,14 @@ void vgpu_bar0_detach(struct vgpu_bar0_map *m)
     if (OWNER_PID(o) == m->pid && OWNER_STATE(o) == VGPU_PROC_LIVE)
         reap_slot(m->bar, p, o);
     m->slot = -1;
+}
+
+void vgpu_bar0_close(struct vgpu_bar0_map *m)
+{
+    if (m->bar)
+        munmap(m->bar, sizeof(*m->bar));
+    if (m->fd >= 0)
+        close(m->fd);
+    m->bar = NULL;
+    m->fd = -1;
 }

@@ -107,11 +107,14 @@ struct vgpu_bar0_map {
  * config with want: a new or idle vGPU takes want; a vGPU with live
  * processes must already hold the same devices and limits, or the attach is
  * refused.  join: take whatever config the file holds (a process that only
- * named VGPU_BAR0); a file that does not exist yet gets want.  take_slot:
- * also enter the process table.  Returns 0, or -1 with a message in err.
+ * named VGPU_BAR0); a file that does not exist yet gets want.  Returns 0, or
+ * -1 with a message in err.
  */
-int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, bool take_slot,
-                     struct vgpu_bar0_map *m, char *err, size_t errlen);
+int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
+                     char *err, size_t errlen);
+
+/* Enters the process table of an attached BAR0 (m->slot); 0 or -1 with err. */
+int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
 
 /* Checks a mapped window's header; 0 or -1 with the reason in err. */
 int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err, size_t errlen);
@@ -131,6 +134,9 @@ void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
 
 /* Leaves the process table, returning what this process held. */
 void vgpu_bar0_detach(struct vgpu_bar0_map *m);
+
+/* Unmaps and closes an attached BAR0 that holds no slot of this process. */
+void vgpu_bar0_close(struct vgpu_bar0_map *m);
 
 /* This process's start time as /proc/self/stat gives it, or 0. */
 uint64_t vgpu_proc_start_time(int pid);

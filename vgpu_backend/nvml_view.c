@@ -6,7 +6,7 @@
  */
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
-#include "vgpu_backend/self.h"
+#include "vgpu_backend/peer.h"
 #include "vgpu_nvml_slots.h"
 
 #include <string.h>
@@ -14,14 +14,14 @@
 /* The vGPU when it shapes what NVML shows; NULL: pass-through. */
 static const struct vgpu_self *shaping(void)
 {
-    const struct vgpu_self *self = vgpu_self_join(false);
+    const struct vgpu_self *self = vgpu_peer_self();
     return self->mode == VGPU_MODE_OFF ? NULL : self;
 }
 
 nvmlReturn_t vgpu_backend_nvml_admit(void)
 {
     /* A refused process still initialises NVML; it is shown no device. */
-    vgpu_self_join(false);
+    vgpu_peer_self();
     return NVML_SUCCESS;
 }
 

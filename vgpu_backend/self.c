@@ -16,7 +16,7 @@
  * by the fork handler in a child), read lock-free once published. */
 static struct vgpu_self self;
 static struct vgpu_self *self_on;
-static bool joined, forked;
+static bool joined, entered, forked;
 static pthread_mutex_t join_lock = PTHREAD_MUTEX_INITIALIZER;
 
 /*
@@ -113,7 +113,7 @@ static int load_devices(const struct vgpu_real_nvml *nvml)
     return 0;
 }
 
-static void join_locked(bool take_slot)
+static void join_locked(void)
 {
     char err[1536];
     if (vgpu_settings_from_env(&self.settings, err, sizeof(err)) != 0) {
@@ -137,19 +137,18 @@ static void join_locked(bool take_slot)
     bool join = s->bar0_explicit && !s->listed && !s->limit_all;
     for (int i = 0; i < VGPU_MAX_DEVICES; i++)
         join = join && !s->limit_set[i];
-    if (vgpu_bar0_attach(s->bar0, &want, join, take_slot, &self.bar0, err, sizeof(err)) != 0) {
+    if (vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
         refuse("%s", err);
         return;
     }
     if (load_devices(nvml) != 0) {
-        vgpu_bar0_detach(&self.bar0);
+        vgpu_bar0_close(&self.bar0);
         return;
     }
     self.mode = VGPU_MODE_ON;
     for (int i = 0; i < self.ndev; i++) {
         char size[32];
-        vgpu_info("%s joined vGPU %s: device %d = %s (GPU %s), memory limit %s", take_slot ? "CUDA" : "NVML",
-                  self.bar0.path, i, self.dev[i].uuid,
+        vgpu_info("joined vGPU %s: device %d = %s (GPU %s), memory limit %s", self.bar0.path, i, self.dev[i].uuid,
                   self.bar0.bar->config.device[i].physical,
                   self.dev[i].limit ? vgpu_format_size(self.dev[i].limit, size, sizeof(size)) : "none");
     }
@@ -169,26 +168,45 @@ static void leave_at_exit(void)
         vgpu_bar0_detach(&self.bar0);
 }
 
+/* Takes this process's slot in the process table: its allocations count
+ * from now on.  A process that cannot be counted is refused. */
+static void enter_locked(void)
+{
+    char err[1024];
+    entered = true;
+    if (vgpu_bar0_enter(&self.bar0, err, sizeof(err)) == 0) {
+        atexit(leave_at_exit);
+        return;
+    }
+    snprintf(self.why, sizeof(self.why), "%s", err);
+    self.mode = VGPU_MODE_REFUSED;
+    __atomic_store_n(&self_on, NULL, __ATOMIC_RELEASE);
+    vgpu_error("%s; this process is shown no GPU", self.why);
+}
+
 const struct vgpu_self *vgpu_self_join(bool take_slot)
 {
-    if (__atomic_load_n(&joined, __ATOMIC_ACQUIRE))
+    if (__atomic_load_n(take_slot ? &entered : &joined, __ATOMIC_ACQUIRE))
         return &self;
     if (joining)
         return &passthrough;
     pthread_mutex_lock(&join_lock);
     if (!joined) {
         joining = true;
-        join_locked(take_slot);
+        join_locked();
         joining = false;
         if (self.mode == VGPU_MODE_REFUSED)
             vgpu_error("%s; this process is shown no GPU", self.why);
         if (self.mode == VGPU_MODE_ON) {
             pthread_atfork(NULL, NULL, after_fork_child);
-            if (take_slot)
-                atexit(leave_at_exit);
             __atomic_store_n(&self_on, &self, __ATOMIC_RELEASE);
         }
         __atomic_store_n(&joined, true, __ATOMIC_RELEASE);
+    }
+    if (take_slot && !entered) {
+        if (self.mode == VGPU_MODE_ON)
+            enter_locked();
+        __atomic_store_n(&entered, true, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&join_lock);
     return &self;
@@ -208,8 +226,14 @@ void vgpu_self_check_fork(struct vgpu_self *s)
         const struct vgpu_bar0_config want = s->bar0.bar->config;
         struct vgpu_bar0_map fresh;
         char err[1024];
-        if (vgpu_bar0_attach(s->bar0.path, &want, true, true, &fresh, err, sizeof(err)) == 0) {
-            s->bar0 = fresh; /* the inherited mapping stays mapped: pointers into it may live on */
+        int rc = vgpu_bar0_attach(s->bar0.path, &want, true, &fresh, err, sizeof(err));
+        if (rc == 0 && (rc = vgpu_bar0_enter(&fresh, err, sizeof(err))) != 0)
+            vgpu_bar0_close(&fresh);
+        if (rc == 0) {
+            /* The inherited mapping stays mapped (pointers into it may live
+             * on); its descriptor, whose flock the parent shares, goes. */
+            close(s->bar0.fd);
+            s->bar0 = fresh;
         } else {
             vgpu_error("after fork: %s; this process's allocations are not counted", err);
             s->bar0.slot = -1;
