@@ -1,0 +1,224 @@
+#!/bin/sh
+# The vGPU memory quota end to end: quota.sh SCENARIO QUOTA_CLIENT
+#
+# Runs quota_client (test/quota_client.c) under vgpu over the fake driver
+# (the meson test environment: LD_PRELOAD, VGPU_REAL_*), each scenario with
+# its own BAR0 and log in a fresh temp dir, never the default /dev/shm path.
+# Multi-process scenarios start the processes, synchronise them through
+# files, and check exact accounting in between.
+set -u
+
+scenario=$1
+client=$2
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-quota.XXXXXX") || exit 1
+pids=
+cleanup() {
+    for p in $pids; do kill -9 "$p" 2>/dev/null; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+export VGPU_BAR0="$tmp/vgpu.bar0"
+export VGPU_LOG_FILE="$tmp/vgpu.log"
+unset VGPU_VISIBLE_DEVICES VGPU_MEMORY_LIMIT FAKEGPU_STATE FAKEGPU_DEVICES FAKEGPU_CTX_OVERHEAD FAKEGPU_MEMORY
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    if [ -s "${VGPU_LOG_FILE:-}" ]; then
+        echo "---- vgpu log ----" >&2
+        cat "$VGPU_LOG_FILE" >&2
+    fi
+    exit 1
+}
+
+run() {
+    "$client" "$@" || fail "quota_client $* failed"
+}
+
+# Waits up to 30 s for a file another process creates.
+# (POSIX sh has no locals: its counter must not share a name with a caller's.)
+wait_file() {
+    waited=0
+    while [ ! -e "$1" ]; do
+        waited=$((waited + 1))
+        [ $waited -gt 3000 ] && fail "timed out waiting for $1"
+        sleep 0.01
+    done
+}
+
+# Waits for a background process; fails unless it exited 0.
+join() {
+    wait "$1" || fail "process $1 ($2) exited with $?"
+}
+
+MiB=1048576
+GiB=1073741824
+
+# A process refused for its settings: cuInit NO_DEVICE, NVML no device, one
+# error line on stderr (no VGPU_LOG_FILE) that contains each of "$@".
+expect_refused() {
+    unset VGPU_LOG_FILE
+    "$client" refused 2>"$tmp/stderr"
+    rc=$?
+    cat "$tmp/stderr" >&2
+    [ $rc -eq 0 ] || fail "quota_client refused failed"
+    n=$(grep -c ': error: ' "$tmp/stderr")
+    [ "$n" -eq 1 ] || fail "$n error lines on stderr, want 1"
+    line=$(grep ': error: ' "$tmp/stderr")
+    for want in "$@"; do
+        case $line in
+        *"$want"*) ;;
+        *) fail "the error line does not say \"$want\": $line" ;;
+        esac
+    done
+}
+
+case $scenario in
+view | oom-log)
+    export VGPU_MEMORY_LIMIT=4G
+    run "$scenario"
+    ;;
+per-device)
+    export VGPU_MEMORY_LIMIT=0:1G,1:2G
+    run per-device
+    ;;
+visible)
+    export FAKEGPU_DEVICES=4 VGPU_VISIBLE_DEVICES=2,0
+    run visible
+    ;;
+alloc-* | mem-create | array-* | mipmapped | proc-address | ctx-destroy | primary-reset)
+    export VGPU_MEMORY_LIMIT=2G
+    run "$scenario"
+    ;;
+
+shared)
+    # Two processes of one vGPU (2G): the first holds 1.5G, the second gets
+    # what is left after both contexts (128M each here), and no more.
+    export VGPU_MEMORY_LIMIT=2G FAKEGPU_CTX_OVERHEAD=128M FAKEGPU_STATE="$tmp/fake.state"
+    "$client" hold 1536M "$tmp/a.ready" "$tmp/a.go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    run shared-second 1536M
+    touch "$tmp/a.go"
+    join "$a" "the first process"
+    run expect-used 0 0
+    ;;
+
+reclaim)
+    # A process holding 1G is killed with SIGKILL: another process of the
+    # vGPU, already running, sees the bytes return within 1.5 s.
+    export VGPU_MEMORY_LIMIT=4G FAKEGPU_STATE="$tmp/fake.state"
+    "$client" hold 1G "$tmp/a.ready" "$tmp/a.go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    "$client" reclaim-watch 1G "$tmp/b.ready" "$tmp/b.go" & b=$!
+    pids="$a $b"
+    wait_file "$tmp/b.ready"
+    kill -9 "$a"
+    wait "$a" 2>/dev/null
+    touch "$tmp/b.go"
+    join "$b" "the watching process"
+    run expect-used 0 0
+    ;;
+
+threads)
+    # 32 threads of one process churn against a 1G quota.
+    export VGPU_MEMORY_LIMIT=1G
+    run churn 32 0
+    run expect-used 0 0
+    ;;
+
+processes)
+    # 4 processes of 8 threads each churn on one 2G vGPU (their contexts
+    # take 1G of it; each process alone keeps ~512M live), then hold a known
+    # amount: BAR0 holds exactly that plus 4 contexts; all of it returns
+    # when they exit.
+    export VGPU_MEMORY_LIMIT=2G FAKEGPU_STATE="$tmp/fake.state"
+    for i in 0 1 2 3; do
+        "$client" churn 8 $i "$tmp/c$i.ready" "$tmp/c$i.go" & pids="$pids $!"
+    done
+    total=0
+    for i in 0 1 2 3; do
+        wait_file "$tmp/c$i.ready"
+        total=$((total + $(cat "$tmp/c$i.ready")))
+    done
+    run expect-used $((total + 4 * 256 * MiB)) 4
+    for i in 0 1 2 3; do touch "$tmp/c$i.go"; done
+    i=0
+    for p in $pids; do
+        join "$p" "churn process $i"
+        i=$((i + 1))
+    done
+    run expect-used 0 0
+    ;;
+
+procs-list)
+    # vGPU x: processes a (1G) and b (512M); vGPU y on the same GPU: c
+    # (256M).  NVML in each lists only its own, with what they hold.
+    export VGPU_MEMORY_LIMIT=4G FAKEGPU_STATE="$tmp/fake.state"
+    x="$tmp/x.bar0" y="$tmp/y.bar0"
+    VGPU_BAR0=$x "$client" hold 1G "$tmp/a.ready" "$tmp/go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    VGPU_BAR0=$x "$client" hold 512M "$tmp/b.ready" "$tmp/go" & b=$!
+    pids="$pids $b"
+    wait_file "$tmp/b.ready"
+    VGPU_BAR0=$y "$client" hold 256M "$tmp/c.ready" "$tmp/go" & c=$!
+    pids="$pids $c"
+    wait_file "$tmp/c.ready"
+    ovh=$((256 * MiB))
+    VGPU_BAR0=$x run procs-list "$a:$((GiB + ovh))" "$b:$((512 * MiB + ovh))"
+    VGPU_BAR0=$y run procs-list "$c:$((256 * MiB + ovh))"
+    touch "$tmp/go"
+    join "$a" a
+    join "$b" b
+    join "$c" c
+    VGPU_BAR0=$x run procs-list
+    ;;
+
+refused-memory-limit)
+    export VGPU_MEMORY_LIMIT=abc
+    expect_refused VGPU_MEMORY_LIMIT abc
+    [ -e "$VGPU_BAR0" ] && fail "a refused setting created the BAR0 file"
+    ;;
+refused-visible-devices)
+    export VGPU_VISIBLE_DEVICES=5
+    expect_refused VGPU_VISIBLE_DEVICES "GPU 5"
+    ;;
+refused-corrupt-bar0)
+    head -c 172032 /dev/urandom >"$VGPU_BAR0"
+    cp "$VGPU_BAR0" "$tmp/orig"
+    expect_refused "not a vgpu BAR0" "$VGPU_BAR0"
+    cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "the refused BAR0 file was modified"
+    ;;
+refused-foreign-bar0)
+    echo "not a BAR0, someone's notes" >"$VGPU_BAR0"
+    cp "$VGPU_BAR0" "$tmp/orig"
+    export VGPU_MEMORY_LIMIT=2G
+    expect_refused "not a vgpu BAR0" "$VGPU_BAR0"
+    cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "the refused BAR0 file was modified"
+    ;;
+
+no-settings)
+    # No VGPU_* variable at all (the fake is found on LD_LIBRARY_PATH): the
+    # GPU's own figures, and no BAR0 file appears under /dev/shm.
+    default="/dev/shm/vgpu-$(id -u)-all.bar0"
+    existed=no
+    [ -e "$default" ] && existed=yes
+    ls /dev/shm 2>/dev/null | grep '^vgpu-' | sort >"$tmp/shm.before"
+    for v in $(env | sed -n 's/^\(VGPU_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+    "$client" no-settings || fail "quota_client no-settings failed"
+    ls /dev/shm 2>/dev/null | grep '^vgpu-' | sort >"$tmp/shm.after"
+    [ $existed = no ] && [ -e "$default" ] && fail "$default was created"
+    new=$(comm -13 "$tmp/shm.before" "$tmp/shm.after")
+    [ -z "$new" ] || fail "files appeared under /dev/shm: $new"
+    ;;
+
+*)
+    echo "quota.sh: unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+pids=
+echo "ok - $scenario"
