@@ -31,7 +31,7 @@ bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const cha
     vgpu_self_check_fork(self);
     struct vgpu_bar0_map *m = &self->bar0;
     uint64_t limit = vgpu_self_total(self, vdev);
-    vgpu_bar0_reap(m->bar, false);
+    /* Dead processes' bytes matter only when they would make this fail. */
     if (vgpu_bar0_take(m, vdev, bytes, limit))
         return true;
     /* Before refusing: memory of processes that died, pools' idle reserve. */
