@@ -19,7 +19,9 @@ run() { # CLIENT [VAR=VALUE...]
     local name=$1; shift
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
         timeout 150 python3 "$here/quota_clients.py" "$name" $quota >"$out/$name.txt" 2>&1
-    grep -E '^(ok|FAIL)' "$out/$name.txt" || echo "FAIL $name: no result ($(tail -2 "$out/$name.txt" | tr '\n' ' '))"
+    local rc=$?
+    grep -E '^(ok|FAIL)' "$out/$name.txt"
+    [ $rc = 0 ] || echo "FAIL $name exited with $rc: $(tail -1 "$out/$name.txt" | cut -c1-200)"
 }
 for c in torch jax cupy cudapy; do run "$c"; done
 run torch-expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True

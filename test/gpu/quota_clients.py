@@ -34,6 +34,9 @@ def fill_with(alloc, chunk, most=2 * quota):
         while len(held) * chunk < most:
             held.append(alloc(chunk))
     except Exception as e:  # noqa: BLE001 - the client's own OOM type is checked by the caller
+        # The traceback holds this frame, and with it every chunk: drop it,
+        # or "del held" frees nothing.
+        e.__traceback__ = None
         return held, e
     return held, None
 
@@ -55,10 +58,14 @@ if client in ("torch", "torch-expandable"):
     check(client + " real usage under quota", used is not None and used * (1 << 20) <= quota,
           "held %d MiB in tensors, the driver counts %s MiB for this process (nvidia-smi: %s)"
           % (len(held) * 256, used, table))
-    del held
+    del held, err
     torch.cuda.empty_cache()
-    x = torch.empty(quota // 2, dtype=torch.uint8, device="cuda")
-    check(client + " memory comes back", x is not None)
+    free_after, _ = torch.cuda.mem_get_info()
+    try:
+        x = torch.empty(quota // 2, dtype=torch.uint8, device="cuda")
+        check(client + " memory comes back", x is not None, "free %d after the tensors were freed" % free_after)
+    except torch.OutOfMemoryError as e:
+        check(client + " memory comes back", False, "free %d: %s" % (free_after, str(e).splitlines()[0][:100]))
 
 elif client == "jax":
     import jax
