@@ -1,0 +1,136 @@
+/*
+ * What the end-to-end test clients share (quota_client.c, mediator_client.c):
+ * checks that count failures instead of stopping, the driver loaded as
+ * applications load it, sizes, and files as signals between processes.
+ * Each client includes this once (static functions), after defining
+ * _GNU_SOURCE.
+ */
+#pragma once
+
+#include <cuda.h>
+#include <ctype.h>
+#include <dlfcn.h>
+#include <limits.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "vgpu/nvml_abi.h"
+
+#define MiB (1ull << 20)
+#define GiB (1ull << 30)
+
+static atomic_int failures;
+
+#define CHECK(cond, ...)                                                \
+    do {                                                                \
+        if (!(cond)) {                                                  \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
+            fprintf(stderr, __VA_ARGS__);                               \
+            fprintf(stderr, "\n");                                      \
+            atomic_fetch_add(&failures, 1);                             \
+        }                                                               \
+    } while (0)
+
+#define CU(call)                                                                \
+    do {                                                                        \
+        CUresult cu_r_ = (call);                                                \
+        CHECK(cu_r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)cu_r_);      \
+    } while (0)
+
+#define NV(call)                                                                \
+    do {                                                                        \
+        nvmlReturn_t nv_r_ = (call);                                            \
+        CHECK(nv_r_ == NVML_SUCCESS, "%s returned %d", #call, (int)nv_r_);      \
+    } while (0)
+
+/* ---- the driver, as applications load it ---- */
+
+static void *load(const char *soname)
+{
+    void *h = dlopen(soname, RTLD_NOW);
+    if (!h) {
+        fprintf(stderr, "FAIL dlopen %s: %s\n", soname, dlerror());
+        exit(1);
+    }
+    return h;
+}
+
+static void *cuda_sym(const char *name)
+{
+    static void *h;
+    if (!h)
+        h = load("libcuda.so.1");
+    void *p = dlsym(h, name);
+    if (!p) {
+        fprintf(stderr, "FAIL dlsym %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+static void *nvml_sym(const char *name)
+{
+    static void *h;
+    if (!h)
+        h = load("libnvidia-ml.so.1");
+    void *p = dlsym(h, name);
+    if (!p) {
+        fprintf(stderr, "FAIL nvml dlsym %s\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+#define F(name) ((__typeof__(&name))cuda_sym(#name))
+#define N(name) ((__typeof__(&name))nvml_sym(#name))
+
+static uint64_t parse_size(const char *s)
+{
+    char *end;
+    double v = strtod(s, &end);
+    switch (toupper((unsigned char)*end)) {
+    case 'K': v *= 1024.0; break;
+    case 'M': v *= 1024.0 * 1024; break;
+    case 'G': v *= 1024.0 * 1024 * 1024; break;
+    default: break;
+    }
+    return (uint64_t)v;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+/* Waits for a file another process creates; 0, or -1 after timeout seconds. */
+static int wait_file(const char *path, double timeout)
+{
+    double end = now_s() + timeout;
+    while (access(path, F_OK) != 0) {
+        if (now_s() > end)
+            return -1;
+        usleep(5000);
+    }
+    return 0;
+}
+
+/* Creates path holding text, atomically. */
+static void signal_file(const char *path, const char *text)
+{
+    char tmp[PATH_MAX];
+    snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+    FILE *f = fopen(tmp, "w");
+    CHECK(f != NULL, "cannot write %s", tmp);
+    if (!f)
+        return;
+    fputs(text, f);
+    fclose(f);
+    CHECK(rename(tmp, path) == 0, "cannot rename %s", tmp);
+}
