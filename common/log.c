@@ -16,6 +16,7 @@
 int vgpu_log_level_now = -1;
 int vgpu_trace_now;
 static int log_fd = 2;
+static const char *program = "vgpu";
 static pthread_once_t setup_guard = PTHREAD_ONCE_INIT;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
@@ -59,6 +60,17 @@ void vgpu_log_setup(void)
     pthread_once(&setup_guard, setup_once);
 }
 
+void vgpu_log_set_program(const char *name)
+{
+    program = name;
+}
+
+void vgpu_log_set_fd(int fd)
+{
+    vgpu_log_setup();
+    log_fd = fd;
+}
+
 /* One write(2) per line, so lines of concurrent threads and processes
  * sharing a log file never interleave. */
 static void emit(const char *prefix, const char *fmt, va_list ap, const char *suffix)
@@ -84,7 +96,7 @@ static void emit(const char *prefix, const char *fmt, va_list ap, const char *su
 void vgpu_log_write(enum vgpu_log_level level, const char *fmt, ...)
 {
     char prefix[64];
-    snprintf(prefix, sizeof(prefix), "vgpu[%d]: %s: ", (int)getpid(), level_names[level]);
+    snprintf(prefix, sizeof(prefix), "%s[%d]: %s: ", program, (int)getpid(), level_names[level]);
     va_list ap;
     va_start(ap, fmt);
     emit(prefix, fmt, ap, "");

@@ -20,6 +20,12 @@ extern int vgpu_trace_now;
 
 void vgpu_log_setup(void);
 
+/* For vgpu's programs (not the libraries): the name lines start with
+ * (default "vgpu"), and a descriptor to write to instead of stderr or
+ * VGPU_LOG_FILE (a daemon's log file). */
+void vgpu_log_set_program(const char *name);
+void vgpu_log_set_fd(int fd);
+
 static inline bool vgpu_log_enabled(enum vgpu_log_level level)
 {
     if (__builtin_expect(vgpu_log_level_now < 0, 0))
