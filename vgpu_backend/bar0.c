@@ -1,4 +1,8 @@
-/* BAR0 layout v1: create, validate, attach, account, reap.  See bar0.h. */
+/*
+ * BAR0 layout v1, the window itself: initialise, validate, account, claim
+ * and free process slots, reap.  Mapping it from files is bar0_attach.c's
+ * job.  See bar0.h and docs/bar0.md.
+ */
 #define _GNU_SOURCE
 #include "vgpu_backend/bar0.h"
 
@@ -9,23 +13,25 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
-#include <sys/mman.h>
-#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 _Static_assert(offsetof(struct vgpu_bar0, config) == 0x100, "config region at 0x100");
-_Static_assert(offsetof(struct vgpu_bar0, status) == 0x1000, "status region at 0x1000");
+_Static_assert(offsetof(struct vgpu_bar0, status) == VGPU_BAR0_CONFIG_PAGE, "status region at 0x1000");
 _Static_assert(offsetof(struct vgpu_bar0, procs) == 0x2000, "process table at 0x2000");
 _Static_assert(sizeof(struct vgpu_bar0_header) == 128, "header is 128 bytes");
+_Static_assert(offsetof(struct vgpu_bar0_header, flags) == 52, "flags at header offset 52");
+_Static_assert(offsetof(struct vgpu_bar0_header, name) == 56, "name at header offset 56");
 _Static_assert(sizeof(struct vgpu_bar0_device_config) == 128, "device config is 128 bytes");
+_Static_assert(offsetof(struct vgpu_bar0_status, mediator_epoch) == 12, "epoch at status offset 12");
 _Static_assert(sizeof(struct vgpu_bar0_proc) == 160, "process slot is 160 bytes");
+_Static_assert(sizeof(struct vgpu_bar0) % 4096 == 0 && sizeof(struct vgpu_bar0) <= VGPU_BAR0_GUEST_FILE_SIZE,
+               "the window is whole pages and fits a guest BAR");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "plain-sized atomics");
 
-#define OWNER(pid, state) ((uint64_t)(pid) << 8 | (state))
-#define OWNER_PID(o) ((int)((o) >> 8))
-#define OWNER_STATE(o) ((int)((o)&0xff))
+#define OWNER VGPU_BAR0_OWNER
+#define OWNER_PID VGPU_BAR0_OWNER_PID
+#define OWNER_STATE VGPU_BAR0_OWNER_STATE
 
 static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 static int fail(char *err, size_t errlen, const char *fmt, ...)
@@ -43,6 +49,8 @@ static uint64_t now_ns(void)
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
 }
+
+/* ---- processes ---- */
 
 /* Field 22 of /proc/PID/stat (after the parenthesised command name, which
  * may itself hold spaces and parentheses); *zombie set from field 3. */
@@ -78,9 +86,8 @@ uint64_t vgpu_proc_start_time(int pid)
     return stat_start_time(pid, NULL);
 }
 
-/* Is the process that took a slot still running?  Unknown counts as alive:
- * returning a live process's memory would break the quota. */
-static bool owner_alive(int pid, uint64_t start_time)
+/* Unknown counts as alive: returning a live process's memory would break the quota. */
+bool vgpu_bar0_owner_alive(int pid, uint64_t start_time)
 {
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return false;
@@ -91,21 +98,48 @@ static bool owner_alive(int pid, uint64_t start_time)
     return !zombie && t == start_time;
 }
 
-static void reap_slot(struct vgpu_bar0 *b, struct vgpu_bar0_proc *p, uint64_t owner)
+int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
 {
-    if (!atomic_compare_exchange_strong(&p->owner, &owner, OWNER(OWNER_PID(owner), VGPU_PROC_REAPING)))
-        return; /* another process reaps it, or it changed */
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
+        struct vgpu_bar0_proc *p = &b->procs[i];
+        if (atomic_load(&p->owner) != 0)
+            continue;
+        /* The caller serialises claims, so no one else takes this slot;
+         * reapers skip it until it turns LIVE, after start_time. */
+        p->start_time = start_time;
+        for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+            atomic_store(&p->held[d], 0);
+        atomic_fetch_add(&b->status.processes, 1);
+        atomic_store(&p->owner, OWNER(pid, VGPU_PROC_LIVE));
+        return i;
+    }
+    return -1;
+}
+
+bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned)
+{
+    struct vgpu_bar0_proc *p = &b->procs[slot];
+    uint64_t sum = 0;
+    if (OWNER_STATE(owner) != VGPU_PROC_LIVE ||
+        !atomic_compare_exchange_strong(&p->owner, &owner, OWNER(OWNER_PID(owner), VGPU_PROC_REAPING)))
+        return false; /* another process frees it, or it changed hands */
     for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
         uint64_t held = atomic_exchange(&p->held[d], 0);
         if (held)
             atomic_fetch_sub(&b->status.device[d].memory_used, held);
+        sum += held;
     }
     atomic_fetch_sub(&b->status.processes, 1);
     atomic_store(&p->owner, 0);
+    if (returned)
+        *returned = sum;
+    return true;
 }
 
 void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
 {
+    if (b->header.flags & VGPU_BAR0_MEDIATED)
+        return; /* processes may be in other PID namespaces: only the mediator knows */
     uint64_t now = now_ns(), last = atomic_load_explicit(&b->status.last_reap_ns, memory_order_relaxed);
     if (!force && (now - last < 1000000000u ||
                    !atomic_compare_exchange_strong(&b->status.last_reap_ns, &last, now)))
@@ -113,12 +147,13 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
     if (force)
         atomic_store(&b->status.last_reap_ns, now);
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
-        struct vgpu_bar0_proc *p = &b->procs[i];
-        uint64_t o = atomic_load(&p->owner);
-        if (OWNER_STATE(o) == VGPU_PROC_LIVE && !owner_alive(OWNER_PID(o), p->start_time))
-            reap_slot(b, p, o);
+        uint64_t o = atomic_load(&b->procs[i].owner);
+        if (OWNER_STATE(o) == VGPU_PROC_LIVE && !vgpu_bar0_owner_alive(OWNER_PID(o), b->procs[i].start_time))
+            vgpu_bar0_release_slot(b, i, o, NULL);
     }
 }
+
+/* ---- the window ---- */
 
 int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err, size_t errlen)
 {
@@ -138,6 +173,9 @@ int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err,
                     "0x%x/0x%x/0x%x): corrupt, or written by another layout",
                     (unsigned long long)h->size, (unsigned long long)file_size, h->config_offset, h->status_offset,
                     h->procs_offset);
+    if ((h->flags & ~(VGPU_BAR0_MEDIATED | VGPU_BAR0_GUEST)) ||
+        h->flags == (VGPU_BAR0_MEDIATED | VGPU_BAR0_GUEST) || !memchr(h->name, 0, sizeof(h->name)))
+        return fail(err, errlen, "BAR0 header (flags 0x%x) is corrupt", h->flags);
     if (b->config.device_count > VGPU_MAX_DEVICES)
         return fail(err, errlen, "BAR0 config lists %u devices (at most %d): corrupt", b->config.device_count,
                     VGPU_MAX_DEVICES);
@@ -150,13 +188,22 @@ int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err,
     return 0;
 }
 
-static void write_config(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want)
+void vgpu_bar0_write_config(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config)
 {
-    b->config = *want;
+    b->config.device_count = config->device_count;
+    b->config.all_devices = config->all_devices;
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
+        struct vgpu_bar0_device_config *to = &b->config.device[d];
+        const struct vgpu_bar0_device_config *from = &config->device[d];
+        memcpy(to->physical, from->physical, sizeof(to->physical));
+        atomic_store(&to->memory_limit, atomic_load(&from->memory_limit));
+        to->compute_share = from->compute_share;
+        memcpy(to->name, from->name, sizeof(to->name));
+    }
     atomic_fetch_add(&b->header.config_generation, 1);
 }
 
-static void init_window(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want)
+void vgpu_bar0_init(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config, uint32_t flags, const char *name)
 {
     memset(b, 0, sizeof(*b));
     b->header.version = VGPU_BAR0_VERSION;
@@ -168,159 +215,14 @@ static void init_window(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want
     b->header.max_devices = VGPU_MAX_DEVICES;
     b->header.max_procs = VGPU_BAR0_MAX_PROCS;
     b->header.proc_size = sizeof(struct vgpu_bar0_proc);
-    write_config(b, want);
+    b->header.flags = flags;
+    snprintf(b->header.name, sizeof(b->header.name), "%s", name ? name : "");
+    vgpu_bar0_write_config(b, config);
     /* Magic last: a reader that sees it sees a complete window. */
     __atomic_store_n(&b->header.magic, VGPU_BAR0_MAGIC, __ATOMIC_RELEASE);
 }
 
-static bool same_config(const struct vgpu_bar0_config *a, const struct vgpu_bar0_config *b)
-{
-    if (a->device_count != b->device_count || a->all_devices != b->all_devices)
-        return false;
-    for (uint32_t d = 0; d < a->device_count; d++)
-        if (strcmp(a->device[d].physical, b->device[d].physical) != 0 ||
-            a->device[d].memory_limit != b->device[d].memory_limit ||
-            a->device[d].compute_share != b->device[d].compute_share)
-            return false;
-    return true;
-}
-
-static const char *describe(const struct vgpu_bar0_config *c, char *buf, size_t len)
-{
-    size_t n = 0;
-    buf[0] = '\0';
-    for (uint32_t d = 0; d < c->device_count && n < len; d++) {
-        char size[32];
-        n += (size_t)snprintf(buf + n, len - n, "%sdevice %u = GPU %s, limit %s", d ? "; " : "", d,
-                              c->device[d].physical,
-                              c->device[d].memory_limit ? vgpu_format_size(c->device[d].memory_limit, size, sizeof(size))
-                                                        : "none");
-    }
-    return c->device_count ? buf : "no devices";
-}
-
-static int reconcile(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want, bool join, const char *path,
-                     char *err, size_t errlen)
-{
-    if (join || same_config(&b->config, want))
-        return 0;
-    if (atomic_load(&b->status.processes) == 0) {
-        write_config(b, want);
-        return 0;
-    }
-    char have[1024], asked[1024];
-    return fail(err, errlen,
-                "vGPU %s is in use by %u process(es) with another configuration (%s) than this process asks for "
-                "(%s); use the same VGPU_VISIBLE_DEVICES and VGPU_MEMORY_LIMIT, or another VGPU_BAR0",
-                path, atomic_load(&b->status.processes), describe(&b->config, have, sizeof(have)),
-                describe(want, asked, sizeof(asked)));
-}
-
-static int take_slot(struct vgpu_bar0 *b, const char *path, char *err, size_t errlen)
-{
-    int pid = getpid();
-    uint64_t start = vgpu_proc_start_time(pid);
-    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
-        struct vgpu_bar0_proc *p = &b->procs[i];
-        if (atomic_load(&p->owner) != 0)
-            continue;
-        /* The caller holds the file lock, so no other process claims this
-         * slot; reapers skip it until it turns LIVE, after start_time. */
-        p->start_time = start;
-        for (int d = 0; d < VGPU_MAX_DEVICES; d++)
-            atomic_store(&p->held[d], 0);
-        atomic_fetch_add(&b->status.processes, 1);
-        atomic_store(&p->owner, OWNER(pid, VGPU_PROC_LIVE));
-        return i;
-    }
-    return fail(err, errlen, "vGPU %s has %d processes already, its most", path, VGPU_BAR0_MAX_PROCS);
-}
-
-static bool all_zero(const void *p, size_t n)
-{
-    const unsigned char *c = p;
-    for (size_t i = 0; i < n; i++)
-        if (c[i])
-            return false;
-    return true;
-}
-
-int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
-                     char *err, size_t errlen)
-{
-    memset(m, 0, sizeof(*m));
-    m->fd = -1;
-    m->slot = -1;
-    snprintf(m->path, sizeof(m->path), "%s", path);
-    int fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
-    if (fd < 0)
-        return fail(err, errlen, "cannot open the vGPU's BAR0 %s: %s", path, strerror(errno));
-    int rc = -1;
-    struct vgpu_bar0 *b = MAP_FAILED;
-    struct stat st;
-    if (flock(fd, LOCK_EX) != 0 || fstat(fd, &st) != 0) {
-        fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!S_ISREG(st.st_mode) && !S_ISCHR(st.st_mode)) {
-        fail(err, errlen, "the vGPU's BAR0 %s is not a file", path);
-        goto out;
-    }
-    bool fresh = st.st_size == 0;
-    if (fresh && ftruncate(fd, sizeof(struct vgpu_bar0)) != 0) {
-        fail(err, errlen, "cannot size the vGPU's BAR0 %s: %s", path, strerror(errno));
-        goto out;
-    }
-    if (!fresh && (uint64_t)st.st_size < sizeof(struct vgpu_bar0)) {
-        fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window takes %zu", path,
-             (long long)st.st_size, VGPU_BAR0_VERSION, sizeof(struct vgpu_bar0));
-        goto out;
-    }
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (b == MAP_FAILED) {
-        fail(err, errlen, "cannot map the vGPU's BAR0 %s: %s", path, strerror(errno));
-        goto out;
-    }
-    /* A zeroed window (new file, or a fresh ivshmem BAR) is initialised. */
-    if (fresh || all_zero(b, sizeof(b->header))) {
-        init_window(b, want);
-    } else {
-        char why[512];
-        if (vgpu_bar0_validate(b, (uint64_t)st.st_size, why, sizeof(why)) != 0) {
-            fail(err, errlen, "refusing the vGPU's BAR0 %s: %s; remove it (no process of this vGPU may be "
-                 "running) or set VGPU_BAR0 to another path", path, why);
-            goto out;
-        }
-        vgpu_bar0_reap(b, true);
-        if (reconcile(b, want, join, path, err, errlen) != 0)
-            goto out;
-    }
-    m->bar = b;
-    m->fd = fd;
-    m->pid = getpid();
-    rc = 0;
-out:
-    flock(fd, LOCK_UN);
-    if (rc != 0) {
-        if (b != MAP_FAILED)
-            munmap(b, sizeof(*b));
-        close(fd);
-    }
-    return rc;
-}
-
-int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
-{
-    /* Attaching and entering hold the file lock, so no two processes claim
-     * one slot. */
-    if (flock(m->fd, LOCK_EX) != 0)
-        return fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
-    vgpu_bar0_reap(m->bar, true);
-    m->slot = take_slot(m->bar, m->path, err, errlen);
-    m->pid = getpid();
-    flock(m->fd, LOCK_UN);
-    return m->slot < 0 ? -1 : 0;
-}
+/* ---- accounting ---- */
 
 bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit)
 {
@@ -351,21 +253,7 @@ void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
 
 void vgpu_bar0_detach(struct vgpu_bar0_map *m)
 {
-    if (!m->bar || m->slot < 0 || m->pid != getpid())
-        return;
-    struct vgpu_bar0_proc *p = &m->bar->procs[m->slot];
-    uint64_t o = atomic_load(&p->owner);
-    if (OWNER_PID(o) == m->pid && OWNER_STATE(o) == VGPU_PROC_LIVE)
-        reap_slot(m->bar, p, o);
+    if (m->bar && m->slot >= 0 && m->pid == getpid())
+        vgpu_bar0_release_slot(m->bar, m->slot, m->owner, NULL);
     m->slot = -1;
-}
-
-void vgpu_bar0_close(struct vgpu_bar0_map *m)
-{
-    if (m->bar)
-        munmap(m->bar, sizeof(*m->bar));
-    if (m->fd >= 0)
-        close(m->fd);
-    m->bar = NULL;
-    m->fd = -1;
 }

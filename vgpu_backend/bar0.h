@@ -1,18 +1,26 @@
 /*
  * BAR0: the vGPU's shared register window, layout version 1 (docs/bar0.md).
  *
- * One file (a shared-memory file on a host, the PCI BAR of a virtual device
- * in a VM) mapped by every process of the vGPU.  Three regions, each on its
- * own page so a mediator can map config read-only and status read-write:
+ * Mapped by every process of the vGPU.  Three regions, each on its own page:
  *
- *   0x0000  header   magic, version, size, region offsets
+ *   0x0000  header   magic, version, size, region offsets, owner flags, name
  *   0x0100  config   per device: physical id, memory limit, compute share, name
  *   0x1000  status   per device: memory in use, context overhead; reaper clock
  *   0x2000  procs    process table: pid + start time, bytes held per device
  *
+ * Who owns it (header flags):
+ *   standalone  a file the first process creates (VGPU_BAR0); processes
+ *               write config when the vGPU is idle and reap each other.
+ *   mediated    vgpu-mediatord's: two files, the first page (header and
+ *               config) handed out read-only, the rest read-write; the
+ *               mediator writes config, assigns slots and reaps.
+ *   guest       vgpu-mediatord's, for a VM: one file behind an ivshmem BAR;
+ *               the mediator writes config, the guest's processes take
+ *               slots and reap each other (they share the guest's pids).
+ *
  * Status and process words are updated with atomics, so the allocation path
- * takes no lock.  Attaching (creating, validating, taking a process slot) is
- * serialised by flock on the file.
+ * takes no lock.  Attaching to a standalone or guest window (validating,
+ * taking a process slot) is serialised by flock on its file.
  */
 #pragma once
 
@@ -26,6 +34,11 @@
 #define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
 #define VGPU_BAR0_VERSION 1
 #define VGPU_BAR0_MAX_PROCS 1024
+#define VGPU_BAR0_CONFIG_PAGE 0x1000 /* header + config: what a mediated client maps read-only */
+#define VGPU_BAR0_GUEST_FILE_SIZE (256u << 10) /* ivshmem BARs are a power of two */
+
+#define VGPU_BAR0_MEDIATED 1u /* vgpu-mediatord owns config and the process table */
+#define VGPU_BAR0_GUEST 2u    /* vgpu-mediatord owns config; a VM's processes own the table */
 
 struct vgpu_bar0_header {
     uint64_t magic;
@@ -37,12 +50,14 @@ struct vgpu_bar0_header {
     uint32_t max_procs;     /* VGPU_BAR0_MAX_PROCS */
     uint32_t proc_size;     /* sizeof(struct vgpu_bar0_proc) */
     _Atomic uint32_t config_generation; /* bumped on every config write */
-    uint32_t reserved[19];
+    uint32_t flags;         /* VGPU_BAR0_MEDIATED, VGPU_BAR0_GUEST, or 0 (standalone) */
+    char name[32];          /* the vGPU's name (mediator); "" standalone */
+    uint32_t reserved[10];
 };
 
 struct vgpu_bar0_device_config {
     char physical[VGPU_DEVICE_TOKEN_LEN]; /* NVML index or GPU-... UUID, as configured */
-    uint64_t memory_limit;                /* bytes; 0 = the physical memory */
+    _Atomic uint64_t memory_limit;        /* bytes; 0 = the physical memory; read live */
     uint32_t compute_share;               /* percent of the device, 1-100 */
     uint32_t reserved;
     char name[64];                        /* shown by tools; "" = the physical name */
@@ -65,7 +80,8 @@ struct vgpu_bar0_device_status {
 struct vgpu_bar0_status {
     _Atomic uint64_t last_reap_ns;     /* CLOCK_MONOTONIC of the last dead-process scan */
     _Atomic uint32_t processes;        /* live process slots */
-    uint32_t reserved[13];
+    _Atomic uint32_t mediator_epoch;   /* mediated: bumped by every mediator start */
+    uint32_t reserved[12];
     struct vgpu_bar0_device_status device[VGPU_MAX_DEVICES];
 };
 
@@ -93,34 +109,85 @@ struct vgpu_bar0 {
     struct vgpu_bar0_proc procs[VGPU_BAR0_MAX_PROCS];
 };
 
+#define VGPU_BAR0_OWNER(pid, state) ((uint64_t)(pid) << 8 | (state))
+#define VGPU_BAR0_OWNER_PID(o) ((int)((o) >> 8))
+#define VGPU_BAR0_OWNER_STATE(o) ((int)((o)&0xff))
+
 /* A process's view of a mapped BAR0. */
 struct vgpu_bar0_map {
     struct vgpu_bar0 *bar;
-    int fd;
+    int fd;          /* the file (standalone, guest): its flock serialises slot claims; -1 mediated */
     int slot;        /* this process's slot, or -1 (e.g. NVML-only processes) */
+    uint64_t owner;  /* the slot's owner word, as it was claimed */
     int pid;         /* the process that took slot (a fork child has another) */
     char path[4096];
 };
 
 /*
- * Opens (creating if need be) the BAR0 file at path and reconciles its
- * config with want: a new or idle vGPU takes want; a vGPU with live
+ * Opens (creating if need be) a standalone BAR0 file at path and reconciles
+ * its config with want: a new or idle vGPU takes want; a vGPU with live
  * processes must already hold the same devices and limits, or the attach is
  * refused.  join: take whatever config the file holds (a process that only
- * named VGPU_BAR0); a file that does not exist yet gets want.  Returns 0, or
- * -1 with a message in err.
+ * named VGPU_BAR0); a file that does not exist yet gets want.  A mediator's
+ * window is refused.  Returns 0, or -1 with a message in err.
  */
 int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
                      char *err, size_t errlen);
 
-/* Enters the process table of an attached BAR0 (m->slot); 0 or -1 with err. */
-int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
+/*
+ * Attaches to an existing guest window (an ivshmem BAR's resource file, as
+ * the mediator on the host wrote it); never writes config.  Returns 0, or
+ * -1 with a message in err.
+ */
+int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen);
+
+/*
+ * Maps a mediated window from its two descriptors: the first page (header
+ * and config) read-only unless config_writable, the rest read-write, as one
+ * contiguous struct vgpu_bar0.  Validates it.  Returns the window or NULL
+ * with the reason in err.
+ */
+struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err,
+                                      size_t errlen);
+
+/* Fills a zeroed window: header (flags, name), config, empty status. */
+void vgpu_bar0_init(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config, uint32_t flags, const char *name);
+
+/* Replaces a window's config (limits are read live by its processes). */
+void vgpu_bar0_write_config(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config);
 
 /* Checks a mapped window's header; 0 or -1 with the reason in err. */
 int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err, size_t errlen);
 
-/* Returns dead processes' bytes; at most once a second unless force. */
+/* Enters the process table of an attached standalone or guest BAR0
+ * (m->slot); 0 or -1 with err. */
+int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
+
+/*
+ * Claims a free slot for pid (started at start_time); the slot or -1 when
+ * the table is full.  The caller serialises claims (flock, or the mediator).
+ */
+int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time);
+
+/*
+ * Frees slot if its owner is still owner, returning what it held to the
+ * vGPU; the bytes returned (summed over devices) go to *returned.  False if
+ * the slot changed hands (someone else freed it).
+ */
+bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned);
+
+/* Returns dead processes' bytes; at most once a second unless force.  A
+ * no-op in a mediated window, whose mediator reaps. */
 void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force);
+
+/* Is the process that took a slot (pid, start time) still running? */
+bool vgpu_bar0_owner_alive(int pid, uint64_t start_time);
+
+/* The memory limit of device dev (0 = none), read live. */
+static inline uint64_t vgpu_bar0_limit(const struct vgpu_bar0 *b, int dev)
+{
+    return atomic_load_explicit(&b->config.device[dev].memory_limit, memory_order_relaxed);
+}
 
 /*
  * Takes bytes on device dev for this process's slot: fails (returns false)
@@ -138,5 +205,5 @@ void vgpu_bar0_detach(struct vgpu_bar0_map *m);
 /* Unmaps and closes an attached BAR0 that holds no slot of this process. */
 void vgpu_bar0_close(struct vgpu_bar0_map *m);
 
-/* This process's start time as /proc/self/stat gives it, or 0. */
+/* A process's start time as /proc/PID/stat gives it, or 0. */
 uint64_t vgpu_proc_start_time(int pid);

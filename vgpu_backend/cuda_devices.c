@@ -43,7 +43,7 @@ static int entry_device(const struct vgpu_self *self, const char *e)
 void vgpu_cuda_devices_restrict(const struct vgpu_self *self)
 {
     const char *user = getenv("CUDA_VISIBLE_DEVICES");
-    if (!self->settings.listed && !user)
+    if (self->bar0.bar->config.all_devices && !user)
         return; /* every GPU is the vGPU's: nothing to hide */
     char value[VGPU_MAX_DEVICES * (NVML_DEVICE_UUID_V2_BUFFER_SIZE + 1)] = "";
     if (!user) {

@@ -28,7 +28,7 @@ int vgpu_quota_device(CUdevice dev)
 
 bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const char *what)
 {
-    vgpu_self_check_fork(self);
+    vgpu_self_check(self);
     struct vgpu_bar0_map *m = &self->bar0;
     uint64_t limit = vgpu_self_total(self, vdev);
     /* Dead processes' bytes matter only when they would make this fail. */

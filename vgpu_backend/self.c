@@ -3,6 +3,7 @@
 #include "vgpu_backend/self.h"
 
 #include "common/log.h"
+#include "vgpu_backend/pci_window.h"
 #include "vgpu_backend/real_nvml.h"
 
 #include <pthread.h>
@@ -12,8 +13,9 @@
 #include <string.h>
 #include <unistd.h>
 
-/* The process's vGPU, per library copy: written once under join_lock (and
- * by the fork handler in a child), read lock-free once published. */
+/* The process's vGPU, owned by libvgpu-cuda's copy of this file (peer.h):
+ * written once under join_lock (and by the fork handler in a child), read
+ * lock-free once published. */
 static struct vgpu_self self;
 static struct vgpu_self *self_on;
 static bool joined, entered, forked;
@@ -37,7 +39,7 @@ static void refuse(const char *fmt, ...)
     self.mode = VGPU_MODE_REFUSED;
 }
 
-/* A device as the settings name it: NVML index or UUID.  0 or -1. */
+/* A device as the config names it: NVML index or UUID.  0 or -1. */
 static int resolve(const struct vgpu_real_nvml *nvml, const char *token, struct vgpu_device *d)
 {
     nvmlReturn_t r = strncmp(token, "GPU-", 4) == 0 ? nvml->by_uuid(token, &d->nvml)
@@ -93,15 +95,17 @@ static int load_devices(const struct vgpu_real_nvml *nvml)
         if (resolve(nvml, c->device[i].physical, d) != 0) {
             refuse("%s: vGPU device %d is GPU %s, which this machine does not have (it has %u GPU(s), "
                    "0-%u, as nvidia-smi numbers them)",
-                   self.settings.listed ? "VGPU_VISIBLE_DEVICES" : "VGPU_BAR0", i, c->device[i].physical,
-                   physical, physical ? physical - 1 : 0);
+                   self.source != VGPU_SOURCE_STANDALONE ? self.bar0.path
+                   : self.settings.listed                ? "VGPU_VISIBLE_DEVICES"
+                                                         : "VGPU_BAR0",
+                   i, c->device[i].physical, physical, physical ? physical - 1 : 0);
             return -1;
         }
-        d->limit = c->device[i].memory_limit;
-        if (d->limit > d->physical_total) {
+        uint64_t limit = vgpu_bar0_limit(self.bar0.bar, i);
+        if (limit > d->physical_total) {
             char a[32], b[32];
             vgpu_warn("vGPU device %d's limit %s is more than GPU %s has (%s); the GPU's memory bounds it", i,
-                      vgpu_format_size(d->limit, a, sizeof(a)), c->device[i].physical,
+                      vgpu_format_size(limit, a, sizeof(a)), c->device[i].physical,
                       vgpu_format_size(d->physical_total, b, sizeof(b)));
         }
         for (int j = 0; j < i; j++)
@@ -113,53 +117,105 @@ static int load_devices(const struct vgpu_real_nvml *nvml)
     return 0;
 }
 
-static void join_locked(void)
+/* Standalone: the vGPU the environment describes, in its BAR0 file. */
+static int join_standalone(const struct vgpu_real_nvml *nvml)
 {
-    char err[1536];
-    if (vgpu_settings_from_env(&self.settings, err, sizeof(err)) != 0) {
-        refuse("%s", err);
-        return;
-    }
-    if (!self.settings.active) {
-        self.mode = VGPU_MODE_OFF;
-        return;
-    }
-    const char *why = NULL;
-    const struct vgpu_real_nvml *nvml = vgpu_real_nvml(&why);
-    if (!nvml) {
-        refuse("a vGPU is configured, but %s", why);
-        return;
-    }
-    struct vgpu_bar0_config want;
-    if (want_config(nvml, &want) != 0)
-        return;
     const struct vgpu_settings *s = &self.settings;
+    struct vgpu_bar0_config want;
+    char err[1536];
+    if (want_config(nvml, &want) != 0)
+        return -1;
     bool join = s->bar0_explicit && !s->listed && !s->limit_all;
     for (int i = 0; i < VGPU_MAX_DEVICES; i++)
         join = join && !s->limit_set[i];
     if (vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
         refuse("%s", err);
-        return;
+        return -1;
     }
+    return 0;
+}
+
+static bool env_set(const char *name)
+{
+    const char *v = getenv(name);
+    return v && *v;
+}
+
+/* Where the vGPU comes from (self.h); 0, or -1 having refused. */
+static int find_vgpu(const struct vgpu_real_nvml **nvml)
+{
+    char err[1536];
+    const char *why = NULL;
+    switch (vgpu_mediator_join(&self.link, &self.bar0, err, sizeof(err))) {
+    case VGPU_MEDIATOR_ADMITTED:
+        self.source = VGPU_SOURCE_MEDIATOR;
+        if (env_set("VGPU_MEMORY_LIMIT") || env_set("VGPU_VISIBLE_DEVICES") || env_set("VGPU_BAR0"))
+            vgpu_info("VGPU_MEMORY_LIMIT, VGPU_VISIBLE_DEVICES and VGPU_BAR0 are ignored: vgpu-mediatord at %s "
+                      "decides this process's vGPU", self.link.socket);
+        break;
+    case VGPU_MEDIATOR_REFUSED:
+        refuse("%s", err);
+        return -1;
+    default:
+        switch (vgpu_pci_attach(&self.bar0, err, sizeof(err))) {
+        case VGPU_PCI_FOUND:
+            self.source = VGPU_SOURCE_GUEST;
+            break;
+        case VGPU_PCI_ERROR:
+            refuse("%s", err);
+            return -1;
+        default:
+            if (vgpu_settings_from_env(&self.settings, err, sizeof(err)) != 0) {
+                refuse("%s", err);
+                return -1;
+            }
+            if (!self.settings.active)
+                return 0; /* no vGPU: pass-through */
+            self.source = VGPU_SOURCE_STANDALONE;
+        }
+    }
+    *nvml = vgpu_real_nvml(&why);
+    if (!*nvml) {
+        refuse("a vGPU is configured, but %s", why);
+        return -1;
+    }
+    return self.source == VGPU_SOURCE_STANDALONE ? join_standalone(*nvml) : 0;
+}
+
+static void join_locked(void)
+{
+    const struct vgpu_real_nvml *nvml = NULL;
+    self.mode = VGPU_MODE_OFF;
+    self.link.fd = -1;
+    self.bar0.slot = -1;
+    if (find_vgpu(&nvml) != 0 || !nvml)
+        return;
     if (load_devices(nvml) != 0) {
         vgpu_bar0_close(&self.bar0);
+        vgpu_mediator_forget(&self.link);
         return;
     }
     self.mode = VGPU_MODE_ON;
     for (int i = 0; i < self.ndev; i++) {
         char size[32];
-        vgpu_info("joined vGPU %s: device %d = %s (GPU %s), memory limit %s", self.bar0.path, i, self.dev[i].uuid,
-                  self.bar0.bar->config.device[i].physical,
-                  self.dev[i].limit ? vgpu_format_size(self.dev[i].limit, size, sizeof(size)) : "none");
+        uint64_t limit = vgpu_bar0_limit(self.bar0.bar, i);
+        const char *physical = self.bar0.bar->config.device[i].physical;
+        char as_configured[64] = "";
+        if (strcmp(physical, self.dev[i].uuid) != 0)
+            snprintf(as_configured, sizeof(as_configured), " (GPU %s)", physical);
+        vgpu_info("joined vGPU %s: device %d = %s%s, memory limit %s", self.bar0.path, i, self.dev[i].uuid,
+                  as_configured, limit ? vgpu_format_size(limit, size, sizeof(size)) : "none");
     }
 }
 
 static void after_fork_child(void)
 {
-    /* The child inherits the mapping but not the parent's slot. */
+    /* The child inherits the mapping but not the parent's slot, nor its
+     * connection (the mediator must see the parent's end when it ends), nor
+     * its flock: it attaches anew before it counts anything (rejoin_child). */
     pthread_mutex_init(&join_lock, NULL);
-    if (self.bar0.slot >= 0)
-        forked = true;
+    vgpu_mediator_forget(&self.link);
+    forked = true;
 }
 
 static void leave_at_exit(void)
@@ -168,13 +224,20 @@ static void leave_at_exit(void)
         vgpu_bar0_detach(&self.bar0);
 }
 
-/* Takes this process's slot in the process table: its allocations count
- * from now on.  A process that cannot be counted is refused. */
+/* Takes a process slot: this process's allocations count from now on. */
+static int enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    if (self.source == VGPU_SOURCE_MEDIATOR)
+        return vgpu_mediator_enter(&self.link, m, err, errlen);
+    return vgpu_bar0_enter(m, err, errlen);
+}
+
+/* A process that cannot be counted is refused. */
 static void enter_locked(void)
 {
     char err[1024];
     entered = true;
-    if (vgpu_bar0_enter(&self.bar0, err, sizeof(err)) == 0) {
+    if (enter(&self.bar0, err, sizeof(err)) == 0) {
         atexit(leave_at_exit);
         return;
     }
@@ -182,6 +245,34 @@ static void enter_locked(void)
     self.mode = VGPU_MODE_REFUSED;
     __atomic_store_n(&self_on, NULL, __ATOMIC_RELEASE);
     vgpu_error("%s; this process is shown no GPU", self.why);
+}
+
+/* A fork child's own attachment (its own flock, its own connection), and
+ * its own slot if take_slot. */
+static void rejoin_child(struct vgpu_self *s, bool take_slot)
+{
+    struct vgpu_bar0_map fresh;
+    char err[1024];
+    int rc;
+    if (s->source == VGPU_SOURCE_MEDIATOR)
+        rc = vgpu_mediator_join(&s->link, &fresh, err, sizeof(err)) == VGPU_MEDIATOR_ADMITTED ? 0 : -1;
+    else if (s->source == VGPU_SOURCE_GUEST)
+        rc = vgpu_bar0_attach_guest(s->bar0.path, &fresh, err, sizeof(err));
+    else
+        rc = vgpu_bar0_attach(s->bar0.path, &s->bar0.bar->config, true, &fresh, err, sizeof(err));
+    if (rc == 0 && take_slot && (rc = enter(&fresh, err, sizeof(err))) != 0)
+        vgpu_bar0_close(&fresh);
+    if (rc == 0) {
+        /* The inherited mapping stays mapped (pointers into it may live on);
+         * its descriptor, whose flock the parent shares, goes. */
+        if (s->bar0.fd >= 0)
+            close(s->bar0.fd);
+        s->bar0 = fresh;
+    } else {
+        vgpu_error("after fork: %s; this process's allocations are not counted", err);
+        s->bar0.slot = -1;
+    }
+    forked = false;
 }
 
 const struct vgpu_self *vgpu_self_join(bool take_slot)
@@ -204,8 +295,11 @@ const struct vgpu_self *vgpu_self_join(bool take_slot)
         __atomic_store_n(&joined, true, __ATOMIC_RELEASE);
     }
     if (take_slot && !entered) {
-        if (self.mode == VGPU_MODE_ON)
+        if (self.mode == VGPU_MODE_ON) {
+            if (forked)
+                rejoin_child(&self, false);
             enter_locked();
+        }
         __atomic_store_n(&entered, true, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&join_lock);
@@ -217,28 +311,26 @@ struct vgpu_self *vgpu_self_on(void)
     return __atomic_load_n(&self_on, __ATOMIC_ACQUIRE);
 }
 
-void vgpu_self_check_fork(struct vgpu_self *s)
+void vgpu_self_check(struct vgpu_self *s)
 {
-    if (__builtin_expect(!forked, 1))
+    bool restarted = s->source == VGPU_SOURCE_MEDIATOR && s->bar0.slot >= 0 &&
+                     atomic_load_explicit(&s->bar0.bar->status.mediator_epoch, memory_order_relaxed) != s->link.epoch;
+    if (__builtin_expect(!forked && !restarted, 1))
         return;
     pthread_mutex_lock(&join_lock);
     if (forked) {
-        const struct vgpu_bar0_config want = s->bar0.bar->config;
-        struct vgpu_bar0_map fresh;
+        rejoin_child(s, true);
+    } else if (restarted) {
+        /* One try per mediator start: a mediator that will not take this
+         * process back still returns its memory when it dies (by pid). */
         char err[1024];
-        int rc = vgpu_bar0_attach(s->bar0.path, &want, true, &fresh, err, sizeof(err));
-        if (rc == 0 && (rc = vgpu_bar0_enter(&fresh, err, sizeof(err))) != 0)
-            vgpu_bar0_close(&fresh);
-        if (rc == 0) {
-            /* The inherited mapping stays mapped (pointers into it may live
-             * on); its descriptor, whose flock the parent shares, goes. */
-            close(s->bar0.fd);
-            s->bar0 = fresh;
-        } else {
-            vgpu_error("after fork: %s; this process's allocations are not counted", err);
-            s->bar0.slot = -1;
-        }
-        forked = false;
+        uint32_t epoch = atomic_load(&s->bar0.bar->status.mediator_epoch);
+        if (vgpu_mediator_reattach(&s->link, &s->bar0, err, sizeof(err)) == 0)
+            vgpu_info("reattached to vgpu-mediatord (vGPU \"%s\", slot %d)", s->link.vgpu, s->bar0.slot);
+        else
+            vgpu_warn("vgpu-mediatord restarted and this process could not reattach (%s); it goes on in its vGPU",
+                      err);
+        s->link.epoch = epoch;
     }
     pthread_mutex_unlock(&join_lock);
 }
@@ -253,8 +345,8 @@ int vgpu_self_index_of_nvml(const struct vgpu_self *s, nvmlDevice_t dev)
 
 uint64_t vgpu_self_total(const struct vgpu_self *s, int i)
 {
-    const struct vgpu_device *d = &s->dev[i];
-    return d->limit && d->limit < d->physical_total ? d->limit : d->physical_total;
+    uint64_t limit = vgpu_bar0_limit(s->bar0.bar, i), physical = s->dev[i].physical_total;
+    return limit && limit < physical ? limit : physical;
 }
 
 uint64_t vgpu_self_used(const struct vgpu_self *s, int i)

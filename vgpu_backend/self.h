@@ -1,8 +1,12 @@
 /*
- * The vGPU this process is in: its devices, limits and BAR0, joined once
- * (at cuInit in libvgpu-cuda, at nvmlInit in libvgpu-nvml) from the
- * environment (settings.h).  With no VGPU_* setting the process is in no
- * vGPU and vgpu only forwards.
+ * The vGPU this process is in: its devices, limits and BAR0, joined once per
+ * process (libvgpu-nvml joins through libvgpu-cuda: peer.h).  Where it comes
+ * from, first that applies:
+ *   1. vgpu-mediatord, when its socket is there (mediator_client.h): the
+ *      mediator decides; VGPU_* settings are ignored;
+ *   2. a guest window behind a virtual PCI device, in a VM (pci_window.h);
+ *   3. the environment, standalone (settings.h).
+ * With none of these the process is in no vGPU and vgpu only forwards.
  */
 #pragma once
 
@@ -11,6 +15,7 @@
 
 #include "vgpu/nvml_abi.h"
 #include "vgpu_backend/bar0.h"
+#include "vgpu_backend/mediator_client.h"
 #include "vgpu_backend/settings.h"
 
 enum vgpu_mode {
@@ -19,17 +24,24 @@ enum vgpu_mode {
     VGPU_MODE_REFUSED, /* configured but unusable: the process sees no device */
 };
 
+enum vgpu_source {
+    VGPU_SOURCE_STANDALONE, /* the environment; the process's own BAR0 file */
+    VGPU_SOURCE_MEDIATOR,   /* vgpu-mediatord */
+    VGPU_SOURCE_GUEST,      /* a guest window (ivshmem) */
+};
+
 struct vgpu_device {
     char uuid[NVML_DEVICE_UUID_V2_BUFFER_SIZE];
     nvmlDevice_t nvml;       /* the driver's NVML handle */
     uint64_t physical_total; /* the GPU's memory */
-    uint64_t limit;          /* the vGPU's quota on it; 0 = none */
 };
 
 struct vgpu_self {
     enum vgpu_mode mode;
+    enum vgpu_source source;
     char why[2048];          /* VGPU_MODE_REFUSED: what to fix */
-    struct vgpu_settings settings;
+    struct vgpu_settings settings;   /* VGPU_SOURCE_STANDALONE */
+    struct vgpu_mediator_link link;  /* VGPU_SOURCE_MEDIATOR */
     int ndev;
     struct vgpu_device dev[VGPU_MAX_DEVICES];
     struct vgpu_bar0_map bar0;
@@ -45,14 +57,18 @@ const struct vgpu_self *vgpu_self_join(bool take_slot);
 /* The joined vGPU when it is on, else NULL.  Cheap: for hot paths. */
 struct vgpu_self *vgpu_self_on(void);
 
-/* After fork the child holds no process slot; this takes one (for a child
- * that goes on to use CUDA).  Cheap when nothing forked. */
-void vgpu_self_check_fork(struct vgpu_self *self);
+/*
+ * Before accounting: after fork the child holds no process slot, and takes
+ * one (a child that goes on to use CUDA); after a mediator restart the
+ * process reattaches.  Cheap when neither happened.
+ */
+void vgpu_self_check(struct vgpu_self *self);
 
 /* The vGPU index of an NVML handle of the driver's, or -1. */
 int vgpu_self_index_of_nvml(const struct vgpu_self *self, nvmlDevice_t dev);
 
-/* Total memory vGPU device i shows: its quota, or the GPU's memory. */
+/* Total memory vGPU device i shows: its quota (read live: the mediator may
+ * change it), or the GPU's memory. */
 uint64_t vgpu_self_total(const struct vgpu_self *self, int i);
 /* Bytes the vGPU uses on device i (every process, overhead included). */
 uint64_t vgpu_self_used(const struct vgpu_self *self, int i);

@@ -1,0 +1,241 @@
+/*
+ * Mapping BAR0 from where it lives: a standalone file (created by the first
+ * process), a guest window (an ivshmem BAR the host's mediator wrote), or a
+ * mediated window's two descriptors.  See bar0.h.
+ */
+#define _GNU_SOURCE
+#include "vgpu_backend/bar0.h"
+
+#include "vgpu_backend/settings.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
+
+static bool same_config(const struct vgpu_bar0_config *a, const struct vgpu_bar0_config *b)
+{
+    if (a->device_count != b->device_count || a->all_devices != b->all_devices)
+        return false;
+    for (uint32_t d = 0; d < a->device_count; d++)
+        if (strcmp(a->device[d].physical, b->device[d].physical) != 0 ||
+            atomic_load(&a->device[d].memory_limit) != atomic_load(&b->device[d].memory_limit) ||
+            a->device[d].compute_share != b->device[d].compute_share)
+            return false;
+    return true;
+}
+
+static const char *describe(const struct vgpu_bar0_config *c, char *buf, size_t len)
+{
+    size_t n = 0;
+    buf[0] = '\0';
+    for (uint32_t d = 0; d < c->device_count && n < len; d++) {
+        char size[32];
+        uint64_t limit = atomic_load(&c->device[d].memory_limit);
+        n += (size_t)snprintf(buf + n, len - n, "%sdevice %u = GPU %s, limit %s", d ? "; " : "", d,
+                              c->device[d].physical, limit ? vgpu_format_size(limit, size, sizeof(size)) : "none");
+    }
+    return c->device_count ? buf : "no devices";
+}
+
+static int reconcile(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want, bool join, const char *path,
+                     char *err, size_t errlen)
+{
+    if (join || same_config(&b->config, want))
+        return 0;
+    if (atomic_load(&b->status.processes) == 0) {
+        vgpu_bar0_write_config(b, want);
+        return 0;
+    }
+    char have[1024], asked[1024];
+    return fail(err, errlen,
+                "vGPU %s is in use by %u process(es) with another configuration (%s) than this process asks for "
+                "(%s); use the same VGPU_VISIBLE_DEVICES and VGPU_MEMORY_LIMIT, or another VGPU_BAR0",
+                path, atomic_load(&b->status.processes), describe(&b->config, have, sizeof(have)),
+                describe(want, asked, sizeof(asked)));
+}
+
+static bool all_zero(const void *p, size_t n)
+{
+    const unsigned char *c = p;
+    for (size_t i = 0; i < n; i++)
+        if (c[i])
+            return false;
+    return true;
+}
+
+/* Opens, locks and maps path; leaves it locked.  0 or -1 with err. */
+static int open_window(const char *path, int flags, struct vgpu_bar0_map *m, struct stat *st, char *err,
+                       size_t errlen)
+{
+    memset(m, 0, sizeof(*m));
+    m->fd = -1;
+    m->slot = -1;
+    snprintf(m->path, sizeof(m->path), "%s", path);
+    int fd = open(path, flags | O_RDWR | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return fail(err, errlen, "cannot open the vGPU's BAR0 %s: %s", path, strerror(errno));
+    if (flock(fd, LOCK_EX) != 0 || fstat(fd, st) != 0) {
+        fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", path, strerror(errno));
+        close(fd);
+        return -1;
+    }
+    if (!S_ISREG(st->st_mode) && !S_ISCHR(st->st_mode)) {
+        fail(err, errlen, "the vGPU's BAR0 %s is not a file", path);
+        close(fd);
+        return -1;
+    }
+    m->fd = fd;
+    return 0;
+}
+
+static int map_window(struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    void *b = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
+    if (b == MAP_FAILED)
+        return fail(err, errlen, "cannot map the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+    m->bar = b;
+    return 0;
+}
+
+/* Unlocks; on failure also unmaps and closes. */
+static int finish(struct vgpu_bar0_map *m, int rc)
+{
+    flock(m->fd, LOCK_UN);
+    if (rc != 0)
+        vgpu_bar0_close(m);
+    return rc;
+}
+
+static const char *owner_of(uint32_t flags)
+{
+    return flags & VGPU_BAR0_GUEST ? "a VM's window, served by vgpu-mediatord" : "vgpu-mediatord's";
+}
+
+int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
+                     char *err, size_t errlen)
+{
+    struct stat st;
+    if (open_window(path, O_CREAT | O_NOFOLLOW, m, &st, err, errlen) != 0)
+        return -1;
+    bool fresh = st.st_size == 0;
+    if (fresh && ftruncate(m->fd, sizeof(struct vgpu_bar0)) != 0)
+        return finish(m, fail(err, errlen, "cannot size the vGPU's BAR0 %s: %s", path, strerror(errno)));
+    if (!fresh && (uint64_t)st.st_size < sizeof(struct vgpu_bar0))
+        return finish(m, fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window takes %zu", path,
+                              (long long)st.st_size, VGPU_BAR0_VERSION, sizeof(struct vgpu_bar0)));
+    if (map_window(m, err, errlen) != 0)
+        return finish(m, -1);
+    struct vgpu_bar0 *b = m->bar;
+    /* A zeroed window (a new file) is initialised. */
+    if (fresh || all_zero(b, sizeof(b->header))) {
+        vgpu_bar0_init(b, want, 0, "");
+        return finish(m, 0);
+    }
+    char why[512];
+    if (vgpu_bar0_validate(b, (uint64_t)st.st_size, why, sizeof(why)) != 0)
+        return finish(m, fail(err, errlen, "refusing the vGPU's BAR0 %s: %s; remove it (no process of this vGPU may "
+                              "be running) or set VGPU_BAR0 to another path", path, why));
+    if (b->header.flags)
+        return finish(m, fail(err, errlen, "the vGPU's BAR0 %s is %s (vGPU \"%s\"): processes reach it through the "
+                              "mediator's socket, not VGPU_BAR0", path, owner_of(b->header.flags),
+                              b->header.name));
+    vgpu_bar0_reap(b, true);
+    return finish(m, reconcile(b, want, join, path, err, errlen));
+}
+
+int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    struct stat st;
+    if (open_window(path, 0, m, &st, err, errlen) != 0)
+        return -1;
+    /* A PCI resource file's size is the BAR's. */
+    if ((uint64_t)st.st_size < sizeof(struct vgpu_bar0))
+        return finish(m, fail(err, errlen, "%s is %lld bytes, smaller than a BAR0 window (%zu)", path,
+                              (long long)st.st_size, sizeof(struct vgpu_bar0)));
+    if (map_window(m, err, errlen) != 0)
+        return finish(m, -1);
+    char why[512];
+    if (vgpu_bar0_validate(m->bar, (uint64_t)st.st_size, why, sizeof(why)) != 0)
+        return finish(m, fail(err, errlen, "%s holds no usable vgpu BAR0: %s", path, why));
+    if (m->bar->header.flags != VGPU_BAR0_GUEST)
+        return finish(m, fail(err, errlen, "%s holds a BAR0 that is not a guest window (flags 0x%x)", path,
+                              m->bar->header.flags));
+    vgpu_bar0_reap(m->bar, true);
+    return finish(m, 0);
+}
+
+struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)
+{
+    const size_t status_size = sizeof(struct vgpu_bar0) - VGPU_BAR0_CONFIG_PAGE;
+    struct stat cs, ss;
+    if (fstat(config_fd, &cs) != 0 || fstat(status_fd, &ss) != 0 || cs.st_size < VGPU_BAR0_CONFIG_PAGE ||
+        (size_t)ss.st_size < status_size) {
+        fail(err, errlen, "the mediator's BAR0 descriptors are not a BAR0 window (%lld + %lld bytes)",
+             (long long)cs.st_size, (long long)ss.st_size);
+        return NULL;
+    }
+    /* One reservation, then the two parts over it, so the window is one struct. */
+    char *base = mmap(NULL, sizeof(struct vgpu_bar0), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (base == MAP_FAILED ||
+        mmap(base, VGPU_BAR0_CONFIG_PAGE, PROT_READ | (config_writable ? PROT_WRITE : 0), MAP_SHARED | MAP_FIXED,
+             config_fd, 0) == MAP_FAILED ||
+        mmap(base + VGPU_BAR0_CONFIG_PAGE, status_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, status_fd,
+             0) == MAP_FAILED) {
+        fail(err, errlen, "cannot map the mediator's BAR0: %s", strerror(errno));
+        if (base != MAP_FAILED)
+            munmap(base, sizeof(struct vgpu_bar0));
+        return NULL;
+    }
+    struct vgpu_bar0 *b = (struct vgpu_bar0 *)base;
+    char why[512];
+    if (vgpu_bar0_validate(b, sizeof(*b), why, sizeof(why)) != 0 || b->header.flags != VGPU_BAR0_MEDIATED) {
+        fail(err, errlen, "the mediator's BAR0 is not usable: %s",
+             b->header.flags != VGPU_BAR0_MEDIATED ? "not a mediated window" : why);
+        munmap(base, sizeof(*b));
+        return NULL;
+    }
+    return b;
+}
+
+int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    /* Attaching and entering hold the file lock, so no two processes claim
+     * one slot. */
+    if (flock(m->fd, LOCK_EX) != 0)
+        return fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+    vgpu_bar0_reap(m->bar, true);
+    int pid = getpid();
+    m->slot = vgpu_bar0_claim_slot(m->bar, pid, vgpu_proc_start_time(pid));
+    m->owner = VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE);
+    m->pid = pid;
+    flock(m->fd, LOCK_UN);
+    if (m->slot < 0)
+        return fail(err, errlen, "vGPU %s has %d processes already, its most", m->path, VGPU_BAR0_MAX_PROCS);
+    return 0;
+}
+
+void vgpu_bar0_close(struct vgpu_bar0_map *m)
+{
+    if (m->bar)
+        munmap(m->bar, sizeof(*m->bar));
+    if (m->fd >= 0)
+        close(m->fd);
+    m->bar = NULL;
+    m->fd = -1;
+}

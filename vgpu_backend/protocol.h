@@ -1,0 +1,176 @@
+/*
+ * The mediator protocol (docs/protocol.md): versioned, length-prefixed
+ * binary messages on vgpu-mediatord's Unix stream socket.
+ *
+ *   frame    u32 magic "VGPM", u16 version, u16 type, u32 payload length
+ *   payload  a fixed struct per type; STATUS: a header and two arrays
+ *
+ * Integers are little-endian (x86-64 only, as the rest of vgpu).  Every
+ * message is validated here (magic, version, type, exact sizes, counts,
+ * NUL-terminated strings) before anyone reads a field: the mediator closes a
+ * connection whose message fails, and a client treats it as no answer.  The
+ * parser is the libFuzzer target's subject (test/fuzz/).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define VGPU_PROTO_MAGIC 0x4d504756u /* "VGPM" */
+#define VGPU_PROTO_VERSION 1
+#define VGPU_PROTO_HEADER_SIZE 12
+/* Largest payload the mediator reads from a client (its messages are small). */
+#define VGPU_PROTO_MAX_REQUEST 256
+/* Largest payload a client reads (a STATUS of many vGPUs and processes). */
+#define VGPU_PROTO_MAX_REPLY (4u << 20)
+
+#define VGPU_NAME_LEN 32        /* a vGPU's name, NUL included */
+#define VGPU_REASON_LEN 492     /* a refusal's text, NUL included */
+#define VGPU_STATUS_MAX_VGPUS 1024
+#define VGPU_STATUS_MAX_PROCS 16384
+#define VGPU_STATUS_MAX_DEVICES 16
+
+enum vgpu_msg_type {
+    VGPU_MSG_HELLO = 1,          /* client: admit me (or take me back after a restart) */
+    VGPU_MSG_ADMIT = 2,          /* mediator: admitted; BAR0's two descriptors ride along */
+    VGPU_MSG_REFUSE = 3,         /* mediator: not admitted, and why; the connection closes */
+    VGPU_MSG_ENTER = 4,          /* client: give me a process slot (CUDA is in use) */
+    VGPU_MSG_ENTERED = 5,        /* mediator: this slot */
+    VGPU_MSG_STATUS_REQUEST = 6, /* tool: what is there */
+    VGPU_MSG_STATUS = 7,         /* mediator: vGPUs and processes */
+};
+
+struct vgpu_proto_header {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t length;
+};
+
+#define VGPU_HELLO_REATTACH 1u /* the process already holds slot `slot` of vGPU `vgpu` */
+
+struct vgpu_msg_hello {
+    uint32_t flags;
+    uint32_t slot;             /* VGPU_HELLO_REATTACH: the slot it holds; else ~0 */
+    char vgpu[VGPU_NAME_LEN];  /* the vGPU asked for (VGPU_NAME); "" = the mediator picks */
+};
+
+struct vgpu_msg_admit {
+    uint32_t slot;             /* a reattached process's slot; else ~0 */
+    uint32_t epoch;            /* the mediator's start count (BAR0 status mediator_epoch) */
+    char vgpu[VGPU_NAME_LEN];
+};
+
+enum vgpu_refusal {
+    VGPU_REFUSE_NOT_ADMITTED = 1, /* no vGPU admits this uid/gid, or not the one asked for */
+    VGPU_REFUSE_NO_SLOT = 2,      /* the vGPU's process table is full */
+    VGPU_REFUSE_BAD_REQUEST = 3,  /* a message out of order */
+    VGPU_REFUSE_UNAVAILABLE = 4,  /* the vGPU cannot be used now (its GPU is gone) */
+};
+
+struct vgpu_msg_refuse {
+    uint32_t code;             /* enum vgpu_refusal */
+    char reason[VGPU_REASON_LEN];
+};
+
+struct vgpu_msg_entered {
+    uint32_t slot;
+    uint32_t reserved;
+};
+
+/* ---- STATUS: a header, then nvgpus vGPU records, then nprocs process records ---- */
+
+#define VGPU_STATUS_GUEST 1u   /* the vGPU is a VM's (ivshmem): its processes are the guest's */
+#define VGPU_STATUS_RETIRED 2u /* gone from the config; kept until its processes exit */
+
+struct vgpu_status_header {
+    uint32_t nvgpus;
+    uint32_t nprocs;
+    uint32_t epoch;
+    uint32_t reserved;
+    uint64_t refused_admissions; /* connections refused since start */
+    char version[16];            /* vgpu-mediatord's version */
+};
+
+struct vgpu_status_device {
+    char uuid[48];
+    char gpu_name[64];
+    uint64_t physical_total;
+    uint64_t limit;     /* bytes; 0 = the GPU's memory */
+    uint64_t used;
+    uint64_t refusals;  /* allocations refused for the quota */
+    uint32_t compute;   /* percent */
+    uint32_t reserved;
+};
+
+struct vgpu_status_vgpu {
+    char name[VGPU_NAME_LEN];
+    uint32_t ndev;
+    uint32_t flags;
+    uint32_t processes;
+    uint32_t reserved;
+    uint64_t refused_admissions;
+    struct vgpu_status_device dev[VGPU_STATUS_MAX_DEVICES];
+};
+
+struct vgpu_status_proc {
+    uint32_t pid;       /* as the mediator sees it (its PID namespace) */
+    uint32_t uid;
+    uint32_t vgpu;      /* index into the vGPU records */
+    uint32_t slot;
+    char comm[16];
+    char user[32];
+    uint64_t held[VGPU_STATUS_MAX_DEVICES];
+};
+
+/* A message as parsed: its type and, for fixed-size types, its payload. */
+struct vgpu_msg {
+    uint16_t type;
+    uint32_t length;
+    union {
+        struct vgpu_msg_hello hello;
+        struct vgpu_msg_admit admit;
+        struct vgpu_msg_refuse refuse;
+        struct vgpu_msg_entered entered;
+    } u;
+    /* STATUS: validated, pointing into the parsed buffer (may be unaligned:
+     * copy records out with vgpu_proto_status_vgpu/_proc). */
+    const uint8_t *status;
+};
+
+/*
+ * Parses one message at buf[0..len).  Returns its size (header + payload)
+ * when a whole valid message is there, 0 when more bytes are needed, or -1
+ * with the reason in err when it is not a valid message (the connection
+ * should close).  A payload over max_payload is invalid.
+ */
+ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, struct vgpu_msg *msg, char *err,
+                         size_t errlen);
+
+/* Record i of a parsed STATUS (bounds already validated). */
+void vgpu_proto_status_header(const struct vgpu_msg *m, struct vgpu_status_header *h);
+void vgpu_proto_status_vgpu(const struct vgpu_msg *m, uint32_t i, struct vgpu_status_vgpu *v);
+void vgpu_proto_status_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_status_proc *p);
+
+/* Writes a frame header for a payload of len bytes of type into out. */
+void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len);
+
+/*
+ * Sends one message, with nfds descriptors as SCM_RIGHTS.  Blocking; 0 or
+ * -errno.
+ */
+int vgpu_proto_send(int sock, uint16_t type, const void *payload, uint32_t len, const int *fds, int nfds);
+
+/*
+ * Receives one message within timeout_ms, into *buf (grown with realloc up
+ * to max_payload + header) and msg; descriptors that came with it go to
+ * fds (at most *nfds; *nfds is set to how many, extra ones are closed).
+ * Returns 0, or -1 with the reason in err.
+ */
+int vgpu_proto_recv(int sock, uint8_t **buf, size_t *cap, size_t max_payload, int timeout_ms, struct vgpu_msg *msg,
+                    int *fds, int *nfds, char *err, size_t errlen);
+
+/* Copies a string into a fixed field, NUL-terminated (truncating). */
+void vgpu_proto_copy_string(char *dst, size_t size, const char *src);
