@@ -1,0 +1,285 @@
+/* The mediator's connections; see clients.h and docs/protocol.md. */
+#define _GNU_SOURCE
+#include "tools/mediatord/clients.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
+/* A client that does not read its answers does not stall the mediator. */
+#define SEND_TIMEOUT_MS 200
+
+static void read_comm(pid_t pid, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    out[n > 0 ? n : 0] = '\0';
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    if (!out[0])
+        snprintf(out, len, "?");
+}
+
+static void user_name(uid_t uid, char *out, size_t len)
+{
+    struct passwd pw, *r = NULL;
+    char buf[4096];
+    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &r) == 0 && r)
+        snprintf(out, len, "%s", r->pw_name);
+    else
+        snprintf(out, len, "%u", (unsigned)uid);
+}
+
+struct med_client *med_client_accept(int fd)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        vgpu_warn("a connection without peer credentials: %s", strerror(errno));
+        return NULL;
+    }
+    if (cred.pid == 0) {
+        /* The kernel could not name the process in this PID namespace. */
+        struct vgpu_msg_refuse r = { .code = VGPU_REFUSE_UNAVAILABLE };
+        snprintf(r.reason, sizeof(r.reason), "vgpu-mediatord cannot see this process (it is in a PID namespace the "
+                 "mediator's does not contain): run vgpu-mediatord in the host's PID namespace");
+        vgpu_warn("%s", r.reason);
+        vgpu_proto_send(fd, VGPU_MSG_REFUSE, &r, sizeof(r), NULL, 0);
+        return NULL;
+    }
+    struct med_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->pid = cred.pid;
+    c->uid = cred.uid;
+    c->gid = cred.gid;
+    c->slot = -1;
+    len = sizeof(c->groups);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
+        c->ngroups = (int)(len / sizeof(gid_t));
+    read_comm(c->pid, c->comm, sizeof(c->comm));
+    user_name(c->uid, c->user, sizeof(c->user));
+    struct timeval tv = { .tv_sec = 0, .tv_usec = SEND_TIMEOUT_MS * 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    return c;
+}
+
+static bool send_or_drop(struct med_client *c, uint16_t type, const void *payload, uint32_t len, const int *fds,
+                         int nfds)
+{
+    int r = vgpu_proto_send(c->fd, type, payload, len, fds, nfds);
+    if (r != 0)
+        vgpu_info("connection of pid %d (%s) dropped: cannot answer it (%s)", (int)c->pid, c->comm, strerror(-r));
+    return r == 0;
+}
+
+static bool refuse(struct med_client *c, uint32_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(struct med_client *c, uint32_t code, const char *fmt, ...)
+{
+    struct vgpu_msg_refuse r = { .code = code };
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r.reason, sizeof(r.reason), fmt, ap);
+    va_end(ap);
+    vgpu_warn("refused pid %d (%s, uid %u): %s", (int)c->pid, c->comm, (unsigned)c->uid, r.reason);
+    send_or_drop(c, VGPU_MSG_REFUSE, &r, sizeof(r), NULL, 0);
+    return false;
+}
+
+static void describe_admits(const struct med_vgpu_conf *v, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < v->nuids && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%suid %u", n ? ", " : "", (unsigned)v->uids[i]);
+    for (int i = 0; i < v->ngids && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%sgid %u", n ? ", " : "", (unsigned)v->gids[i]);
+}
+
+static bool admits(const struct med_vgpu *v, const struct med_client *c)
+{
+    return !v->retired && med_config_admits(&v->conf, c->uid, c->gid, c->groups, c->ngroups);
+}
+
+static bool admit(struct med_client *c, struct med_world *w, struct med_vgpu *v, uint32_t slot)
+{
+    struct vgpu_msg_admit a = { .slot = slot, .epoch = w->vgpus->epoch };
+    vgpu_proto_copy_string(a.vgpu, sizeof(a.vgpu), v->conf.name);
+    int fds[2] = { v->config_fd, v->status_fd };
+    if (!send_or_drop(c, VGPU_MSG_ADMIT, &a, sizeof(a), fds, 2))
+        return false;
+    c->vgpu = v;
+    v->clients++;
+    return true;
+}
+
+/* A new process asks to be admitted. */
+static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpus *all = w->vgpus;
+    struct med_vgpu *v = NULL;
+    if (h->vgpu[0]) {
+        v = med_vgpus_find(all, h->vgpu);
+        if (!v || v->retired || v->conf.guest) {
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "VGPU_NAME=%s: vgpu-mediatord has no such vGPU for host "
+                          "processes (%s)", h->vgpu, w->config->path);
+        }
+        if (!admits(v, c)) {
+            char list[256];
+            describe_admits(&v->conf, list, sizeof(list));
+            v->refused_admissions++;
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
+                          v->conf.name, (unsigned)c->uid, c->user, (unsigned)c->gid, list);
+        }
+    } else {
+        for (int i = 0; i < all->n && !v; i++)
+            if (admits(all->v[i], c))
+                v = all->v[i];
+        if (!v) {
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users "
+                          "in uids = or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid, c->user,
+                          (unsigned)c->gid, w->config->path);
+        }
+    }
+    if (!admit(c, w, v, UINT32_MAX))
+        return false;
+    vgpu_info("admitted pid %d (%s, uid %u) to vGPU %s", (int)c->pid, c->comm, (unsigned)c->uid, v->conf.name);
+    return true;
+}
+
+/* A running process takes its slot back after a mediator restart: only the
+ * process the slot names (pid and start time, as this mediator sees them). */
+static bool reattach(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpu *v = med_vgpus_find(w->vgpus, h->vgpu);
+    if (!v || v->conf.guest || h->slot >= VGPU_BAR0_MAX_PROCS)
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU %s with slot %u to reattach to", h->vgpu, h->slot);
+    uint64_t owner = atomic_load(&v->bar->procs[h->slot].owner);
+    if (v->bound[h->slot] || owner != VGPU_BAR0_OWNER(c->pid, VGPU_PROC_LIVE) ||
+        v->bar->procs[h->slot].start_time != vgpu_proc_start_time(c->pid))
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "slot %u of vGPU %s is not this process's", h->slot, h->vgpu);
+    if (!admit(c, w, v, h->slot))
+        return false;
+    c->slot = (int)h->slot;
+    c->owner = owner;
+    v->bound[h->slot] = true;
+    vgpu_info("pid %d (%s) reattached to vGPU %s, slot %u", (int)c->pid, c->comm, v->conf.name, h->slot);
+    return true;
+}
+
+static bool enter(struct med_client *c)
+{
+    struct med_vgpu *v = c->vgpu;
+    int slot = vgpu_bar0_claim_slot(v->bar, c->pid, vgpu_proc_start_time(c->pid));
+    if (slot < 0)
+        return refuse(c, VGPU_REFUSE_NO_SLOT, "vGPU %s has %d processes already, its most", v->conf.name,
+                      VGPU_BAR0_MAX_PROCS);
+    c->slot = slot;
+    c->owner = atomic_load(&v->bar->procs[slot].owner);
+    v->bound[slot] = true;
+    struct vgpu_msg_entered e = { .slot = (uint32_t)slot };
+    return send_or_drop(c, VGPU_MSG_ENTERED, &e, sizeof(e), NULL, 0);
+}
+
+static bool status(struct med_client *c, struct med_world *w)
+{
+    uint32_t len;
+    uint8_t *payload = med_status_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+    if (!payload)
+        return false;
+    bool ok = send_or_drop(c, VGPU_MSG_STATUS, payload, len, NULL, 0);
+    free(payload);
+    return ok;
+}
+
+static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_msg *m)
+{
+    switch (m->type) {
+    case VGPU_MSG_HELLO:
+        if (c->vgpu)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "HELLO on a connection already admitted");
+        return m->u.hello.flags & VGPU_HELLO_REATTACH ? reattach(c, w, &m->u.hello) : hello(c, w, &m->u.hello);
+    case VGPU_MSG_ENTER:
+        if (!c->vgpu || c->slot >= 0)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "ENTER %s", c->vgpu ? "twice" : "before HELLO");
+        return enter(c);
+    case VGPU_MSG_STATUS_REQUEST:
+        return status(c, w);
+    default:
+        return refuse(c, VGPU_REFUSE_BAD_REQUEST, "message type %u is not a request", m->type);
+    }
+}
+
+bool med_client_readable(struct med_client *c, struct med_world *w)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 8)];
+    } control;
+    struct iovec iov = { c->in + c->have, sizeof(c->in) - c->have };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf) };
+    ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return true;
+    /* Clients send no descriptors: close any, never keep them. */
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+                close(fd);
+            }
+    if (n <= 0)
+        return false;
+    c->have += (size_t)n;
+    for (;;) {
+        struct vgpu_msg m;
+        char why[256];
+        ssize_t used = vgpu_proto_parse(c->in, c->have, VGPU_PROTO_MAX_REQUEST, &m, why, sizeof(why));
+        if (used == 0)
+            return true;
+        if (used < 0) /* said in version 1's terms, which every client reads */
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "malformed message: %s", why);
+        if (!handle(c, w, &m))
+            return false;
+        memmove(c->in, c->in + used, c->have - (size_t)used);
+        c->have -= (size_t)used;
+    }
+}
+
+void med_client_close(struct med_client *c)
+{
+    if (c->vgpu) {
+        if (c->slot >= 0) {
+            char who[64];
+            snprintf(who, sizeof(who), "pid %d (%s)", (int)c->pid, c->comm);
+            med_vgpu_release(c->vgpu, c->slot, c->owner, who);
+        }
+        c->vgpu->clients--;
+    }
+    close(c->fd);
+    free(c);
+}

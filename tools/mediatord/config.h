@@ -1,0 +1,57 @@
+/*
+ * vgpu-mediatord's configuration: an INI file (docs/mediator.md), parsed
+ * with inih.  Every error names the file, the line and the reason; nothing
+ * unknown or malformed is ignored.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vgpu_backend/protocol.h"
+#include "vgpu_backend/settings.h"
+
+#define MED_MAX_VGPUS 64
+#define MED_MAX_IDS 64
+
+struct med_vgpu_conf {
+    char name[VGPU_NAME_LEN];
+    int line;                     /* its [vgpu.NAME] header */
+    int ndev;
+    char devices[VGPU_MAX_DEVICES][VGPU_DEVICE_TOKEN_LEN]; /* as written: NVML index or GPU-... UUID */
+    int devices_line;
+    uint64_t memory;              /* per device; 0: the whole GPU */
+    int memory_line;
+    unsigned compute;             /* percent of each device */
+    int compute_line;
+    int nuids, ngids;
+    uid_t uids[MED_MAX_IDS];
+    gid_t gids[MED_MAX_IDS];
+    int uids_line, gids_line;
+    bool guest;                   /* a VM's vGPU: its window is a file for ivshmem */
+    int guest_line;
+};
+
+struct med_config {
+    char path[4096];
+    char socket[108];
+    mode_t socket_mode;
+    uid_t socket_uid;             /* (uid_t)-1: leave as created */
+    gid_t socket_gid;             /* (gid_t)-1: leave as created */
+    char state_dir[4096];
+    char metrics[128];            /* "HOST:PORT", "" = off */
+    bool oversubscribe;
+    int nvgpus;
+    struct med_vgpu_conf vgpu[MED_MAX_VGPUS];
+};
+
+/* Parses path into c (defaults first).  0, or -1 with "FILE:LINE: reason". */
+int med_config_load(const char *path, struct med_config *c, char *err, size_t errlen);
+
+/* The vGPU named name, or NULL. */
+const struct med_vgpu_conf *med_config_find(const struct med_config *c, const char *name);
+
+/* Does v admit a process of uid, gid and supplementary groups? */
+bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);

@@ -1,0 +1,220 @@
+/* Prometheus metrics over HTTP; see metrics.h. */
+#define _GNU_SOURCE
+#include "tools/mediatord/metrics.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#define REQUEST_MAX 4096
+
+struct med_http {
+    int fd;
+    size_t have;
+    char in[REQUEST_MAX];
+};
+
+int med_metrics_listen(const char *hostport, char *err, size_t errlen)
+{
+    char host[128];
+    snprintf(host, sizeof(host), "%s", hostport);
+    char *colon = strrchr(host, ':');
+    if (!colon || !colon[1]) {
+        snprintf(err, errlen, "metrics %s: expected HOST:PORT, such as 127.0.0.1:9400", hostport);
+        return -1;
+    }
+    *colon = '\0';
+    const char *port = colon + 1, *name = host;
+    if (name[0] == '[') { /* [::1]:9400 */
+        name++;
+        char *close_bracket = strchr(name, ']');
+        if (close_bracket)
+            *close_bracket = '\0';
+    }
+    struct addrinfo hints = { .ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM, .ai_flags = AI_PASSIVE },
+                    *res = NULL;
+    int r = getaddrinfo(*name ? name : NULL, port, &hints, &res);
+    if (r != 0) {
+        snprintf(err, errlen, "metrics %s: %s", hostport, gai_strerror(r));
+        return -1;
+    }
+    int fd = -1;
+    for (struct addrinfo *a = res; a && fd < 0; a = a->ai_next) {
+        fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK, a->ai_protocol);
+        int one = 1;
+        if (fd >= 0 && (setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one)) != 0 ||
+                        bind(fd, a->ai_addr, a->ai_addrlen) != 0 || listen(fd, 16) != 0)) {
+            snprintf(err, errlen, "metrics %s: %s", hostport, strerror(errno));
+            close(fd);
+            fd = -1;
+        }
+    }
+    freeaddrinfo(res);
+    return fd;
+}
+
+struct med_http *med_http_accept(int fd)
+{
+    struct med_http *h = calloc(1, sizeof(*h));
+    if (!h)
+        return NULL;
+    h->fd = fd;
+    struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    return h;
+}
+
+int med_http_fd(const struct med_http *h)
+{
+    return h->fd;
+}
+
+void med_http_close(struct med_http *h)
+{
+    close(h->fd);
+    free(h);
+}
+
+/* ---- the page ---- */
+
+struct text {
+    char *buf;
+    size_t len, cap;
+};
+
+static void put(struct text *t, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void put(struct text *t, const char *fmt, ...)
+{
+    for (;;) {
+        va_list ap;
+        va_start(ap, fmt);
+        int n = t->buf ? vsnprintf(t->buf + t->len, t->cap - t->len, fmt, ap) : -1;
+        va_end(ap);
+        if (n >= 0 && t->len + (size_t)n < t->cap) {
+            t->len += (size_t)n;
+            return;
+        }
+        size_t cap = t->cap ? t->cap * 2 : 16384;
+        char *grown = realloc(t->buf, cap);
+        if (!grown)
+            return;
+        t->buf = grown;
+        t->cap = cap;
+    }
+}
+
+struct family {
+    const char *name, *type, *help;
+};
+
+static const struct family device_families[] = {
+    { "vgpu_memory_quota_bytes", "gauge", "Device memory quota of a vGPU on a GPU (the GPU's memory when it has none)." },
+    { "vgpu_memory_used_bytes", "gauge", "Device memory the vGPU's processes hold on the GPU, context overhead included." },
+    { "vgpu_memory_refusals_total", "counter", "Allocations refused for the vGPU's quota on the GPU." },
+    { "vgpu_compute_share_percent", "gauge", "The vGPU's compute share of the GPU." },
+};
+
+static uint64_t device_value(int family, const struct vgpu_status_device *d)
+{
+    switch (family) {
+    case 0: return d->limit ? d->limit : d->physical_total;
+    case 1: return d->used;
+    case 2: return d->refusals;
+    default: return d->compute;
+    }
+}
+
+char *med_metrics_text(const struct med_world *w)
+{
+    uint32_t len;
+    uint8_t *payload = med_status_build(w, 0, 0, NULL, 0, &len);
+    if (!payload)
+        return NULL;
+    struct vgpu_msg m = { .type = VGPU_MSG_STATUS, .length = len, .status = payload };
+    struct vgpu_status_header h;
+    vgpu_proto_status_header(&m, &h);
+    struct text t = { 0 };
+    struct vgpu_status_vgpu *v = calloc(h.nvgpus ? h.nvgpus : 1, sizeof(*v));
+    for (uint32_t i = 0; v && i < h.nvgpus; i++)
+        vgpu_proto_status_vgpu(&m, i, &v[i]);
+    for (int f = 0; v && f < (int)(sizeof(device_families) / sizeof(*device_families)); f++) {
+        put(&t, "# HELP %s %s\n# TYPE %s %s\n", device_families[f].name, device_families[f].help,
+            device_families[f].name, device_families[f].type);
+        for (uint32_t i = 0; i < h.nvgpus; i++)
+            for (uint32_t d = 0; d < v[i].ndev; d++)
+                put(&t, "%s{vgpu=\"%s\",device=\"%u\",uuid=\"%s\"} %llu\n", device_families[f].name, v[i].name, d,
+                    v[i].dev[d].uuid, (unsigned long long)device_value(f, &v[i].dev[d]));
+    }
+    put(&t, "# HELP vgpu_processes Processes holding a slot of the vGPU.\n# TYPE vgpu_processes gauge\n");
+    for (uint32_t i = 0; v && i < h.nvgpus; i++)
+        put(&t, "vgpu_processes{vgpu=\"%s\"} %u\n", v[i].name, v[i].processes);
+    put(&t, "# HELP vgpu_admission_refusals_total Processes the mediator refused, by the vGPU they asked for.\n"
+            "# TYPE vgpu_admission_refusals_total counter\n");
+    for (uint32_t i = 0; v && i < h.nvgpus; i++)
+        put(&t, "vgpu_admission_refusals_total{vgpu=\"%s\"} %llu\n", v[i].name,
+            (unsigned long long)v[i].refused_admissions);
+    put(&t, "# HELP vgpu_mediator_admission_refusals_total Processes the mediator refused, all vGPUs.\n"
+            "# TYPE vgpu_mediator_admission_refusals_total counter\nvgpu_mediator_admission_refusals_total %llu\n",
+        (unsigned long long)h.refused_admissions);
+    put(&t, "# HELP vgpu_mediator_info The mediator's version and start count.\n# TYPE vgpu_mediator_info gauge\n"
+            "vgpu_mediator_info{version=\"%s\",epoch=\"%u\"} 1\n", h.version, h.epoch);
+    free(v);
+    free(payload);
+    return t.buf;
+}
+
+/* ---- the request ---- */
+
+static void respond(int fd, const char *status, const char *type, const char *body)
+{
+    char head[256];
+    size_t blen = body ? strlen(body) : 0;
+    int n = snprintf(head, sizeof(head), "HTTP/1.0 %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\nConnection: close\r\n\r\n",
+                     status, type, blen);
+    if (send(fd, head, (size_t)n, MSG_NOSIGNAL) != n)
+        return;
+    for (size_t sent = 0; sent < blen;) {
+        ssize_t k = send(fd, body + sent, blen - sent, MSG_NOSIGNAL);
+        if (k <= 0)
+            return;
+        sent += (size_t)k;
+    }
+}
+
+bool med_http_readable(struct med_http *h, const struct med_world *w)
+{
+    ssize_t n = recv(h->fd, h->in + h->have, sizeof(h->in) - 1 - h->have, MSG_DONTWAIT);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return true;
+    if (n <= 0)
+        return false;
+    h->have += (size_t)n;
+    h->in[h->have] = '\0';
+    if (!strstr(h->in, "\r\n\r\n") && !strstr(h->in, "\n\n")) {
+        if (h->have < sizeof(h->in) - 1)
+            return true;
+        respond(h->fd, "431 Request Header Fields Too Large", "text/plain", "request too large\n");
+        return false;
+    }
+    if (strncmp(h->in, "GET /metrics ", 13) == 0 || strncmp(h->in, "GET /metrics?", 13) == 0) {
+        char *page = med_metrics_text(w);
+        if (page)
+            respond(h->fd, "200 OK", "text/plain; version=0.0.4; charset=utf-8", page);
+        else
+            respond(h->fd, "500 Internal Server Error", "text/plain", "out of memory\n");
+        free(page);
+    } else if (strncmp(h->in, "GET / ", 6) == 0) {
+        respond(h->fd, "200 OK", "text/plain", "vgpu-mediatord: metrics at /metrics\n");
+    } else {
+        respond(h->fd, "404 Not Found", "text/plain", "vgpu-mediatord serves GET /metrics\n");
+    }
+    return false;
+}

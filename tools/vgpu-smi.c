@@ -1,0 +1,242 @@
+/*
+ * vgpu-smi: what vgpu-mediatord serves, as nvidia-smi shows GPUs: each
+ * vGPU's devices, quota, use and compute share, and the processes in it.
+ *
+ *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
+ */
+#define _GNU_SOURCE
+#include "vgpu_backend/mediator_client.h"
+#include "vgpu_backend/protocol.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#ifndef VGPU_VERSION
+#error "build with -DVGPU_VERSION=\"...\" (meson does)"
+#endif
+
+static void usage(FILE *to)
+{
+    fprintf(to, "usage: vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]\n"
+                "\n"
+                "  --socket PATH      vgpu-mediatord's socket (default $VGPU_MEDIATOR_SOCKET, else %s)\n"
+                "  --json             one JSON document (one per refresh with --watch)\n"
+                "  --watch [SECONDS]  refresh every SECONDS (default 2) until interrupted\n",
+            VGPU_MEDIATOR_DEFAULT_SOCKET);
+}
+
+static int dial(const char *path)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(sa.sun_path)) {
+        fprintf(stderr, "vgpu-smi: %s: too long for a socket path\n", path);
+        return -1;
+    }
+    strcpy(sa.sun_path, path);
+    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+        return fd;
+    int e = errno;
+    fprintf(stderr, "vgpu-smi: cannot reach vgpu-mediatord at %s: %s%s\n", path, strerror(e),
+            e == ENOENT || e == ECONNREFUSED ? " (is it running? --socket names another socket)" : "");
+    if (fd >= 0)
+        close(fd);
+    return -1;
+}
+
+static char *mib(uint64_t bytes, char *buf, size_t len)
+{
+    snprintf(buf, len, "%lluMiB", (unsigned long long)(bytes >> 20));
+    return buf;
+}
+
+static void print_table(const struct vgpu_msg *m, const char *socket)
+{
+    struct vgpu_status_header h;
+    vgpu_proto_status_header(m, &h);
+    printf("vgpu-mediatord %s at %s (start %u), %u vGPU(s), %u process(es), %llu refused\n\n", h.version, socket,
+           h.epoch, h.nvgpus, h.nprocs, (unsigned long long)h.refused_admissions);
+    printf("%-16s %-4s %-42s %22s %8s %8s\n", "vGPU", "Dev", "GPU", "Memory used / quota", "Compute", "Refused");
+    for (uint32_t i = 0; i < h.nvgpus; i++) {
+        struct vgpu_status_vgpu v;
+        vgpu_proto_status_vgpu(m, i, &v);
+        char label[64];
+        snprintf(label, sizeof(label), "%s%s", v.name,
+                 v.flags & VGPU_STATUS_GUEST ? " (VM)" : v.flags & VGPU_STATUS_RETIRED ? " (retired)" : "");
+        for (uint32_t d = 0; d < v.ndev; d++) {
+            char gpu[96], used[32], quota[32], mem[72];
+            snprintf(gpu, sizeof(gpu), "%.24s %.13s...", v.dev[d].gpu_name, v.dev[d].uuid);
+            uint64_t limit = v.dev[d].limit ? v.dev[d].limit : v.dev[d].physical_total;
+            snprintf(mem, sizeof(mem), "%s / %s", mib(v.dev[d].used, used, sizeof(used)),
+                     mib(limit, quota, sizeof(quota)));
+            printf("%-16s %-4u %-42s %22s %7u%% %8llu\n", d ? "" : label, d, gpu, mem, v.dev[d].compute,
+                   (unsigned long long)v.dev[d].refusals);
+        }
+        if (v.ndev == 0)
+            printf("%-16s (no devices)\n", label);
+    }
+    printf("\nProcesses:\n%-16s %-8s %-12s %-16s %-4s %12s\n", "vGPU", "PID", "User", "Command", "Dev", "Memory");
+    if (h.nprocs == 0)
+        printf("  none\n");
+    for (uint32_t i = 0; i < h.nprocs; i++) {
+        struct vgpu_status_proc p;
+        struct vgpu_status_vgpu v;
+        vgpu_proto_status_proc(m, i, &p);
+        vgpu_proto_status_vgpu(m, p.vgpu, &v);
+        bool shown = false;
+        for (uint32_t d = 0; d < v.ndev; d++) {
+            char used[32];
+            if (!p.held[d] && (shown || d + 1 < v.ndev))
+                continue;
+            printf("%-16s %-8u %-12.12s %-16.16s %-4u %12s\n", v.name, p.pid, p.user, p.comm, d,
+                   mib(p.held[d], used, sizeof(used)));
+            shown = true;
+        }
+    }
+}
+
+/* A JSON string: quotes, backslashes and control characters escaped. */
+static void json_string(const char *s)
+{
+    putchar('"');
+    for (; *s; s++) {
+        unsigned char ch = (unsigned char)*s;
+        if (ch == '"' || ch == '\\')
+            printf("\\%c", ch);
+        else if (ch < 0x20)
+            printf("\\u%04x", ch);
+        else
+            putchar(ch);
+    }
+    putchar('"');
+}
+
+static void print_json(const struct vgpu_msg *m, const char *socket)
+{
+    struct vgpu_status_header h;
+    vgpu_proto_status_header(m, &h);
+    printf("{\"mediator\":{\"version\":");
+    json_string(h.version);
+    printf(",\"socket\":");
+    json_string(socket);
+    printf(",\"start\":%u,\"refused_admissions\":%llu},\"vgpus\":[", h.epoch,
+           (unsigned long long)h.refused_admissions);
+    for (uint32_t i = 0; i < h.nvgpus; i++) {
+        struct vgpu_status_vgpu v;
+        vgpu_proto_status_vgpu(m, i, &v);
+        printf("%s{\"name\":", i ? "," : "");
+        json_string(v.name);
+        printf(",\"guest\":%s,\"retired\":%s,\"processes\":%u,\"refused_admissions\":%llu,\"devices\":[",
+               v.flags & VGPU_STATUS_GUEST ? "true" : "false", v.flags & VGPU_STATUS_RETIRED ? "true" : "false",
+               v.processes, (unsigned long long)v.refused_admissions);
+        for (uint32_t d = 0; d < v.ndev; d++) {
+            printf("%s{\"index\":%u,\"uuid\":", d ? "," : "", d);
+            json_string(v.dev[d].uuid);
+            printf(",\"gpu\":");
+            json_string(v.dev[d].gpu_name);
+            printf(",\"memory_total\":%llu,\"memory_quota\":%llu,\"memory_used\":%llu,\"refusals\":%llu,"
+                   "\"compute\":%u}",
+                   (unsigned long long)v.dev[d].physical_total,
+                   (unsigned long long)(v.dev[d].limit ? v.dev[d].limit : v.dev[d].physical_total),
+                   (unsigned long long)v.dev[d].used, (unsigned long long)v.dev[d].refusals, v.dev[d].compute);
+        }
+        printf("]}");
+    }
+    printf("],\"processes\":[");
+    for (uint32_t i = 0; i < h.nprocs; i++) {
+        struct vgpu_status_proc p;
+        struct vgpu_status_vgpu v;
+        vgpu_proto_status_proc(m, i, &p);
+        vgpu_proto_status_vgpu(m, p.vgpu, &v);
+        printf("%s{\"vgpu\":", i ? "," : "");
+        json_string(v.name);
+        printf(",\"pid\":%u,\"uid\":", p.pid);
+        if (p.uid == UINT32_MAX)
+            printf("null");
+        else
+            printf("%u", p.uid);
+        printf(",\"user\":");
+        json_string(p.user);
+        printf(",\"command\":");
+        json_string(p.comm);
+        printf(",\"slot\":%u,\"memory\":[", p.slot);
+        for (uint32_t d = 0; d < v.ndev; d++)
+            printf("%s%llu", d ? "," : "", (unsigned long long)p.held[d]);
+        printf("]}");
+    }
+    printf("]}\n");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct option options[] = {
+        { "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
+        { "watch", optional_argument, NULL, 'w' },  { "version", no_argument, NULL, 'V' },
+        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+    };
+    const char *socket = getenv("VGPU_MEDIATOR_SOCKET");
+    bool json = false;
+    double every = 0;
+    int opt;
+    if (!socket || !*socket)
+        socket = VGPU_MEDIATOR_DEFAULT_SOCKET;
+    while ((opt = getopt_long(argc, argv, "s:jw::Vh", options, NULL)) != -1) {
+        switch (opt) {
+        case 's': socket = optarg; break;
+        case 'j': json = true; break;
+        case 'w':
+            /* "--watch 5" as well as "--watch=5". */
+            if (!optarg && optind < argc && argv[optind][0] >= '0' && argv[optind][0] <= '9')
+                optarg = argv[optind++];
+            every = optarg ? atof(optarg) : 2;
+            if (every <= 0) {
+                fprintf(stderr, "vgpu-smi: --watch takes a positive number of seconds\n");
+                return 2;
+            }
+            break;
+        case 'V': puts("vgpu-smi " VGPU_VERSION); return 0;
+        case 'h': usage(stdout); return 0;
+        default: usage(stderr); return 2;
+        }
+    }
+    if (optind != argc) {
+        usage(stderr);
+        return 2;
+    }
+    int fd = dial(socket);
+    if (fd < 0)
+        return 1;
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        struct vgpu_msg m = { 0 };
+        char err[256] = "";
+        int nfds = 0;
+        int r = vgpu_proto_send(fd, VGPU_MSG_STATUS_REQUEST, NULL, 0, NULL, 0);
+        if (r != 0 || vgpu_proto_recv(fd, &buf, &cap, VGPU_PROTO_MAX_REPLY, 5000, &m, NULL, &nfds, err,
+                                      sizeof(err)) != 0 || m.type != VGPU_MSG_STATUS) {
+            fprintf(stderr, "vgpu-smi: vgpu-mediatord at %s: %s\n", socket,
+                    r ? strerror(-r) : m.type == VGPU_MSG_REFUSE ? m.u.refuse.reason : err);
+            return 1;
+        }
+        if (every > 0 && !json)
+            printf("\033[H\033[2J");
+        if (json)
+            print_json(&m, socket);
+        else
+            print_table(&m, socket);
+        fflush(stdout);
+        if (every <= 0)
+            break;
+        usleep((useconds_t)(every * 1e6));
+    }
+    free(buf);
+    close(fd);
+    return 0;
+}
