@@ -1,0 +1,38 @@
+"""Writes a seed corpus for protocol_fuzz: one valid message of each type
+(STATUS with a vGPU of two devices and a process), and a stream of several.
+Usage: seeds.py DIR"""
+import os
+import struct
+import sys
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+
+
+def frame(t, payload):
+    return struct.pack("<IHHI", 0x4D504756, 1, t, len(payload)) + payload
+
+
+def cstr(s, n):
+    return s.encode().ljust(n, b"\0")[:n - 1] + b"\0"
+
+
+hello = frame(1, struct.pack("<II", 0, 0xFFFFFFFF) + cstr("train", 32))
+reattach = frame(1, struct.pack("<II", 1, 3) + cstr("train", 32))
+admit = frame(2, struct.pack("<II", 0xFFFFFFFF, 2) + cstr("train", 32))
+refuse = frame(3, struct.pack("<I", 1) + cstr("no vGPU admits uid 1000", 492))
+enter = frame(4, b"")
+entered = frame(5, struct.pack("<II", 7, 0))
+request = frame(6, b"")
+device = cstr("GPU-fa4e0000-0000-0000-0000-000000000000", 48) + cstr("Fake GPU 0", 64) + \
+    struct.pack("<QQQQII", 16 << 30, 8 << 30, 1 << 30, 2, 50, 0)
+vgpu = cstr("train", 32) + struct.pack("<IIIIQ", 2, 0, 1, 0, 0) + device * 2 + bytes(152 * 14)
+proc = struct.pack("<IIII", 4242, 1000, 0, 3) + cstr("python3", 16) + cstr("alice", 32) + \
+    struct.pack("<16Q", *([1 << 30] + [0] * 15))
+status = frame(7, struct.pack("<IIIIQ", 1, 1, 2, 0, 0) + cstr("0.1.0", 16) + vgpu + proc)
+seeds = {"hello": hello, "reattach": reattach, "admit": admit, "refuse": refuse, "enter": enter,
+         "entered": entered, "request": request, "status": status,
+         "stream": hello + enter + request + admit + entered}
+for name, data in seeds.items():
+    with open(os.path.join(out, name), "wb") as f:
+        f.write(data)

@@ -1,0 +1,424 @@
+#!/usr/bin/env bash
+# vgpu-mediatord end to end: mediator.sh SCENARIO BUILD_DIR
+#
+# Each scenario writes its config into a fresh temp dir (socket, state_dir
+# there too), starts the mediator over the fake driver's NVML, and runs
+# test/mediator_client under vgpu (the meson test environment: LD_PRELOAD,
+# VGPU_REAL_*) against it; vgpu-smi --json is read with python3.
+set -u
+scenario=$1
+build=$2
+med=$build/tools/vgpu-mediatord
+smi=$build/tools/vgpu-smi
+client=$build/test/mediator_client
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-med.XXXXXX") || exit 1
+conf=$tmp/conf
+state=$tmp/state
+medpid=
+pids=
+cleanup() {
+    exec 2>/dev/null # not the shell's "Killed" for each
+    for p in $pids $medpid; do kill -9 "$p"; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+export VGPU_MEDIATOR_SOCKET=$tmp/sock
+unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_LOG_FILE FAKEGPU_STATE
+export FAKEGPU_STATE=$tmp/fake.state # the fake GPU's usage, shared by every process
+me=$(id -u)
+my_gid=$(id -g)
+MiB=1048576
+GiB=1073741824
+OVH=$((256 * MiB)) # the fake driver's context overhead
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    echo "---- mediator log ----" >&2
+    cat "$tmp/med.log" >&2 2>/dev/null
+    exit 1
+}
+
+# config [VGPU-SECTION-LINES...]: the [mediator] section, then the lines given.
+config() {
+    {
+        printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$state"
+        for line in "$@"; do printf '%s\n' "$line"; done
+    } >"$conf"
+}
+
+smi_json() {
+    "$smi" --socket "$tmp/sock" --json
+}
+
+# py EXPR: evaluates EXPR over vgpu-smi's JSON (as s); prints the result.
+py() {
+    smi_json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+start_mediator() {
+    env -u LD_PRELOAD VGPU_LOG=info "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
+    medpid=$!
+    for _ in $(seq 1 500); do
+        "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && return 0
+        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited with $(wait "$medpid"; echo $?)"
+        sleep 0.02
+    done
+    fail "the mediator did not answer within 10 s"
+}
+
+stop_mediator() { # SIGNAL
+    kill "-$1" "$medpid"
+    wait "$medpid" 2>/dev/null
+    medpid=
+}
+
+# run SCENARIO ARGS...: the client must pass; what it says (not vgpu's log) is shown.
+run() {
+    local out
+    out=$("$client" "$@" 2>&1) || { echo "$out" >&2; fail "mediator_client $* failed"; }
+    echo "$out" | grep -v '^vgpu\['
+}
+
+# expect_refused WORDS...: the client is refused with one error line holding each of WORDS.
+expect_refused() {
+    "$client" refused >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/out" "$tmp/err" >&2; fail "mediator_client refused failed"; }
+    n=$(grep -c ': error: ' "$tmp/err")
+    [ "$n" -eq 1 ] || { cat "$tmp/err" >&2; fail "$n error lines on stderr, want 1"; }
+    line=$(grep ': error: ' "$tmp/err")
+    for want in "$@"; do
+        case $line in *"$want"*) ;; *) fail "the refusal does not say \"$want\": $line" ;; esac
+    done
+}
+
+wait_file() {
+    for _ in $(seq 1 3000); do [ -e "$1" ] && return 0; sleep 0.01; done
+    fail "timed out waiting for $1"
+}
+
+# hold BYTES NAME [MORE]: a process holding BYTES in the background; its pid in $held.
+hold() {
+    "$client" hold "$1" "$tmp/$2.ready" "$tmp/$2.go" ${3:+"$3"} >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/$2.ready"
+    held=$(cat "$tmp/$2.ready")
+}
+
+# expect_config_error LINE WORDS... < CONFIG-BODY: --check-config and a start
+# both refuse the file with FILE:LINE: and each of WORDS.  The body follows a
+# 3-line [mediator] section (its first line is line 4), unless RAW=1.
+expect_config_error() {
+    local line=$1; shift
+    { [ "${RAW:-}" = 1 ] || printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$state"; cat; } >"$conf"
+    for mode in --check-config --foreground; do
+        env -u LD_PRELOAD timeout 10 "$med" --config "$conf" $mode >"$tmp/out" 2>&1
+        rc=$?
+        [ $rc = 1 ] || fail "vgpu-mediatord $mode exited $rc on a bad config: $(cat "$tmp/out")"
+        msg=$(cat "$tmp/out")
+        case $msg in *"$conf:$line: "*) ;; *) fail "$mode did not point at $conf:$line: $msg" ;; esac
+        for want in "$@"; do
+            case $msg in *"$want"*) ;; *) fail "$mode did not say \"$want\": $msg" ;; esac
+        done
+    done
+    echo "refused: $msg"
+}
+
+case $scenario in
+admit-by-uid)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = 4242, $me"
+    start_mediator
+    run admitted 2G
+    grep -q "admitted pid .* to vGPU a" "$tmp/med.log" || fail "the mediator did not log the admission"
+    ;;
+
+admit-by-gid)
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "gids = $my_gid"
+    start_mediator
+    run admitted 1G
+    ;;
+
+refuse-others)
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 4242424" \
+           "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    start_mediator
+    VGPU_NAME=a expect_refused "vGPU a does not admit uid $me" "uid 4242424"
+    VGPU_NAME=nosuch expect_refused "VGPU_NAME=nosuch" "no such vGPU"
+    run admitted 1G # b, the one that admits us
+    [ "$(py "s['vgpus'][0]['refused_admissions'], s['mediator']['refused_admissions']")" = "1 2" ] ||
+        fail "refusals counted: $(smi_json)"
+    stop_mediator TERM
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 4242424"
+    start_mediator
+    expect_refused "no vGPU admits uid $me"
+    if [ "$me" = 0 ] && command -v setpriv >/dev/null; then
+        # Another user, with the socket open to everyone: the mediator itself says no.
+        config "[mediator]" "socket_mode = 0666" "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 0"
+        stop_mediator TERM
+        start_mediator
+        chmod 755 "$tmp"
+        setpriv --reuid=65534 --regid=65534 --clear-groups "$client" refused 2>"$tmp/err" >/dev/null ||
+            fail "as uid 65534: $(cat "$tmp/err")"
+        grep -q "no vGPU admits uid 65534" "$tmp/err" || fail "uid 65534 was not refused by uid: $(cat "$tmp/err")"
+    fi
+    ;;
+
+quota-from-config)
+    # The mediator decides: the environment's settings are ignored.
+    config "[vgpu.a]" "devices = 0" "memory = 3G" "uids = $me"
+    start_mediator
+    VGPU_MEMORY_LIMIT=16G VGPU_BAR0=$tmp/mine.bar0 run admitted 3G
+    [ -e "$tmp/mine.bar0" ] && fail "a mediated process created the VGPU_BAR0 file"
+    ;;
+
+reclaim-after-kill-9)
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 1G a
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used']")" = $((GiB + OVH)) ] || fail "use before: $(smi_json)"
+    run kill-time "$held" "$state/a.status" 0 0
+    [ "$(py "len(s['processes'])")" = 0 ] || fail "vgpu-smi still lists the killed process"
+    ;;
+
+restart-with-live-clients)
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 1G a 512M
+    stop_mediator KILL # a crash: the socket stays behind
+    "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && fail "vgpu-smi answered with no mediator"
+    start_mediator
+    # Usage is rebuilt from BAR0, not lost.
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used'], s['processes'][0]['pid']")" = "$((GiB + OVH)) $held" ] ||
+        fail "after the restart: $(smi_json)"
+    [ "$(py "s['mediator']['start']")" = 2 ] || fail "the start count did not move: $(smi_json)"
+    touch "$tmp/a.go" # the process allocates again, and reattaches on the way
+    wait_file "$tmp/a.ready.more"
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used'], s['processes'][0]['user']")" = \
+      "$((GiB + 512 * MiB + OVH)) $(id -un)" ] || fail "after reattaching: $(smi_json)"
+    grep -q "pid $held .*reattached to vGPU a, slot" "$tmp/med.log" || fail "no reattachment logged"
+    run kill-time "$held" "$state/a.status" 0 0 # its connection is back: reclaim at once
+    ;;
+
+config-errors)
+    expect_config_error 6 "unknown key memroy" <<EOF
+[vgpu.a]
+devices = 0
+memroy = 2G
+uids = 0
+EOF
+    expect_config_error 6 "memory = 2Q" "a size" <<EOF
+[vgpu.a]
+devices = 0
+memory = 2Q
+uids = 0
+EOF
+    expect_config_error 4 "unknown section [vgpus.a]" <<EOF
+[vgpus.a]
+devices = 0
+EOF
+    expect_config_error 6 "devices is set twice" "first at line 5" <<EOF
+[vgpu.a]
+devices = 0
+devices = 1
+uids = 0
+EOF
+    expect_config_error 5 "no GPU 7" <<EOF
+[vgpu.a]
+devices = 7
+uids = 0
+EOF
+    expect_config_error 4 "vGPU a admits nobody" <<EOF
+[vgpu.a]
+devices = 0
+memory = 1G
+EOF
+    RAW=1 expect_config_error 1 "outside any section" <<EOF
+devices = 0
+[vgpu.a]
+EOF
+    expect_config_error 10 "GPU 0" "oversubscribed" "a (10.00 GiB, 100%), b (10.00 GiB, 100%)" <<EOF
+[vgpu.a]
+devices = 0
+memory = 10G
+uids = 0
+[vgpu.b]
+devices = 0, 1
+memory = 10G
+uids = 0
+EOF
+    expect_config_error 12 "oversubscribed" "120% of its compute" <<EOF
+[vgpu.a]
+devices = 0
+memory = 4G
+compute = 60
+uids = 0
+[vgpu.b]
+devices = 0
+memory = 4G
+compute = 60
+uids = 0
+EOF
+    # The same, allowed.
+    printf '[mediator]\noversubscribe = yes\n[vgpu.a]\ndevices = 0\nmemory = 10G\nuids = 0\n[vgpu.b]\ndevices = 0\nmemory = 10G\nuids = 0\n' >"$conf"
+    env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
+        fail "oversubscribe = yes was refused: $(cat "$tmp/out")"
+    ;;
+
+reload-lowers-quota)
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 1G a
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 500); do grep -q "reloaded" "$tmp/med.log" && break; sleep 0.02; done
+    grep -q "vGPU a device 0: quota 1.00 GiB is below the 1.25 GiB its processes hold" "$tmp/med.log" ||
+        fail "the lowered quota was not reported"
+    run expect-quota-refusal 1M
+    kill -0 "$held" || fail "the process holding more than the new quota was stopped"
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_quota']")" = $GiB ] || fail "vgpu-smi: $(smi_json)"
+    # A broken config is refused and the running one stays.
+    echo "[vgpu.a" >>"$conf"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 500); do grep -q "reload refused" "$tmp/med.log" && break; sleep 0.02; done
+    grep -q "reload refused, the running configuration stays: $conf:8: a section header needs its closing" "$tmp/med.log" ||
+        fail "the broken reload was not refused with its line"
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 500); do [ "$(py "s['vgpus'][0]['devices'][0]['memory_quota']")" = $((4 * GiB)) ] && break; sleep 0.02; done
+    run admitted 4G
+    ;;
+
+vgpu-smi)
+    config "[vgpu.train]" "devices = 0" "memory = 8G" "compute = 50" "uids = $me" \
+           "[vgpu.infer]" "devices = 0, 1" "memory = 4G" "compute = 50" "uids = $me"
+    start_mediator
+    hold 1G a
+    VGPU_NAME=infer "$client" hold 512M "$tmp/b.ready" "$tmp/b.go" >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/b.ready"
+    b=$(cat "$tmp/b.ready")
+    "$smi" --socket "$tmp/sock" >"$tmp/table" || fail "vgpu-smi failed"
+    cat "$tmp/table"
+    grep -Eq "^train +0 +Fake GPU 0 .* 1280MiB / 8192MiB +50%" "$tmp/table" || fail "the table lacks train's row"
+    grep -Eq "^infer +0 .* 768MiB / 4096MiB" "$tmp/table" || fail "the table lacks infer's row"
+    grep -Eq "^train +$held +$(id -un) +mediator_client +0 +1280MiB" "$tmp/table" || fail "the table lacks process $held"
+    grep -Eq "^infer +$b .* 768MiB" "$tmp/table" || fail "the table lacks process $b"
+    [ "$(py "[(p['vgpu'], p['pid'], p['command'], p['memory'][0]) for p in s['processes']]")" = \
+      "[('train', $held, 'mediator_client', $((GiB + OVH))), ('infer', $b, 'mediator_client', $((512 * MiB + OVH)))]" ] ||
+        fail "vgpu-smi --json: $(smi_json)"
+    timeout 1.5 "$smi" --socket "$tmp/sock" --watch 0.2 >"$tmp/watch"
+    [ "$(grep -c "^train " "$tmp/watch")" -ge 3 ] || fail "--watch did not refresh: $(cat "$tmp/watch")"
+    ;;
+
+metrics)
+    port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "compute = 40" "uids = $me"
+    start_mediator --metrics "127.0.0.1:$port"
+    hold 1G a
+    VGPU_NAME=nosuch "$client" refused >/dev/null 2>&1
+    python3 - "$port" <<'EOF' || fail "the metrics page is wrong"
+import sys, urllib.request
+page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
+print(page)
+uuid = "GPU-fa4e0000-0000-0000-0000-000000000000"
+want = [
+    'vgpu_memory_quota_bytes{vgpu="a",device="0",uuid="%s"} 2147483648' % uuid,
+    'vgpu_memory_used_bytes{vgpu="a",device="0",uuid="%s"} %d' % (uuid, (1 << 30) + (256 << 20)),
+    'vgpu_compute_share_percent{vgpu="a",device="0",uuid="%s"} 40' % uuid,
+    'vgpu_processes{vgpu="a"} 1',
+    'vgpu_mediator_admission_refusals_total 1',
+    '# TYPE vgpu_memory_refusals_total counter',
+]
+missing = [w for w in want if w not in page.splitlines()]
+sys.exit("missing: %s" % missing if missing else 0)
+EOF
+    python3 -c "
+import urllib.request, urllib.error, sys
+try:
+    urllib.request.urlopen('http://127.0.0.1:$port/nothing', timeout=5); sys.exit('no 404')
+except urllib.error.HTTPError as e:
+    sys.exit(0 if e.code == 404 else 'status %d' % e.code)" || fail "an unknown path is not a 404"
+    ;;
+
+protocol-abuse)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    python3 - "$tmp/sock" <<'EOF' || fail "a malformed message was not met by closing that connection"
+import socket, struct, sys
+def conn():
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM); s.connect(sys.argv[1]); s.settimeout(5); return s
+def closed(s):
+    data = b""
+    while True:
+        chunk = s.recv(4096)
+        if not chunk:
+            return data
+        data += chunk
+frame = lambda t, payload, magic=0x4d504756, version=1: struct.pack("<IHHI", magic, version, t, len(payload)) + payload
+cases = {
+    "bad magic": b"GET / HTTP/1.0\r\n\r\n",
+    "bad version": frame(1, b"\0" * 40, version=9),
+    "oversized": struct.pack("<IHHI", 0x4d504756, 1, 1, 1 << 30),
+    "short HELLO": frame(1, b"\0" * 12),
+    "unterminated name": frame(1, struct.pack("<II", 0, 0xffffffff) + b"x" * 32),
+    "unknown type": frame(99, b""),
+}
+for name, data in cases.items():
+    s = conn(); s.sendall(data)
+    got = closed(s)  # the mediator must close it...
+    code = struct.unpack("<IHHII", got[:16])  # ...having said why, in a version 1 REFUSE
+    assert code == (0x4d504756, 1, 3, 496, 3), (name, got[:32])
+    print(name, "-> REFUSE:", got[16:120].split(b"\0")[0].decode(), "; closed")
+s = conn(); s.sendall(frame(4, b""))  # ENTER before HELLO: refused, then closed
+got = closed(s)
+assert struct.unpack("<I", got[12:16])[0] == 3, got[:40]
+print("ENTER before HELLO -> REFUSE", got[16:80].split(b"\0")[0])
+EOF
+    kill -0 "$medpid" || fail "the mediator died"
+    run admitted 2G
+    ;;
+
+guest-window)
+    # A VM's vGPU: the mediator writes NAME.bar0 for ivshmem; in the guest, vgpu
+    # finds it as PCI device 1af4:1110's BAR (here a fake sysfs tree).
+    config "[vgpu.vm]" "devices = 1" "memory = 2G" "guest = yes"
+    start_mediator
+    [ "$(stat -c %s "$state/vm.bar0")" = 262144 ] || fail "vm.bar0 is not a 256 KiB window"
+    sys=$tmp/sys/bus/pci/devices
+    mkdir -p "$sys/0000:00:03.0" "$sys/0000:00:05.0"
+    echo 0x8086 >"$sys/0000:00:03.0/vendor"; echo 0x100e >"$sys/0000:00:03.0/device"
+    echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
+    ln -s "$state/vm.bar0" "$sys/0000:00:05.0/resource2"
+    export VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=$tmp/no-mediator-in-the-guest.sock
+    run admitted 2G
+    hold 1G g
+    export VGPU_MEDIATOR_SOCKET=$tmp/sock
+    [ "$(py "s['vgpus'][0]['guest'], s['vgpus'][0]['devices'][0]['memory_used'], s['processes'][0]['pid']")" = \
+      "True $((GiB + OVH)) $held" ] || fail "vgpu-smi on the host: $(smi_json)"
+    export VGPU_MEDIATOR_SOCKET=$tmp/no-mediator-in-the-guest.sock
+    kill -9 "$held"
+    wait "$held" 2>/dev/null
+    run admitted 2G # the guest's next process returns the dead one's memory
+    VGPU_PCI_ID=1af4:9999 run admitted 16G # no such device: no vGPU, the whole (fake) GPU
+    ;;
+
+fork-child-has-its-own-slot)
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    "$client" hold-fork 512M "$tmp/f.ready" >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/f.ready"
+    read -r parent child <"$tmp/f.ready"
+    pids="$pids $child"
+    [ "$(py "sorted((p['pid'], p['memory'][0]) for p in s['processes'])")" = \
+      "[($parent, $((512 * MiB + OVH))), ($child, $((512 * MiB)))]" ] || fail "two slots expected: $(smi_json)"
+    # The child inherited the parent's connection, and closed it: the parent's end is seen at once.
+    run kill-time "$parent" "$state/a.status" 0 $((512 * MiB))
+    ;;
+
+*)
+    echo "mediator.sh: unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+echo "ok - $scenario"

@@ -1,0 +1,203 @@
+/*
+ * A process under vgpu-mediatord, end to end: `mediator_client SCENARIO
+ * [ARGS]`.  Loads the driver as applications do, with vgpu preloaded over
+ * the fake driver, and asserts what a user observes.  test/mediator.sh
+ * starts the mediator with each scenario's config and drives the processes.
+ *
+ *   admitted QUOTA            the vGPU's quota is what CUDA and NVML show;
+ *                             past it OUT_OF_MEMORY, within it success
+ *   refused                   cuInit NO_DEVICE, NVML 0 devices
+ *   hold BYTES READY GO [MORE]  allocate BYTES, write READY (our pid), wait
+ *                             for GO; exit, or allocate MORE (must succeed),
+ *                             write READY.more and wait to be killed
+ *   hold-fork BYTES READY     allocate BYTES, fork a child that allocates
+ *                             BYTES too and waits forever; write READY
+ *                             ("PARENT CHILD"), wait forever
+ *   kill-time PID STATUS DEV BYTES  kill -9 PID, then time until the vGPU's
+ *                             use on DEV (read raw from the mediator's
+ *                             NAME.status file) is BYTES: at most 100 ms
+ *   expect-quota-refusal BYTES  a new context, or else allocating BYTES,
+ *                             is refused
+ */
+#define _GNU_SOURCE
+#include "test/client_util.h"
+#include "vgpu_backend/bar0.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/wait.h>
+
+static void start(void)
+{
+    CU(F(cuInit)(0));
+    CUdevice dev = -1;
+    CUcontext ctx = NULL;
+    CU(F(cuDeviceGet)(&dev, 0));
+    CU(F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+    CU(F(cuCtxSetCurrent)(ctx));
+}
+
+static void scenario_admitted(const char *quota_text)
+{
+    uint64_t quota = parse_size(quota_text);
+    start();
+    size_t total = 0, free_bytes = 0;
+    CU(F(cuDeviceTotalMem_v2)(&total, 0));
+    CHECK(total == quota, "cuDeviceTotalMem_v2 %zu, want the vGPU's quota %llu", total, (unsigned long long)quota);
+    CU(F(cuMemGetInfo_v2)(&free_bytes, &total));
+    CHECK(total == quota && free_bytes < quota, "cuMemGetInfo_v2 free %zu total %zu, want total %llu", free_bytes,
+          total, (unsigned long long)quota);
+    NV(N(nvmlInit_v2)());
+    nvmlDevice_t h;
+    nvmlMemory_t mem;
+    NV(N(nvmlDeviceGetHandleByIndex_v2)(0, &h));
+    NV(N(nvmlDeviceGetMemoryInfo)(h, &mem));
+    CHECK(mem.total == quota, "NVML total %llu, want %llu", mem.total, (unsigned long long)quota);
+    CUdeviceptr p = 0;
+    CUresult r = F(cuMemAlloc_v2)(&p, free_bytes + MiB);
+    CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "an allocation past the quota returned %d", (int)r);
+    CU(F(cuMemAlloc_v2)(&p, free_bytes / 2));
+    CU(F(cuMemFree_v2)(p));
+}
+
+static void scenario_refused(void)
+{
+    CUresult r = F(cuInit)(0);
+    CHECK(r == CUDA_ERROR_NO_DEVICE, "cuInit returned %d, want CUDA_ERROR_NO_DEVICE", (int)r);
+    unsigned n = 99;
+    NV(N(nvmlInit_v2)());
+    NV(N(nvmlDeviceGetCount_v2)(&n));
+    CHECK(n == 0, "NVML shows %u devices, want 0", n);
+}
+
+static void signal_pid(const char *path, const char *extra)
+{
+    char text[64];
+    snprintf(text, sizeof(text), "%d%s\n", (int)getpid(), extra);
+    signal_file(path, text);
+}
+
+static void scenario_hold(int argc, char **argv)
+{
+    start();
+    CUdeviceptr p = 0, q = 0;
+    CU(F(cuMemAlloc_v2)(&p, parse_size(argv[2])));
+    signal_pid(argv[3], "");
+    CHECK(wait_file(argv[4], 120) == 0, "no %s within 120 s", argv[4]);
+    if (argc > 5) {
+        char more[PATH_MAX];
+        CU(F(cuMemAlloc_v2)(&q, parse_size(argv[5])));
+        snprintf(more, sizeof(more), "%s.more", argv[3]);
+        signal_pid(more, "");
+        pause(); /* until killed */
+    }
+}
+
+static void scenario_hold_fork(int argc, char **argv)
+{
+    (void)argc;
+    start();
+    CUdeviceptr p = 0;
+    uint64_t bytes = parse_size(argv[2]);
+    CU(F(cuMemAlloc_v2)(&p, bytes));
+    int pipefd[2];
+    CHECK(pipe(pipefd) == 0, "pipe");
+    pid_t child = fork();
+    if (child == 0) {
+        /* The child counts on its own slot, its own connection. */
+        CUdeviceptr c = 0;
+        CU(F(cuMemAlloc_v2)(&c, bytes));
+        char ok = atomic_load(&failures) ? 'n' : 'y';
+        CHECK(write(pipefd[1], &ok, 1) == 1, "write");
+        pause();
+        _exit(0);
+    }
+    char ok = 'n';
+    CHECK(read(pipefd[0], &ok, 1) == 1 && ok == 'y', "the child could not allocate");
+    char extra[32];
+    snprintf(extra, sizeof(extra), " %d", (int)child);
+    signal_pid(argv[3], extra);
+    pause();
+}
+
+static void scenario_kill_time(char **argv)
+{
+    pid_t pid = atoi(argv[2]);
+    int dev = atoi(argv[4]);
+    uint64_t want = strtoull(argv[5], NULL, 10);
+    int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
+    CHECK(fd >= 0, "cannot open %s", argv[3]);
+    if (fd < 0)
+        return;
+    /* The status file is the window from 0x1000: status first. */
+    const struct vgpu_bar0_status *st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    CHECK(st != MAP_FAILED, "cannot map %s", argv[3]);
+    if (st == MAP_FAILED)
+        return;
+    uint64_t before = atomic_load(&st->device[dev].memory_used);
+    double t0 = now_s(), seen = -1;
+    CHECK(kill(pid, SIGKILL) == 0, "kill %d", (int)pid);
+    while (now_s() - t0 < 5) {
+        if (atomic_load(&st->device[dev].memory_used) == want) {
+            seen = now_s() - t0;
+            break;
+        }
+        usleep(200);
+    }
+    printf("use %llu -> %llu after %.1f ms\n", (unsigned long long)before,
+           (unsigned long long)atomic_load(&st->device[dev].memory_used), seen * 1e3);
+    CHECK(seen >= 0 && seen <= 0.100, "the killed process's memory came back after %.1f ms (want <= 100 ms; use is "
+          "%llu, want %llu)", seen * 1e3, (unsigned long long)atomic_load(&st->device[dev].memory_used),
+          (unsigned long long)want);
+}
+
+/* On a vGPU that has no room: refused at the context (its overhead is
+ * memory too) or, with room for a context, at the allocation. */
+static void scenario_expect_refusal(const char *bytes)
+{
+    CU(F(cuInit)(0));
+    CUdevice dev = -1;
+    CUcontext ctx = NULL;
+    CU(F(cuDeviceGet)(&dev, 0));
+    CUresult r = F(cuDevicePrimaryCtxRetain)(&ctx, dev);
+    if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+        printf("the context was refused\n");
+        return;
+    }
+    CU(r);
+    CU(F(cuCtxSetCurrent)(ctx));
+    CUdeviceptr p = 0;
+    r = F(cuMemAlloc_v2)(&p, parse_size(bytes));
+    CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "allocating %s returned %d, want CUDA_ERROR_OUT_OF_MEMORY", bytes, (int)r);
+}
+
+int main(int argc, char **argv)
+{
+    const char *s = argc > 1 ? argv[1] : "";
+    if (strcmp(s, "admitted") == 0 && argc == 3)
+        scenario_admitted(argv[2]);
+    else if (strcmp(s, "refused") == 0)
+        scenario_refused();
+    else if (strcmp(s, "hold") == 0 && (argc == 5 || argc == 6))
+        scenario_hold(argc, argv);
+    else if (strcmp(s, "hold-fork") == 0 && argc == 4)
+        scenario_hold_fork(argc, argv);
+    else if (strcmp(s, "kill-time") == 0 && argc == 6)
+        scenario_kill_time(argv);
+    else if (strcmp(s, "expect-quota-refusal") == 0 && argc == 3)
+        scenario_expect_refusal(argv[2]);
+    else {
+        fprintf(stderr, "usage: mediator_client admitted QUOTA | refused | hold BYTES READY GO [MORE] | hold-fork "
+                        "BYTES READY | kill-time PID STATUS DEV BYTES | expect-quota-refusal BYTES\n");
+        return 2;
+    }
+    if (atomic_load(&failures)) {
+        fprintf(stderr, "mediator_client %s (pid %d): %d check(s) failed\n", s, (int)getpid(),
+                atomic_load(&failures));
+        return 1;
+    }
+    printf("ok - %s\n", s);
+    return 0;
+}
