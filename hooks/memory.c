@@ -223,9 +223,11 @@ VGPU_EXPORT CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
 VGPU_EXPORT CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CUmemAllocationProp *prop,
                      unsigned long long flags)
 {
-    struct vgpu_mem_claim c = { 0 };
+    struct vgpu_mem_claim c = { .vdev = -1 };
+    /* Memory on a device is counted on that device; host memory (a host or
+     * NUMA location) is not device memory and is not counted. */
     int dev = prop && prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE ? prop->location.id : -1;
-    CUresult r = claim(&c, VGPU_MEM_PHYSICAL, dev, size);
+    CUresult r = dev < 0 ? CUDA_SUCCESS : claim(&c, VGPU_MEM_PHYSICAL, dev, size);
     if (r == CUDA_SUCCESS) {
         r = VGPU_REAL_CUDA(cuMemCreate)(handle, size, prop, flags);
         vgpu_backend_mem_settle(&c, r, r == CUDA_SUCCESS ? (uintptr_t)*handle : 0);

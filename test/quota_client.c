@@ -660,6 +660,13 @@ static void scenario_mem_create(void)
         CU(F(cuMemCreate)(&g, left, &prop, 0));
         expect_used(L, "the quota filled with cuMemCreate");
         expect_refused(F(cuMemCreate)(&extra, gran, &prop, 0), gran, "cuMemCreate on a full quota");
+        /* Host memory is not the vGPU's: not refused on a full quota, not counted. */
+        CUmemAllocationProp host = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                     .location = { .type = CU_MEM_LOCATION_TYPE_HOST, .id = 0 } };
+        CU(F(cuMemCreate)(&extra, S, &host, 0));
+        expect_used(L, "a host-memory cuMemCreate on a full quota");
+        CU(F(cuMemRelease)(extra));
+        expect_used(L, "after releasing the host memory");
         CU(F(cuMemRelease)(g));
     }
     CU(F(cuMemRelease)(h));

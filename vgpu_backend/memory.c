@@ -19,13 +19,6 @@ static uint64_t round_up(uint64_t v, uint64_t a)
     return (v + a - 1) / a * a;
 }
 
-int vgpu_quota_device(CUdevice dev)
-{
-    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
-        return -1;
-    return vgpu_cuda_vgpu_index(dev);
-}
-
 bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const char *what)
 {
     vgpu_self_check(self);
@@ -64,6 +57,13 @@ static enum vgpu_alloc_class class_of(enum vgpu_mem_kind k)
 }
 
 
+int vgpu_quota_device(CUdevice dev)
+{
+    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+        return -1;
+    return vgpu_cuda_vgpu_index(dev);
+}
+
 CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
 {
     c->vdev = -1;
@@ -72,8 +72,12 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
     struct vgpu_self *self = vgpu_self_on();
     if (!self)
         return CUDA_SUCCESS;
+    /* A device given (cuMemCreate's) needs no context; else the current
+     * context's device, and the context: the allocation goes with it. */
     CUdevice dev = c->device;
-    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+    CUcontext ctx = NULL;
+    if (dev < 0 && (VGPU_REAL_CUDA(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx ||
+                    VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS))
         return CUDA_SUCCESS; /* no context: the driver will say so */
     int vdev = vgpu_cuda_vgpu_index(dev);
     if (vdev < 0)
@@ -84,8 +88,7 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
         bytes = vgpu_pool_growth(c->pool, dev, bytes);
     if (!vgpu_quota_take(self, vdev, bytes, kind_name(c->kind)))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (c->kind != VGPU_MEM_PHYSICAL)
-        VGPU_REAL_CUDA(cuCtxGetCurrent)(&c->ctx);
+    c->ctx = ctx;
     c->vdev = vdev;
     c->taken = bytes;
     return CUDA_SUCCESS;

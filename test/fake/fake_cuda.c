@@ -1587,22 +1587,25 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 {
     ENTER();
     (void)flags;
+    /* Device memory is charged to its device; host memory (a host location)
+     * to no device. */
+    int host = prop && prop->location.type == CU_MEM_LOCATION_TYPE_HOST;
     if (!handle || !prop || size == 0 || size % GRANULARITY != 0 ||
-        prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        (prop->location.type != CU_MEM_LOCATION_TYPE_DEVICE && !host))
         return CUDA_ERROR_INVALID_VALUE;
-    if (!valid_device(prop->location.id))
+    if (!host && !valid_device(prop->location.id))
         return CUDA_ERROR_INVALID_DEVICE;
     struct vmm_handle *v = calloc(1, sizeof *v);
     if (!v)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (charge(prop->location.id, size) != 0) {
+    if (!host && charge(prop->location.id, size) != 0) {
         free(v);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
     v->magic = VMM_MAGIC;
     v->alive = 1;
     v->size = size;
-    v->dev = prop->location.id;
+    v->dev = host ? -1 : prop->location.id;
     v->prop = *prop;
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
     return CUDA_SUCCESS;
@@ -1614,7 +1617,8 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
     struct vmm_handle *v = vmm_get(handle);
     if (!v || !__atomic_exchange_n(&v->alive, 0, __ATOMIC_ACQ_REL))
         return CUDA_ERROR_INVALID_VALUE;
-    uncharge(v->dev, v->size); /* the handle object is kept: stale use is detected */
+    if (v->dev >= 0)
+        uncharge(v->dev, v->size); /* the handle object is kept: stale use is detected */
     return CUDA_SUCCESS;
 }
 
