@@ -112,6 +112,15 @@ elif client == "cudapy":
     err, ptr = cu.cuMemAlloc(free // 2)
     check("cuda-python cuMemAlloc within quota", err == cu.CUresult.CUDA_SUCCESS, str(err))
 
+elif client == "fill":
+    # For the mediator's check: what the vGPU shows, then take 256 MiB chunks
+    # until its quota refuses; report, and hold them until told to go.
+    import torch
+    free, total = torch.cuda.mem_get_info()
+    held, err = fill_with(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), 256 << 20)
+    print("total %d held %d MiB %s" % (total, len(held) * 256, type(err).__name__), flush=True)
+    sys.stdin.readline()
+
 elif client == "hold":
     # For the shared-BAR0 check: take GiB chunks until refused, report, wait.
     import torch

@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# The gpu suite's mediator check: vgpu-mediatord serves two vGPUs on GPU 0
+# (8 GiB and 4 GiB); a PyTorch process in each sees its own quota and fills
+# it up to its OutOfMemoryError; vgpu-smi shows both; the driver's own
+# per-process figures stay under each quota; killing one frees its memory
+# in vgpu-smi at once.  Prints "ok ..." or "FAIL ..." lines.
+# Usage: mediator.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
+set -uo pipefail
+build=$(realpath "$1"); out=${2:-$(mktemp -d)}
+here=$(dirname "$(realpath "$0")")
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: no NVIDIA GPU"; exit 77
+fi
+mkdir -p "$out"
+sock=$out/mediator.sock
+cat >"$out/mediatord.conf" <<CONF
+[mediator]
+socket = $sock
+state_dir = $out/state
+[vgpu.big]
+devices = 0
+memory = 8G
+compute = 50
+uids = $(id -u)
+[vgpu.small]
+devices = 0
+memory = 4G
+compute = 50
+uids = $(id -u)
+CONF
+VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
+med=$!
+trap 'kill -9 $med ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
+for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
+coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log python3 "$here/quota_clients.py" fill 0 2>&1; }
+A_PID=$A_PID
+read -r a_line <&"${A[0]}"
+coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log python3 "$here/quota_clients.py" fill 0 2>&1; }
+B_PID=$B_PID
+read -r b_line <&"${B[0]}"
+unset LD_PRELOAD
+"$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
+"$build/tools/vgpu-smi" --socket "$sock" --json >"$out/vgpu-smi.json"
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$out/nvidia-smi.csv"
+python3 - "$out" "$a_line" "$b_line" <<'PY'
+import json, sys
+out, a_line, b_line = sys.argv[1:4]
+s = json.load(open(out + "/vgpu-smi.json"))
+driver = {int(p): int(m) for p, m in (l.split(",") for l in open(out + "/nvidia-smi.csv") if l.strip())}
+GiB = 1 << 30
+def check(name, cond, detail):
+    print(("ok " if cond else "FAIL ") + name + ": " + detail)
+for line, name, quota in ((a_line, "big", 8 * GiB), (b_line, "small", 4 * GiB)):
+    total = int(line.split()[1])
+    check("vGPU %s: PyTorch sees its quota" % name, total == quota, line)
+    check("vGPU %s: filling it ends in OutOfMemoryError" % name, line.endswith("OutOfMemoryError"), line)
+    v = next(v for v in s["vgpus"] if v["name"] == name)
+    used = v["devices"][0]["memory_used"]
+    procs = [p for p in s["processes"] if p["vgpu"] == name]
+    check("vgpu-smi shows vGPU %s" % name, len(procs) == 1 and 0 < used <= quota,
+          "%d MiB of %d MiB, process %s" % (used >> 20, quota >> 20, [(p["pid"], p["command"]) for p in procs]))
+    pid = procs[0]["pid"] if procs else -1
+    real = driver.get(pid)
+    check("vGPU %s: the driver counts its process under the quota" % name, real is not None and real * (1 << 20) <= quota,
+          "nvidia-smi: %s MiB for pid %d (vgpu counts %d MiB)" % (real, pid, used >> 20))
+PY
+# Killing the 8 GiB vGPU's process frees its memory at once.
+a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])")
+t0=$(date +%s%N)
+kill -9 "$a_pid"
+for _ in $(seq 1 1000); do
+    used=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes']))")
+    [ "$used" = "0 1" ] && break
+done
+ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+if [ "$used" = "0 1" ]; then echo "ok killing vGPU big's process freed its memory in vgpu-smi after ${ms} ms (one vgpu-smi run per look)"
+else echo "FAIL vGPU big still shows '$used' after ${ms} ms"; fi
+"$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi-after.txt"
+echo >&"${B[1]}"
+wait "$B_PID" 2>/dev/null
+grep -h "admitted\|ended" "$out/mediatord.log"
