@@ -846,6 +846,44 @@ static int range_ok(CUdeviceptr p, size_t n)
     return ok;
 }
 
+/*
+ * Freed device mappings of up to 64 MiB, kept for an allocation of the same
+ * size: a real driver hands freed addresses out again, and an alloc+free
+ * benchmark then measures the driver's bookkeeping, not mmap.  Guarded by
+ * g_lock.
+ */
+#define SPARE_MAPPINGS 32
+#define SPARE_MAX_BYTES (64u << 20)
+static struct {
+    void *p;
+    size_t size;
+} g_spare[SPARE_MAPPINGS];
+static int g_nspare;
+
+static void *spare_take(size_t size, int low32)
+{
+    void *p = NULL;
+    LOCK();
+    for (int i = 0; i < g_nspare && !p; i++)
+        if (g_spare[i].size == size && (!low32 || (uintptr_t)g_spare[i].p + size <= 0xffffffffu)) {
+            p = g_spare[i].p;
+            g_spare[i] = g_spare[--g_nspare];
+        }
+    UNLOCK();
+    return p;
+}
+
+static void unmap_or_keep(void *p, size_t size)
+{
+    LOCK();
+    int kept = size <= SPARE_MAX_BYTES && g_nspare < SPARE_MAPPINGS;
+    if (kept)
+        g_spare[g_nspare++] = (__typeof__(g_spare[0])){ p, size };
+    UNLOCK();
+    if (!kept)
+        munmap(p, size);
+}
+
 static CUresult device_alloc(CUdeviceptr *dptr, size_t size, int dev, int low32)
 {
     if (!dptr || size == 0)
@@ -854,7 +892,9 @@ static CUresult device_alloc(CUdeviceptr *dptr, size_t size, int dev, int low32)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (charge(dev, size) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    void *p = map_bytes(size, PROT_READ | PROT_WRITE, low32);
+    void *p = spare_take(size, low32);
+    if (!p)
+        p = map_bytes(size, PROT_READ | PROT_WRITE, low32);
     if (!p || !track(p, size, dev, A_DEVICE, NULL, NULL)) {
         if (p)
             munmap(p, size);
@@ -939,11 +979,13 @@ static CUresult mem_free(CUdeviceptr ptr)
     UNLOCK();
     if (!a)
         return CUDA_ERROR_INVALID_VALUE;
-    munmap((void *)a->base, a->size);
-    if (a->kind == A_POOL)
+    if (a->kind == A_POOL) {
+        munmap((void *)a->base, a->size);
         pool_return_block(a);
-    else
+    } else {
+        unmap_or_keep((void *)a->base, a->size);
         uncharge(a->dev, a->size);
+    }
     free(a);
     return CUDA_SUCCESS;
 }
