@@ -1,22 +1,39 @@
 /* This process's allocation records; see alloc_table.h. */
 #include "vgpu_backend/alloc_table.h"
 
-#include <pthread.h>
+#include <sched.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SHARDS 64 /* a power of two */
 
 struct shard {
-    pthread_mutex_t lock;
+    _Atomic int lock;         /* a spinlock: held for a probe, rarely for a grow */
     struct vgpu_alloc *slots; /* capacity a power of two, at most 3/4 full */
     size_t cap, n;
 } __attribute__((aligned(64)));
 
 /* Owned by this file; each shard guarded by its own lock. */
-static struct shard shards[SHARDS] = {
-    [0 ... SHARDS - 1] = { .lock = PTHREAD_MUTEX_INITIALIZER },
-};
+static struct shard shards[SHARDS];
+
+/* A spinlock, not a mutex: its release is a plain store, one atomic fewer
+ * on every allocation and free; the shards keep contention rare, and a
+ * waiter yields rather than spin on a preempted holder. */
+static void lock(struct shard *s)
+{
+    while (atomic_exchange_explicit(&s->lock, 1, memory_order_acquire))
+        for (int spins = 0; atomic_load_explicit(&s->lock, memory_order_relaxed); spins++)
+            if (spins < 64)
+                __builtin_ia32_pause();
+            else
+                sched_yield();
+}
+
+static void unlock(struct shard *s)
+{
+    atomic_store_explicit(&s->lock, 0, memory_order_release);
+}
 
 static uint64_t hash(enum vgpu_alloc_class cls, uintptr_t handle)
 {
@@ -74,7 +91,7 @@ int vgpu_alloc_put(const struct vgpu_alloc *a, struct vgpu_alloc *displaced)
     uint64_t h = hash((enum vgpu_alloc_class)a->cls, a->handle);
     struct shard *s = shard_of(h);
     int rc = 0;
-    pthread_mutex_lock(&s->lock);
+    lock(s);
     if ((s->n + 1) * 4 > s->cap * 3 && !grow(s)) {
         rc = -1;
     } else {
@@ -88,7 +105,7 @@ int vgpu_alloc_put(const struct vgpu_alloc *a, struct vgpu_alloc *displaced)
         s->slots[i] = *a;
         s->slots[i].used = 1;
     }
-    pthread_mutex_unlock(&s->lock);
+    unlock(s);
     return rc;
 }
 
@@ -97,7 +114,7 @@ bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_al
     uint64_t h = hash(cls, handle);
     struct shard *s = shard_of(h);
     bool found = false;
-    pthread_mutex_lock(&s->lock);
+    lock(s);
     if (s->cap) {
         size_t i = find(s, cls, handle, h);
         if (s->slots[i].used) {
@@ -106,7 +123,7 @@ bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_al
             found = true;
         }
     }
-    pthread_mutex_unlock(&s->lock);
+    unlock(s);
     return found;
 }
 
@@ -114,7 +131,7 @@ void vgpu_alloc_drop_context(void *ctx, void (*fn)(const struct vgpu_alloc *, vo
 {
     for (int k = 0; k < SHARDS; k++) {
         struct shard *s = &shards[k];
-        pthread_mutex_lock(&s->lock);
+        lock(s);
         for (size_t i = 0; i < s->cap;) {
             if (s->slots[i].used && s->slots[i].ctx == ctx) {
                 struct vgpu_alloc a = s->slots[i];
@@ -124,16 +141,6 @@ void vgpu_alloc_drop_context(void *ctx, void (*fn)(const struct vgpu_alloc *, vo
                 i++;
             }
         }
-        pthread_mutex_unlock(&s->lock);
-    }
-}
-
-void vgpu_alloc_forget_all(void)
-{
-    for (int k = 0; k < SHARDS; k++) {
-        pthread_mutex_init(&shards[k].lock, NULL);
-        if (shards[k].cap)
-            memset(shards[k].slots, 0, shards[k].cap * sizeof(*shards[k].slots));
-        shards[k].n = 0;
+        unlock(s);
     }
 }

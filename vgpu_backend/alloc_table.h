@@ -35,5 +35,3 @@ int vgpu_alloc_put(const struct vgpu_alloc *a, struct vgpu_alloc *displaced);
 bool vgpu_alloc_take(enum vgpu_alloc_class cls, uintptr_t handle, struct vgpu_alloc *out);
 /* Removes every record of ctx, calling fn on each. */
 void vgpu_alloc_drop_context(void *ctx, void (*fn)(const struct vgpu_alloc *, void *), void *arg);
-/* Forgets everything without calling anything (a fork child's inherited table). */
-void vgpu_alloc_forget_all(void);

@@ -19,6 +19,7 @@
 #include "vgpu_cuda_slots.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <unistd.h>
 
 #define MAX_CUDA_DEVICES 64
@@ -29,7 +30,10 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int live[VGPU_MAX_DEVICES];         /* contexts per vGPU device (a retained primary counts once) */
 static uint64_t charged[VGPU_MAX_DEVICES]; /* overhead bytes taken per vGPU device */
 static int primary_refs[MAX_CUDA_DEVICES];
-static CUcontext primary_ctx[MAX_CUDA_DEVICES];
+/* Also read without the lock (vgpu_primary_device): stored atomically, and
+ * cleared when the primary context is released to zero or reset. */
+static CUcontext _Atomic primary_ctx[MAX_CUDA_DEVICES];
+static _Atomic int primary_span; /* 1 + the highest device with a primary context */
 static struct {
     CUcontext ctx;
     int vdev;
@@ -119,7 +123,9 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
     bool is_new = true;
     if (primary && dev < MAX_CUDA_DEVICES) {
         is_new = primary_refs[dev]++ == 0;
-        primary_ctx[dev] = ctx;
+        atomic_store(&primary_ctx[dev], ctx);
+        if (atomic_load(&primary_span) <= dev)
+            atomic_store(&primary_span, dev + 1);
     } else if (ncontexts < MAX_CONTEXTS) {
         contexts[ncontexts].ctx = ctx;
         contexts[ncontexts++].vdev = vdev;
@@ -132,6 +138,15 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
         vgpu_bar0_give(&self->bar0, vdev, overhead); /* another thread's context came first */
     }
     pthread_mutex_unlock(&lock);
+}
+
+int vgpu_primary_device(CUcontext ctx)
+{
+    int span = atomic_load_explicit(&primary_span, memory_order_acquire);
+    for (int d = 0; d < span; d++)
+        if (atomic_load_explicit(&primary_ctx[d], memory_order_relaxed) == ctx)
+            return d;
+    return -1;
 }
 
 static void give_back(const struct vgpu_alloc *a, void *arg)
@@ -174,7 +189,7 @@ void vgpu_backend_primary_released(CUdevice dev, bool reset)
     pthread_mutex_lock(&lock);
     if (primary_refs[dev] > 0 && (reset || --primary_refs[dev] == 0)) {
         primary_refs[dev] = 0;
-        gone(self, vdev, primary_ctx[dev]);
+        gone(self, vdev, atomic_exchange(&primary_ctx[dev], NULL));
     }
     pthread_mutex_unlock(&lock);
 }

@@ -57,11 +57,13 @@ static enum vgpu_alloc_class class_of(enum vgpu_mem_kind k)
 }
 
 
-int vgpu_quota_device(CUdevice dev)
+int vgpu_current_device(CUcontext *ctx, CUdevice *dev)
 {
-    if (dev < 0 && VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS)
+    if (VGPU_REAL_CUDA(cuCtxGetCurrent)(ctx) != CUDA_SUCCESS || !*ctx)
         return -1;
-    return vgpu_cuda_vgpu_index(dev);
+    /* A primary context's device is known without asking the driver. */
+    *dev = vgpu_primary_device(*ctx);
+    return *dev >= 0 || VGPU_REAL_CUDA(cuCtxGetDevice)(dev) == CUDA_SUCCESS ? 0 : -1;
 }
 
 CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
@@ -76,8 +78,7 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
      * context's device, and the context: the allocation goes with it. */
     CUdevice dev = c->device;
     CUcontext ctx = NULL;
-    if (dev < 0 && (VGPU_REAL_CUDA(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx ||
-                    VGPU_REAL_CUDA(cuCtxGetDevice)(&dev) != CUDA_SUCCESS))
+    if (dev < 0 && vgpu_current_device(&ctx, &dev) != 0)
         return CUDA_SUCCESS; /* no context: the driver will say so */
     int vdev = vgpu_cuda_vgpu_index(dev);
     if (vdev < 0)

@@ -11,8 +11,12 @@
 
 #include "vgpu_backend/self.h"
 
-/* The vGPU device of a CUDA device (-1: the current context's); -1 if none. */
-int vgpu_quota_device(CUdevice dev);
+/* The current context and its device: 0, or -1 when there is none. */
+int vgpu_current_device(CUcontext *ctx, CUdevice *dev);
+
+/* The device whose primary context ctx is, or -1 (contexts.c): lock-free,
+ * so the allocation path need not ask the driver. */
+int vgpu_primary_device(CUcontext ctx);
 
 /* Takes bytes on vGPU device vdev; false (and logged) past the quota. */
 bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const char *what);
