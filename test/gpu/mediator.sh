@@ -65,17 +65,17 @@ for line, name, quota in ((a_line, "big", 8 * GiB), (b_line, "small", 4 * GiB)):
     check("vGPU %s: the driver counts its process under the quota" % name, real is not None and real * (1 << 20) <= quota,
           "nvidia-smi: %s MiB for pid %d (vgpu counts %d MiB)" % (real, pid, used >> 20))
 PY
-# Killing the 8 GiB vGPU's process frees its memory at once.
+# Killing the 8 GiB vGPU's process frees its memory at once: timed on the
+# vGPU's BAR0 status, which vgpu-smi reads through the mediator.
 a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])")
-t0=$(date +%s%N)
-kill -9 "$a_pid"
-for _ in $(seq 1 1000); do
-    used=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes']))")
-    [ "$used" = "0 1" ] && break
-done
-ms=$(( ($(date +%s%N) - t0) / 1000000 ))
-if [ "$used" = "0 1" ]; then echo "ok killing vGPU big's process freed its memory in vgpu-smi after ${ms} ms (one vgpu-smi run per look)"
-else echo "FAIL vGPU big still shows '$used' after ${ms} ms"; fi
+if timing=$("$build/test/mediator_client" kill-time "$a_pid" "$out/state/big.status" 0 0 2>&1); then
+    echo "ok killing vGPU big's process returned its memory: $(echo "$timing" | head -1)"
+else
+    echo "FAIL killing vGPU big's process: $timing"
+fi
+used=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes']))")
+if [ "$used" = "0 1" ]; then echo "ok vgpu-smi then shows vGPU big empty and one process left"
+else echo "FAIL vgpu-smi shows '$used' (vGPU big's use, processes) after the kill"; fi
 "$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi-after.txt"
 echo >&"${B[1]}"
 wait "$B_PID" 2>/dev/null

@@ -117,7 +117,7 @@ elif client == "fill":
     # until its quota refuses; report, and hold them until told to go.
     import torch
     free, total = torch.cuda.mem_get_info()
-    held, err = fill_with(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), 256 << 20)
+    held, err = fill_with(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), 256 << 20, 2 * total)
     print("total %d held %d MiB %s" % (total, len(held) * 256, type(err).__name__), flush=True)
     sys.stdin.readline()
 
