@@ -18,53 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "vgpu/nvml_abi.h"
-
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                         \
-            fprintf(stderr, "\n");                                \
-            failures++;                                           \
-        }                                                         \
-    } while (0)
-
-#define CU(call) CHECK((call) == CUDA_SUCCESS, "%s", #call)
-
-static void *cuda_handle;
-
-static void *cuda_sym(const char *name)
-{
-    if (!cuda_handle)
-        cuda_handle = dlopen("libcuda.so.1", RTLD_NOW);
-    if (!cuda_handle) {
-        fprintf(stderr, "FAIL dlopen libcuda.so.1: %s\n", dlerror());
-        exit(1);
-    }
-    void *p = dlsym(cuda_handle, name);
-    if (!p) {
-        fprintf(stderr, "FAIL dlsym %s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-/* Typed driver entry point as the application sees it. */
-#define F(name) ((__typeof__(&name))cuda_sym(#name))
-
-/* Which library a function lives in, by its file's real name. */
-static int in_library(const void *fn, const char *prefix)
-{
-    Dl_info di;
-    char real[PATH_MAX];
-    if (!dladdr(fn, &di) || !realpath(di.dli_fname, real))
-        return 0;
-    const char *base = strrchr(real, '/');
-    return strncmp(base ? base + 1 : real, prefix, strlen(prefix)) == 0;
-}
+#include "test/client_util.h"
 
 /*
  * The fake driver's own handle if it is loaded, NULL if not.  Through
@@ -380,21 +334,6 @@ static void scenario_export_table(void)
     CU(((__typeof__(&cuGetExportTable))dlsym(fake, "cuGetExportTable"))(&direct, &id));
     CHECK(via_vgpu && via_vgpu == direct, "export table %p, driver's %p", via_vgpu, direct);
 }
-
-static void *nvml_sym(const char *name)
-{
-    static void *h;
-    if (!h)
-        h = dlopen("libnvidia-ml.so.1", RTLD_NOW);
-    void *p = h ? dlsym(h, name) : NULL;
-    if (!p) {
-        fprintf(stderr, "FAIL nvml %s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
-#define N(name) ((__typeof__(&name))nvml_sym(#name))
 
 static void scenario_nvml(void)
 {

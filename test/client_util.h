@@ -1,9 +1,10 @@
 /*
- * What the end-to-end test clients share (quota_client.c, mediator_client.c):
+ * What the end-to-end test clients share (client.c, quota_client.c,
+ * mediator_client.c):
  * checks that count failures instead of stopping, the driver loaded as
  * applications load it, sizes, and files as signals between processes.
- * Each client includes this once (static functions), after defining
- * _GNU_SOURCE.
+ * Each client includes this once, after defining _GNU_SOURCE; the functions
+ * are static, and marked unused since no client needs them all.
  */
 #pragma once
 
@@ -50,7 +51,7 @@ static atomic_int failures;
 
 /* ---- the driver, as applications load it ---- */
 
-static void *load(const char *soname)
+static __attribute__((unused)) void *load(const char *soname)
 {
     void *h = dlopen(soname, RTLD_NOW);
     if (!h) {
@@ -60,12 +61,15 @@ static void *load(const char *soname)
     return h;
 }
 
-static void *cuda_sym(const char *name)
+/* libcuda.so.1 as loaded by dlopen; a scenario may set it to a library it
+ * loaded itself (by path, as ctypes users do). */
+static void *cuda_handle;
+
+static __attribute__((unused)) void *cuda_sym(const char *name)
 {
-    static void *h;
-    if (!h)
-        h = load("libcuda.so.1");
-    void *p = dlsym(h, name);
+    if (!cuda_handle)
+        cuda_handle = load("libcuda.so.1");
+    void *p = dlsym(cuda_handle, name);
     if (!p) {
         fprintf(stderr, "FAIL dlsym %s\n", name);
         exit(1);
@@ -73,7 +77,7 @@ static void *cuda_sym(const char *name)
     return p;
 }
 
-static void *nvml_sym(const char *name)
+static __attribute__((unused)) void *nvml_sym(const char *name)
 {
     static void *h;
     if (!h)
@@ -89,7 +93,18 @@ static void *nvml_sym(const char *name)
 #define F(name) ((__typeof__(&name))cuda_sym(#name))
 #define N(name) ((__typeof__(&name))nvml_sym(#name))
 
-static uint64_t parse_size(const char *s)
+/* Which library a function lives in, by its file's real name. */
+static __attribute__((unused)) int in_library(const void *fn, const char *prefix)
+{
+    Dl_info di;
+    char real[PATH_MAX];
+    if (!dladdr(fn, &di) || !realpath(di.dli_fname, real))
+        return 0;
+    const char *base = strrchr(real, '/');
+    return strncmp(base ? base + 1 : real, prefix, strlen(prefix)) == 0;
+}
+
+static __attribute__((unused)) uint64_t parse_size(const char *s)
 {
     char *end;
     double v = strtod(s, &end);
@@ -102,7 +117,7 @@ static uint64_t parse_size(const char *s)
     return (uint64_t)v;
 }
 
-static double now_s(void)
+static __attribute__((unused)) double now_s(void)
 {
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -110,7 +125,7 @@ static double now_s(void)
 }
 
 /* Waits for a file another process creates; 0, or -1 after timeout seconds. */
-static int wait_file(const char *path, double timeout)
+static __attribute__((unused)) int wait_file(const char *path, double timeout)
 {
     double end = now_s() + timeout;
     while (access(path, F_OK) != 0) {
@@ -122,7 +137,7 @@ static int wait_file(const char *path, double timeout)
 }
 
 /* Creates path holding text, atomically. */
-static void signal_file(const char *path, const char *text)
+static __attribute__((unused)) void signal_file(const char *path, const char *text)
 {
     char tmp[PATH_MAX];
     snprintf(tmp, sizeof(tmp), "%s.tmp", path);

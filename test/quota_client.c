@@ -34,16 +34,6 @@
 #include "test/client_util.h"
 #include "vgpu_backend/bar0.h"
 
-static int in_library(const void *fn, const char *prefix)
-{
-    Dl_info di;
-    char real[PATH_MAX];
-    if (!dladdr(fn, &di) || !realpath(di.dli_fname, real))
-        return 0;
-    const char *base = strrchr(real, '/');
-    return strncmp(base ? base + 1 : real, prefix, strlen(prefix)) == 0;
-}
-
 /* The fake driver behind vgpu (dlmopen: vgpu answers dlopen of the driver with itself). */
 static void *fake_sym(const char *name)
 {

@@ -6,10 +6,11 @@
 #define _GNU_SOURCE
 #include "vgpu_backend/bar0.h"
 
+#include "common/error.h"
+
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,16 +33,6 @@ _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "
 #define OWNER VGPU_BAR0_OWNER
 #define OWNER_PID VGPU_BAR0_OWNER_PID
 #define OWNER_STATE VGPU_BAR0_OWNER_STATE
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static uint64_t now_ns(void)
 {
@@ -159,31 +150,31 @@ int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err,
 {
     const struct vgpu_bar0_header *h = &b->header;
     if (h->magic != VGPU_BAR0_MAGIC)
-        return fail(err, errlen, "not a vgpu BAR0 (magic 0x%016llx, want 0x%016llx)", (unsigned long long)h->magic,
+        return vgpu_fail(err, errlen, "not a vgpu BAR0 (magic 0x%016llx, want 0x%016llx)", (unsigned long long)h->magic,
                     (unsigned long long)VGPU_BAR0_MAGIC);
     if (h->version != VGPU_BAR0_VERSION)
-        return fail(err, errlen, "BAR0 layout version %u; this vgpu reads version %u", h->version,
+        return vgpu_fail(err, errlen, "BAR0 layout version %u; this vgpu reads version %u", h->version,
                     VGPU_BAR0_VERSION);
     if (h->header_size != sizeof(*h) || h->size != sizeof(struct vgpu_bar0) || h->size > file_size ||
         h->config_offset != offsetof(struct vgpu_bar0, config) ||
         h->status_offset != offsetof(struct vgpu_bar0, status) ||
         h->procs_offset != offsetof(struct vgpu_bar0, procs) || h->max_devices != VGPU_MAX_DEVICES ||
         h->max_procs != VGPU_BAR0_MAX_PROCS || h->proc_size != sizeof(struct vgpu_bar0_proc))
-        return fail(err, errlen, "BAR0 header is inconsistent (size %llu of a %llu-byte file, regions at "
+        return vgpu_fail(err, errlen, "BAR0 header is inconsistent (size %llu of a %llu-byte file, regions at "
                     "0x%x/0x%x/0x%x): corrupt, or written by another layout",
                     (unsigned long long)h->size, (unsigned long long)file_size, h->config_offset, h->status_offset,
                     h->procs_offset);
     if ((h->flags & ~(VGPU_BAR0_MEDIATED | VGPU_BAR0_GUEST)) ||
         h->flags == (VGPU_BAR0_MEDIATED | VGPU_BAR0_GUEST) || !memchr(h->name, 0, sizeof(h->name)))
-        return fail(err, errlen, "BAR0 header (flags 0x%x) is corrupt", h->flags);
+        return vgpu_fail(err, errlen, "BAR0 header (flags 0x%x) is corrupt", h->flags);
     if (b->config.device_count > VGPU_MAX_DEVICES)
-        return fail(err, errlen, "BAR0 config lists %u devices (at most %d): corrupt", b->config.device_count,
+        return vgpu_fail(err, errlen, "BAR0 config lists %u devices (at most %d): corrupt", b->config.device_count,
                     VGPU_MAX_DEVICES);
     for (uint32_t d = 0; d < b->config.device_count; d++) {
         const struct vgpu_bar0_device_config *c = &b->config.device[d];
         if (!memchr(c->physical, 0, sizeof(c->physical)) || !memchr(c->name, 0, sizeof(c->name)) ||
             c->compute_share == 0 || c->compute_share > 100)
-            return fail(err, errlen, "BAR0 config of device %u is corrupt", d);
+            return vgpu_fail(err, errlen, "BAR0 config of device %u is corrupt", d);
     }
     return 0;
 }

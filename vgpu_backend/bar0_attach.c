@@ -6,27 +6,17 @@
 #define _GNU_SOURCE
 #include "vgpu_backend/bar0.h"
 
+#include "common/error.h"
 #include "vgpu_backend/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 static bool same_config(const struct vgpu_bar0_config *a, const struct vgpu_bar0_config *b)
 {
@@ -63,7 +53,7 @@ static int reconcile(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want, b
         return 0;
     }
     char have[1024], asked[1024];
-    return fail(err, errlen,
+    return vgpu_fail(err, errlen,
                 "vGPU %s is in use by %u process(es) with another configuration (%s) than this process asks for "
                 "(%s); use the same VGPU_VISIBLE_DEVICES and VGPU_MEMORY_LIMIT, or another VGPU_BAR0",
                 path, atomic_load(&b->status.processes), describe(&b->config, have, sizeof(have)),
@@ -89,14 +79,14 @@ static int open_window(const char *path, int flags, struct vgpu_bar0_map *m, str
     snprintf(m->path, sizeof(m->path), "%s", path);
     int fd = open(path, flags | O_RDWR | O_CLOEXEC, 0600);
     if (fd < 0)
-        return fail(err, errlen, "cannot open the vGPU's BAR0 %s: %s", path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot open the vGPU's BAR0 %s: %s", path, strerror(errno));
     if (flock(fd, LOCK_EX) != 0 || fstat(fd, st) != 0) {
-        fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", path, strerror(errno));
+        vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", path, strerror(errno));
         close(fd);
         return -1;
     }
     if (!S_ISREG(st->st_mode) && !S_ISCHR(st->st_mode)) {
-        fail(err, errlen, "the vGPU's BAR0 %s is not a file", path);
+        vgpu_fail(err, errlen, "the vGPU's BAR0 %s is not a file", path);
         close(fd);
         return -1;
     }
@@ -108,7 +98,7 @@ static int map_window(struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
     void *b = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);
     if (b == MAP_FAILED)
-        return fail(err, errlen, "cannot map the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot map the vGPU's BAR0 %s: %s", m->path, strerror(errno));
     m->bar = b;
     return 0;
 }
@@ -135,9 +125,9 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
         return -1;
     bool fresh = st.st_size == 0;
     if (fresh && ftruncate(m->fd, sizeof(struct vgpu_bar0)) != 0)
-        return finish(m, fail(err, errlen, "cannot size the vGPU's BAR0 %s: %s", path, strerror(errno)));
+        return finish(m, vgpu_fail(err, errlen, "cannot size the vGPU's BAR0 %s: %s", path, strerror(errno)));
     if (!fresh && (uint64_t)st.st_size < sizeof(struct vgpu_bar0))
-        return finish(m, fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window takes %zu", path,
+        return finish(m, vgpu_fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window takes %zu", path,
                               (long long)st.st_size, VGPU_BAR0_VERSION, sizeof(struct vgpu_bar0)));
     if (map_window(m, err, errlen) != 0)
         return finish(m, -1);
@@ -149,10 +139,10 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
     }
     char why[512];
     if (vgpu_bar0_validate(b, (uint64_t)st.st_size, why, sizeof(why)) != 0)
-        return finish(m, fail(err, errlen, "refusing the vGPU's BAR0 %s: %s; remove it (no process of this vGPU may "
+        return finish(m, vgpu_fail(err, errlen, "refusing the vGPU's BAR0 %s: %s; remove it (no process of this vGPU may "
                               "be running) or set VGPU_BAR0 to another path", path, why));
     if (b->header.flags)
-        return finish(m, fail(err, errlen, "the vGPU's BAR0 %s is %s (vGPU \"%s\"): processes reach it through the "
+        return finish(m, vgpu_fail(err, errlen, "the vGPU's BAR0 %s is %s (vGPU \"%s\"): processes reach it through the "
                               "mediator's socket, not VGPU_BAR0", path, owner_of(b->header.flags),
                               b->header.name));
     vgpu_bar0_reap(b, true);
@@ -166,15 +156,15 @@ int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err,
         return -1;
     /* A PCI resource file's size is the BAR's. */
     if ((uint64_t)st.st_size < sizeof(struct vgpu_bar0))
-        return finish(m, fail(err, errlen, "%s is %lld bytes, smaller than a BAR0 window (%zu)", path,
+        return finish(m, vgpu_fail(err, errlen, "%s is %lld bytes, smaller than a BAR0 window (%zu)", path,
                               (long long)st.st_size, sizeof(struct vgpu_bar0)));
     if (map_window(m, err, errlen) != 0)
         return finish(m, -1);
     char why[512];
     if (vgpu_bar0_validate(m->bar, (uint64_t)st.st_size, why, sizeof(why)) != 0)
-        return finish(m, fail(err, errlen, "%s holds no usable vgpu BAR0: %s", path, why));
+        return finish(m, vgpu_fail(err, errlen, "%s holds no usable vgpu BAR0: %s", path, why));
     if (m->bar->header.flags != VGPU_BAR0_GUEST)
-        return finish(m, fail(err, errlen, "%s holds a BAR0 that is not a guest window (flags 0x%x)", path,
+        return finish(m, vgpu_fail(err, errlen, "%s holds a BAR0 that is not a guest window (flags 0x%x)", path,
                               m->bar->header.flags));
     vgpu_bar0_reap(m->bar, true);
     return finish(m, 0);
@@ -186,7 +176,7 @@ struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_
     struct stat cs, ss;
     if (fstat(config_fd, &cs) != 0 || fstat(status_fd, &ss) != 0 || cs.st_size < VGPU_BAR0_CONFIG_PAGE ||
         (size_t)ss.st_size < status_size) {
-        fail(err, errlen, "the mediator's BAR0 descriptors are not a BAR0 window (%lld + %lld bytes)",
+        vgpu_fail(err, errlen, "the mediator's BAR0 descriptors are not a BAR0 window (%lld + %lld bytes)",
              (long long)cs.st_size, (long long)ss.st_size);
         return NULL;
     }
@@ -197,7 +187,7 @@ struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_
              config_fd, 0) == MAP_FAILED ||
         mmap(base + VGPU_BAR0_CONFIG_PAGE, status_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, status_fd,
              0) == MAP_FAILED) {
-        fail(err, errlen, "cannot map the mediator's BAR0: %s", strerror(errno));
+        vgpu_fail(err, errlen, "cannot map the mediator's BAR0: %s", strerror(errno));
         if (base != MAP_FAILED)
             munmap(base, sizeof(struct vgpu_bar0));
         return NULL;
@@ -205,7 +195,7 @@ struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_
     struct vgpu_bar0 *b = (struct vgpu_bar0 *)base;
     char why[512];
     if (vgpu_bar0_validate(b, sizeof(*b), why, sizeof(why)) != 0 || b->header.flags != VGPU_BAR0_MEDIATED) {
-        fail(err, errlen, "the mediator's BAR0 is not usable: %s",
+        vgpu_fail(err, errlen, "the mediator's BAR0 is not usable: %s",
              b->header.flags != VGPU_BAR0_MEDIATED ? "not a mediated window" : why);
         munmap(base, sizeof(*b));
         return NULL;
@@ -218,7 +208,7 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
     /* Attaching and entering hold the file lock, so no two processes claim
      * one slot. */
     if (flock(m->fd, LOCK_EX) != 0)
-        return fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
     vgpu_bar0_reap(m->bar, true);
     int pid = getpid();
     m->slot = vgpu_bar0_claim_slot(m->bar, pid, vgpu_proc_start_time(pid));
@@ -226,7 +216,7 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
     m->pid = pid;
     flock(m->fd, LOCK_UN);
     if (m->slot < 0)
-        return fail(err, errlen, "vGPU %s has %d processes already, its most", m->path, VGPU_BAR0_MAX_PROCS);
+        return vgpu_fail(err, errlen, "vGPU %s has %d processes already, its most", m->path, VGPU_BAR0_MAX_PROCS);
     return 0;
 }
 

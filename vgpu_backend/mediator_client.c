@@ -2,8 +2,9 @@
 #define _GNU_SOURCE
 #include "vgpu_backend/mediator_client.h"
 
+#include "common/error.h"
+
 #include <errno.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,16 +14,6 @@
 
 /* How long a process waits for the mediator before giving up on it. */
 #define ANSWER_MS 5000
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return VGPU_MEDIATOR_REFUSED;
-}
 
 static void hang_up(struct vgpu_mediator_link *l)
 {
@@ -39,13 +30,13 @@ static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
         path = VGPU_MEDIATOR_DEFAULT_SOCKET;
     struct sockaddr_un sa = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof(sa.sun_path))
-        return fail(err, errlen, "VGPU_MEDIATOR_SOCKET=%s: longer than a socket path may be (%zu)", path,
+        return vgpu_fail(err, errlen, "VGPU_MEDIATOR_SOCKET=%s: longer than a socket path may be (%zu)", path,
                     sizeof(sa.sun_path) - 1);
     strcpy(sa.sun_path, path);
     snprintf(l->socket, sizeof(l->socket), "%s", path);
     l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (l->fd < 0)
-        return fail(err, errlen, "cannot make a socket for vgpu-mediatord: %s", strerror(errno));
+        return vgpu_fail(err, errlen, "cannot make a socket for vgpu-mediatord: %s", strerror(errno));
     if (connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
         return VGPU_MEDIATOR_ADMITTED;
     int e = errno;
@@ -55,12 +46,12 @@ static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
     /* A socket nobody listens on is a mediator that stopped: fail closed,
      * rather than run the operator's tenants without their quotas. */
     if (e == ECONNREFUSED)
-        return fail(err, errlen, "vgpu-mediatord's socket %s is there, but no mediator answers on it: start "
+        return vgpu_fail(err, errlen, "vgpu-mediatord's socket %s is there, but no mediator answers on it: start "
                     "vgpu-mediatord, or remove the socket to run without one", path);
     if (e == EACCES || e == EPERM)
-        return fail(err, errlen, "vgpu-mediatord at %s does not let this user connect (%s): ask the operator to "
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s does not let this user connect (%s): ask the operator to "
                     "add it to the socket's group", path, strerror(e));
-    return fail(err, errlen, "cannot connect to vgpu-mediatord at %s: %s", path, strerror(e));
+    return vgpu_fail(err, errlen, "cannot connect to vgpu-mediatord at %s: %s", path, strerror(e));
 }
 
 /* One request, one answer; the answer's descriptors go to fds. */
@@ -69,7 +60,7 @@ static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload,
 {
     int r = vgpu_proto_send(l->fd, type, payload, len, NULL, 0);
     if (r != 0)
-        return fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
     uint8_t *buf = NULL;
     size_t cap = 0;
     char why[256];
@@ -78,9 +69,9 @@ static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload,
                         sizeof(why));
     free(buf);
     if (r != 0)
-        return fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
     if (answer->type == VGPU_MSG_REFUSE)
-        return fail(err, errlen, "vgpu-mediatord refused this process: %s", answer->u.refuse.reason);
+        return vgpu_fail(err, errlen, "vgpu-mediatord refused this process: %s", answer->u.refuse.reason);
     return 0;
 }
 
@@ -102,7 +93,7 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     const char *name = getenv("VGPU_NAME");
     if (name && strlen(name) >= sizeof(hello.vgpu)) {
         hang_up(l);
-        return fail(err, errlen, "VGPU_NAME=%s: a vGPU name has at most %zu characters", name, sizeof(hello.vgpu) - 1);
+        return vgpu_fail(err, errlen, "VGPU_NAME=%s: a vGPU name has at most %zu characters", name, sizeof(hello.vgpu) - 1);
     }
     vgpu_proto_copy_string(hello.vgpu, sizeof(hello.vgpu), name);
     struct vgpu_msg answer;
@@ -114,7 +105,7 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     if (answer.type != VGPU_MSG_ADMIT || nfds != 2) {
         close_all(fds, nfds);
         hang_up(l);
-        return fail(err, errlen, "vgpu-mediatord at %s answered HELLO with message %u and %d descriptors", l->socket,
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s answered HELLO with message %u and %d descriptors", l->socket,
                     answer.type, nfds);
     }
     char why[512];
@@ -122,7 +113,7 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     close_all(fds, nfds);
     if (!m->bar) {
         hang_up(l);
-        return fail(err, errlen, "%s", why);
+        return vgpu_fail(err, errlen, "%s", why);
     }
     snprintf(l->vgpu, sizeof(l->vgpu), "%s", answer.u.admit.vgpu);
     l->epoch = answer.u.admit.epoch;
@@ -135,11 +126,11 @@ int vgpu_mediator_enter(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, c
     struct vgpu_msg answer;
     int nfds = 0;
     if (l->fd < 0)
-        return fail(err, errlen, "no connection to vgpu-mediatord to ask for a process slot");
+        return vgpu_fail(err, errlen, "no connection to vgpu-mediatord to ask for a process slot");
     if (ask(l, VGPU_MSG_ENTER, NULL, 0, &answer, NULL, &nfds, err, errlen) != 0)
         return -1;
     if (answer.type != VGPU_MSG_ENTERED || answer.u.entered.slot >= VGPU_BAR0_MAX_PROCS)
-        return fail(err, errlen, "vgpu-mediatord answered ENTER with message %u", answer.type);
+        return vgpu_fail(err, errlen, "vgpu-mediatord answered ENTER with message %u", answer.type);
     m->slot = (int)answer.u.entered.slot;
     m->owner = atomic_load(&m->bar->procs[m->slot].owner);
     m->pid = getpid();
@@ -151,7 +142,7 @@ int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_
     hang_up(l);
     int r = dial(l, err, errlen);
     if (r == VGPU_MEDIATOR_NONE)
-        return fail(err, errlen, "vgpu-mediatord's socket %s is gone", l->socket);
+        return vgpu_fail(err, errlen, "vgpu-mediatord's socket %s is gone", l->socket);
     if (r != VGPU_MEDIATOR_ADMITTED)
         return -1;
     struct vgpu_msg_hello hello = { .flags = VGPU_HELLO_REATTACH, .slot = (uint32_t)m->slot };
@@ -165,7 +156,7 @@ int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_
     close_all(fds, nfds); /* this process keeps the mapping it has */
     if (answer.type != VGPU_MSG_ADMIT || answer.u.admit.slot != (uint32_t)m->slot) {
         hang_up(l);
-        return fail(err, errlen, "vgpu-mediatord did not take slot %d back", m->slot);
+        return vgpu_fail(err, errlen, "vgpu-mediatord did not take slot %d back", m->slot);
     }
     l->epoch = answer.u.admit.epoch;
     return 0;

@@ -2,9 +2,10 @@
 #define _GNU_SOURCE
 #include "vgpu_backend/protocol.h"
 
+#include "common/error.h"
+
 #include <errno.h>
 #include <poll.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,16 +23,6 @@ _Static_assert(sizeof(struct vgpu_status_device) == 152, "STATUS device is 152 b
 _Static_assert(sizeof(struct vgpu_status_vgpu) == 56 + 16 * 152, "STATUS vGPU record");
 _Static_assert(sizeof(struct vgpu_status_proc) == 192, "STATUS process record is 192 bytes");
 
-static ssize_t invalid(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static ssize_t invalid(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
-
 static bool terminated(const char *s, size_t size)
 {
     return memchr(s, '\0', size) != NULL;
@@ -43,7 +34,7 @@ static bool fixed(uint32_t length, size_t want, uint16_t type, char *err, size_t
 {
     if (length == want)
         return true;
-    invalid(err, errlen, "message type %u has %u payload bytes, want %zu", type, length, want);
+    vgpu_fail(err, errlen, "message type %u has %u payload bytes, want %zu", type, length, want);
     return false;
 }
 
@@ -51,33 +42,33 @@ static ssize_t check_status(const uint8_t *p, uint32_t length, char *err, size_t
 {
     struct vgpu_status_header h;
     if (length < sizeof(h))
-        return invalid(err, errlen, "STATUS of %u bytes is shorter than its header", length);
+        return vgpu_fail(err, errlen, "STATUS of %u bytes is shorter than its header", length);
     memcpy(&h, p, sizeof(h));
     if (h.nvgpus > VGPU_STATUS_MAX_VGPUS || h.nprocs > VGPU_STATUS_MAX_PROCS)
-        return invalid(err, errlen, "STATUS counts %u vGPUs and %u processes (at most %d and %d)", h.nvgpus,
+        return vgpu_fail(err, errlen, "STATUS counts %u vGPUs and %u processes (at most %d and %d)", h.nvgpus,
                        h.nprocs, VGPU_STATUS_MAX_VGPUS, VGPU_STATUS_MAX_PROCS);
     uint64_t want = sizeof(h) + (uint64_t)h.nvgpus * sizeof(struct vgpu_status_vgpu) +
                     (uint64_t)h.nprocs * sizeof(struct vgpu_status_proc);
     if (want != length)
-        return invalid(err, errlen, "STATUS of %u vGPUs and %u processes takes %llu bytes, not %u", h.nvgpus,
+        return vgpu_fail(err, errlen, "STATUS of %u vGPUs and %u processes takes %llu bytes, not %u", h.nvgpus,
                        h.nprocs, (unsigned long long)want, length);
     if (!TERMINATED(h.version))
-        return invalid(err, errlen, "STATUS version string is not terminated");
+        return vgpu_fail(err, errlen, "STATUS version string is not terminated");
     const uint8_t *q = p + sizeof(h);
     for (uint32_t i = 0; i < h.nvgpus; i++, q += sizeof(struct vgpu_status_vgpu)) {
         struct vgpu_status_vgpu v;
         memcpy(&v, q, sizeof(v));
         if (!TERMINATED(v.name) || v.ndev > VGPU_STATUS_MAX_DEVICES)
-            return invalid(err, errlen, "STATUS vGPU record %u is malformed", i);
+            return vgpu_fail(err, errlen, "STATUS vGPU record %u is malformed", i);
         for (uint32_t d = 0; d < v.ndev; d++)
             if (!TERMINATED(v.dev[d].uuid) || !TERMINATED(v.dev[d].gpu_name) || v.dev[d].compute > 100)
-                return invalid(err, errlen, "STATUS vGPU record %u, device %u is malformed", i, d);
+                return vgpu_fail(err, errlen, "STATUS vGPU record %u, device %u is malformed", i, d);
     }
     for (uint32_t i = 0; i < h.nprocs; i++, q += sizeof(struct vgpu_status_proc)) {
         struct vgpu_status_proc r;
         memcpy(&r, q, sizeof(r));
         if (r.vgpu >= h.nvgpus || !TERMINATED(r.comm) || !TERMINATED(r.user))
-            return invalid(err, errlen, "STATUS process record %u is malformed", i);
+            return vgpu_fail(err, errlen, "STATUS process record %u is malformed", i);
     }
     return 0;
 }
@@ -90,12 +81,12 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         return 0;
     memcpy(&h, buf, sizeof(h));
     if (h.magic != VGPU_PROTO_MAGIC)
-        return invalid(err, errlen, "not a vgpu mediator message (magic 0x%08x)", h.magic);
+        return vgpu_fail(err, errlen, "not a vgpu mediator message (magic 0x%08x)", h.magic);
     if (h.version != VGPU_PROTO_VERSION)
-        return invalid(err, errlen, "protocol version %u; this side speaks version %d", h.version,
+        return vgpu_fail(err, errlen, "protocol version %u; this side speaks version %d", h.version,
                        VGPU_PROTO_VERSION);
     if (h.length > max_payload)
-        return invalid(err, errlen, "message type %u of %u bytes; at most %zu here", h.type, h.length, max_payload);
+        return vgpu_fail(err, errlen, "message type %u of %u bytes; at most %zu here", h.type, h.length, max_payload);
     if (len - sizeof(h) < h.length)
         return 0;
     const uint8_t *p = buf + sizeof(h);
@@ -109,14 +100,14 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         memcpy(&msg->u.hello, p, sizeof(msg->u.hello));
         if (!TERMINATED(msg->u.hello.vgpu) || (msg->u.hello.flags & ~VGPU_HELLO_REATTACH) ||
             (!(msg->u.hello.flags & VGPU_HELLO_REATTACH) && msg->u.hello.slot != UINT32_MAX))
-            return invalid(err, errlen, "malformed HELLO");
+            return vgpu_fail(err, errlen, "malformed HELLO");
         break;
     case VGPU_MSG_ADMIT:
         if (!fixed(h.length, sizeof(msg->u.admit), h.type, err, errlen))
             return -1;
         memcpy(&msg->u.admit, p, sizeof(msg->u.admit));
         if (!TERMINATED(msg->u.admit.vgpu))
-            return invalid(err, errlen, "malformed ADMIT");
+            return vgpu_fail(err, errlen, "malformed ADMIT");
         break;
     case VGPU_MSG_REFUSE:
         if (!fixed(h.length, sizeof(msg->u.refuse), h.type, err, errlen))
@@ -124,7 +115,7 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         memcpy(&msg->u.refuse, p, sizeof(msg->u.refuse));
         if (!TERMINATED(msg->u.refuse.reason) || msg->u.refuse.code < VGPU_REFUSE_NOT_ADMITTED ||
             msg->u.refuse.code > VGPU_REFUSE_UNAVAILABLE)
-            return invalid(err, errlen, "malformed REFUSE");
+            return vgpu_fail(err, errlen, "malformed REFUSE");
         break;
     case VGPU_MSG_ENTERED:
         if (!fixed(h.length, sizeof(msg->u.entered), h.type, err, errlen))
@@ -142,7 +133,7 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         msg->status = p;
         break;
     default:
-        return invalid(err, errlen, "unknown message type %u", h.type);
+        return vgpu_fail(err, errlen, "unknown message type %u", h.type);
     }
     return (ssize_t)(sizeof(h) + h.length);
 }

@@ -2,25 +2,16 @@
 #define _GNU_SOURCE
 #include "vgpu_backend/settings.h"
 
+#include "common/error.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int vgpu_parse_size(const char *text, uint64_t *bytes)
 {
@@ -90,8 +81,7 @@ static bool is_uuid(const char *t)
     return true;
 }
 
-/* Splits a comma-separated list in place; returns the number of fields or -1 past max. */
-static int split(char *text, char **fields, int max)
+int vgpu_split_list(char *text, char **fields, int max)
 {
     int n = 0;
     for (char *save = NULL, *f = strtok_r(text, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
@@ -100,6 +90,8 @@ static int split(char *text, char **fields, int max)
         char *e = f + strlen(f);
         while (e > f && isspace((unsigned char)e[-1]))
             *--e = '\0';
+        if (!*f)
+            continue;
         if (n == max)
             return -1;
         fields[n++] = f;
@@ -113,23 +105,23 @@ static int parse_visible(const char *value, struct vgpu_settings *s, char *err, 
                                    "or GPU-... UUIDs";
     char buf[2048];
     if (strlen(value) >= sizeof(buf))
-        return fail(err, errlen, "VGPU_VISIBLE_DEVICES is too long; expected %s", accepted);
+        return vgpu_fail(err, errlen, "VGPU_VISIBLE_DEVICES is too long; expected %s", accepted);
     strcpy(buf, value);
     char *fields[VGPU_MAX_DEVICES];
-    int n = split(buf, fields, VGPU_MAX_DEVICES);
+    int n = vgpu_split_list(buf, fields, VGPU_MAX_DEVICES);
     if (n < 0)
-        return fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s lists more than %d devices", value, VGPU_MAX_DEVICES);
+        return vgpu_fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s lists more than %d devices", value, VGPU_MAX_DEVICES);
     if (n == 0 && strspn(value, " \t") != strlen(value))
-        return fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s: expected %s", value, accepted);
+        return vgpu_fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s: expected %s", value, accepted);
     for (int i = 0; i < n; i++) {
         if (!is_index(fields[i]) && !is_uuid(fields[i]))
-            return fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s: \"%s\" is not a GPU index or a GPU-... UUID; expected %s",
+            return vgpu_fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s: \"%s\" is not a GPU index or a GPU-... UUID; expected %s",
                         value, fields[i], accepted);
         if (is_index(fields[i]))
             snprintf(fields[i], strlen(fields[i]) + 1, "%d", atoi(fields[i])); /* "007" -> "7" */
         for (int j = 0; j < i; j++)
             if (strcasecmp(s->devices[j], fields[i]) == 0)
-                return fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s names device %s twice", value, fields[i]);
+                return vgpu_fail(err, errlen, "VGPU_VISIBLE_DEVICES=%s names device %s twice", value, fields[i]);
         snprintf(s->devices[i], sizeof(s->devices[i]), "%s", fields[i]);
     }
     s->listed = true;
@@ -142,31 +134,31 @@ static int parse_limit(const char *value, struct vgpu_settings *s, char *err, si
     static const char accepted[] = "a size such as 20G, 512M or a byte count, or per vGPU device 0:20G,1:8G";
     if (!strchr(value, ':')) {
         if (vgpu_parse_size(value, &s->limit_all) != 0)
-            return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: not a size; expected %s", value, accepted);
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: not a size; expected %s", value, accepted);
         return 0;
     }
     char buf[2048];
     if (strlen(value) >= sizeof(buf))
-        return fail(err, errlen, "VGPU_MEMORY_LIMIT is too long; expected %s", accepted);
+        return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT is too long; expected %s", accepted);
     strcpy(buf, value);
     char *fields[VGPU_MAX_DEVICES];
-    int n = split(buf, fields, VGPU_MAX_DEVICES);
+    int n = vgpu_split_list(buf, fields, VGPU_MAX_DEVICES);
     if (n <= 0)
-        return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: expected %s", value, accepted);
+        return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: expected %s", value, accepted);
     for (int i = 0; i < n; i++) {
         char *colon = strchr(fields[i], ':');
         if (!colon)
-            return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" has no device index; expected %s", value,
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" has no device index; expected %s", value,
                         fields[i], accepted);
         *colon = '\0';
         if (!is_index(fields[i]) || atoi(fields[i]) >= VGPU_MAX_DEVICES)
-            return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" is not a vGPU device index (0-%d)", value,
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" is not a vGPU device index (0-%d)", value,
                         fields[i], VGPU_MAX_DEVICES - 1);
         int d = atoi(fields[i]);
         if (s->limit_set[d])
-            return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d twice", value, d);
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d twice", value, d);
         if (vgpu_parse_size(colon + 1, &s->limit[d]) != 0)
-            return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" (device %d) is not a size; expected %s", value,
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" (device %d) is not a size; expected %s", value,
                         colon + 1, d, accepted);
         s->limit_set[d] = true;
     }
@@ -216,11 +208,11 @@ int vgpu_settings_parse(const char *visible, const char *limit, const char *bar0
     if (limit && s->listed)
         for (int d = 0; d < VGPU_MAX_DEVICES; d++)
             if (s->limit_set[d] && d >= s->ndevices)
-                return fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d, but VGPU_VISIBLE_DEVICES=%s has %d",
+                return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d, but VGPU_VISIBLE_DEVICES=%s has %d",
                             limit, d, visible, s->ndevices);
     if (bar0) {
         if (bar0[0] != '/' || strlen(bar0) >= sizeof(s->bar0))
-            return fail(err, errlen, "VGPU_BAR0=%s: expected the absolute path of a BAR0 file (e.g. /dev/shm/team.bar0)",
+            return vgpu_fail(err, errlen, "VGPU_BAR0=%s: expected the absolute path of a BAR0 file (e.g. /dev/shm/team.bar0)",
                         bar0);
         strcpy(s->bar0, bar0);
         s->bar0_explicit = true;

@@ -52,5 +52,9 @@ uint64_t vgpu_settings_limit(const struct vgpu_settings *s, int i);
  * 0, or -1 if text is not a positive size. */
 int vgpu_parse_size(const char *text, uint64_t *bytes);
 
+/* Splits a comma-separated list in place into at most max fields, each
+ * trimmed of blanks, empty ones dropped; the count, or -1 past max. */
+int vgpu_split_list(char *text, char **fields, int max);
+
 /* Formats bytes for messages: "4.00 GiB". */
 const char *vgpu_format_size(uint64_t bytes, char *buf, size_t len);

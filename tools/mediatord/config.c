@@ -181,25 +181,6 @@ static bool group_id(const char *v, gid_t *out)
     return true;
 }
 
-/* Splits a comma-separated value in place; the count, or -1 past max. */
-static int split(char *text, char **fields, int max)
-{
-    int n = 0;
-    for (char *save = NULL, *f = strtok_r(text, ",", &save); f; f = strtok_r(NULL, ",", &save)) {
-        while (isspace((unsigned char)*f))
-            f++;
-        char *e = f + strlen(f);
-        while (e > f && isspace((unsigned char)e[-1]))
-            *--e = '\0';
-        if (!*f)
-            continue;
-        if (n == max)
-            return -1;
-        fields[n++] = f;
-    }
-    return n;
-}
-
 /* ---- keys ---- */
 
 static int mediator_key(struct parse *p, const char *name, const char *value)
@@ -265,7 +246,7 @@ static int ids(struct parse *p, const char *key, const char *value, bool users)
     char buf[1024];
     char *fields[MED_MAX_IDS];
     snprintf(buf, sizeof(buf), "%s", value);
-    int n = split(buf, fields, MED_MAX_IDS);
+    int n = vgpu_split_list(buf, fields, MED_MAX_IDS);
     if (n <= 0)
         return error_at(p, p->line, "%s = %s: a comma-separated list of %s (at most %d)", key, value,
                         users ? "user names or uids" : "group names or gids", MED_MAX_IDS);
@@ -304,7 +285,7 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         char buf[1024];
         char *fields[VGPU_MAX_DEVICES];
         snprintf(buf, sizeof(buf), "%s", value);
-        int count = split(buf, fields, VGPU_MAX_DEVICES);
+        int count = vgpu_split_list(buf, fields, VGPU_MAX_DEVICES);
         if (count <= 0)
             return error_at(p, p->line, "devices = %s: GPU indexes (as nvidia-smi numbers them) or GPU-... UUIDs, "
                             "comma-separated, at most %d", value, VGPU_MAX_DEVICES);

@@ -2,23 +2,13 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/gpus.h"
 
+#include "common/error.h"
 #include "vgpu_backend/real_nvml.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 int med_gpus_discover(struct med_gpus *g, char *err, size_t errlen)
 {
@@ -26,18 +16,18 @@ int med_gpus_discover(struct med_gpus *g, char *err, size_t errlen)
     const struct vgpu_real_nvml *nvml = vgpu_real_nvml(&why);
     memset(g, 0, sizeof(*g));
     if (!nvml)
-        return fail(err, errlen, "%s", why);
+        return vgpu_fail(err, errlen, "%s", why);
     unsigned count = 0;
     nvmlReturn_t r = nvml->count(&count);
     if (r != NVML_SUCCESS)
-        return fail(err, errlen, "the driver's NVML could not count the GPUs (error %d)", (int)r);
+        return vgpu_fail(err, errlen, "the driver's NVML could not count the GPUs (error %d)", (int)r);
     for (unsigned i = 0; i < count && g->n < MED_MAX_GPUS; i++) {
         struct med_gpu *d = &g->gpu[g->n];
         nvmlDevice_t h;
         nvmlMemory_t mem;
         if (nvml->by_index(i, &h) != NVML_SUCCESS || nvml->uuid(h, d->uuid, sizeof(d->uuid)) != NVML_SUCCESS ||
             nvml->memory(h, &mem) != NVML_SUCCESS)
-            return fail(err, errlen, "the driver's NVML cannot describe GPU %u", i);
+            return vgpu_fail(err, errlen, "the driver's NVML cannot describe GPU %u", i);
         if (nvml->name(h, d->name, sizeof(d->name)) != NVML_SUCCESS)
             snprintf(d->name, sizeof(d->name), "GPU %u", i);
         d->index = i;
@@ -66,16 +56,16 @@ int med_gpus_check(const struct med_gpus *g, const struct med_config *c, char *e
         for (int d = 0; d < v->ndev; d++) {
             const struct med_gpu *gpu = med_gpus_find(g, v->devices[d]);
             if (!gpu)
-                return fail(err, errlen, "%s:%d: vGPU %s: no GPU %s on this machine (it has %d: 0-%d, as nvidia-smi "
+                return vgpu_fail(err, errlen, "%s:%d: vGPU %s: no GPU %s on this machine (it has %d: 0-%d, as nvidia-smi "
                             "numbers them)", c->path, v->devices_line, v->name, v->devices[d], g->n, g->n - 1);
             for (int e = 0; e < d; e++)
                 if (med_gpus_find(g, v->devices[e]) == gpu)
-                    return fail(err, errlen, "%s:%d: vGPU %s lists GPU %u twice (as %s and %s)", c->path,
+                    return vgpu_fail(err, errlen, "%s:%d: vGPU %s lists GPU %u twice (as %s and %s)", c->path,
                                 v->devices_line, v->name, gpu->index, v->devices[e], v->devices[d]);
             int k = (int)(gpu - g->gpu);
             uint64_t quota = v->memory ? v->memory : gpu->total;
             if (quota > gpu->total)
-                return fail(err, errlen, "%s:%d: vGPU %s: memory = %.2f GiB is more than GPU %u (%s) has, %.2f GiB",
+                return vgpu_fail(err, errlen, "%s:%d: vGPU %s: memory = %.2f GiB is more than GPU %u (%s) has, %.2f GiB",
                             c->path, v->memory_line, v->name, quota / 1073741824.0, gpu->index, gpu->name,
                             gpu->total / 1073741824.0);
             memory[k] += quota;
@@ -86,12 +76,12 @@ int med_gpus_check(const struct med_gpus *g, const struct med_config *c, char *e
             if (c->oversubscribe)
                 continue;
             if (memory[k] > gpu->total)
-                return fail(err, errlen, "%s:%d: GPU %u (%s, %.2f GiB) is oversubscribed: vGPUs %s take %.2f GiB of "
+                return vgpu_fail(err, errlen, "%s:%d: GPU %u (%s, %.2f GiB) is oversubscribed: vGPUs %s take %.2f GiB of "
                             "it; lower their memory, or set oversubscribe = yes in [mediator]", c->path,
                             v->memory_line ? v->memory_line : v->line, gpu->index, gpu->name,
                             gpu->total / 1073741824.0, users[k], memory[k] / 1073741824.0);
             if (compute[k] > 100)
-                return fail(err, errlen, "%s:%d: GPU %u (%s) is oversubscribed: vGPUs %s take %u%% of its compute; "
+                return vgpu_fail(err, errlen, "%s:%d: GPU %u (%s) is oversubscribed: vGPUs %s take %u%% of its compute; "
                             "lower their compute, or set oversubscribe = yes in [mediator]", c->path,
                             v->compute_line ? v->compute_line : v->line, gpu->index, gpu->name, users[k],
                             compute[k]);

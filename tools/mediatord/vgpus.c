@@ -2,11 +2,11 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/vgpus.h"
 
+#include "common/error.h"
 #include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,16 +15,6 @@
 #include <unistd.h>
 
 #define STATUS_BYTES (sizeof(struct vgpu_bar0) - VGPU_BAR0_CONFIG_PAGE)
-
-static int fail(char *err, size_t errlen, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(err, errlen, fmt, ap);
-    va_end(ap);
-    return -1;
-}
 
 /* The BAR0 config registers a vGPU's conf means. */
 static void registers(const struct med_vgpu_conf *conf, const struct med_gpus *g, struct vgpu_bar0_config *out)
@@ -61,7 +51,7 @@ static int open_file(const char *path, bool *created, char *err, size_t errlen)
         *created = fd >= 0;
     }
     if (fd < 0)
-        return fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
     return fd;
 }
 
@@ -83,7 +73,7 @@ static int map_host(struct med_vgpu *v, bool *created, char *err, size_t errlen)
     *created = c1 || c2;
     if (*created && (ftruncate(cfd, 0) != 0 || ftruncate(cfd, VGPU_BAR0_CONFIG_PAGE) != 0 ||
                      ftruncate(sfd, 0) != 0 || ftruncate(sfd, STATUS_BYTES) != 0)) {
-        fail(err, errlen, "cannot size %s's window: %s", v->conf.name, strerror(errno));
+        vgpu_fail(err, errlen, "cannot size %s's window: %s", v->conf.name, strerror(errno));
         goto bad;
     }
     char why[512];
@@ -95,13 +85,13 @@ static int map_host(struct med_vgpu *v, bool *created, char *err, size_t errlen)
             mmap(base, VGPU_BAR0_CONFIG_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, cfd, 0) == MAP_FAILED ||
             mmap(base + VGPU_BAR0_CONFIG_PAGE, STATUS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, sfd, 0) ==
                 MAP_FAILED) {
-            fail(err, errlen, "cannot map %s's window: %s", v->conf.name, strerror(errno));
+            vgpu_fail(err, errlen, "cannot map %s's window: %s", v->conf.name, strerror(errno));
             goto bad;
         }
         v->bar = (struct vgpu_bar0 *)base;
         vgpu_bar0_init(v->bar, &none, VGPU_BAR0_MEDIATED, v->conf.name);
     } else if (!(v->bar = vgpu_bar0_map_split(cfd, sfd, true, why, sizeof(why)))) {
-        fail(err, errlen, "vGPU %s: %s.config/.status: %s; remove them (no process of the vGPU may be running)",
+        vgpu_fail(err, errlen, "vGPU %s: %s.config/.status: %s; remove them (no process of the vGPU may be running)",
              v->conf.name, v->base, why);
         goto bad;
     }
@@ -111,7 +101,7 @@ static int map_host(struct med_vgpu *v, bool *created, char *err, size_t errlen)
     v->status_fd = sfd;
     close(cfd);
     if (v->config_fd < 0) {
-        fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
+        vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
         munmap(v->bar, sizeof(*v->bar));
         close(sfd);
         return -1;
@@ -134,12 +124,12 @@ static int map_guest(struct med_vgpu *v, bool *created, char *err, size_t errlen
     struct stat st;
     if ((*created && ftruncate(fd, VGPU_BAR0_GUEST_FILE_SIZE) != 0) || fstat(fd, &st) != 0) {
         close(fd);
-        return fail(err, errlen, "cannot size %s: %s", path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot size %s: %s", path, strerror(errno));
     }
     void *b = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     close(fd);
     if (b == MAP_FAILED)
-        return fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
     v->bar = b;
     v->config_fd = v->status_fd = -1;
     struct vgpu_bar0_config none = { 0 };
@@ -149,7 +139,7 @@ static int map_guest(struct med_vgpu *v, bool *created, char *err, size_t errlen
     } else if (vgpu_bar0_validate(v->bar, (uint64_t)st.st_size, why, sizeof(why)) != 0 ||
                v->bar->header.flags != VGPU_BAR0_GUEST) {
         munmap(b, sizeof(struct vgpu_bar0));
-        return fail(err, errlen, "vGPU %s: %s: %s; remove it (the VM must not be running)", v->conf.name, path,
+        return vgpu_fail(err, errlen, "vGPU %s: %s: %s; remove it (the VM must not be running)", v->conf.name, path,
                     v->bar->header.flags != VGPU_BAR0_GUEST ? "not a guest window" : why);
     }
     return 0;
@@ -212,7 +202,7 @@ static struct med_vgpu *open_vgpu(const struct med_config *c, const struct med_v
 {
     struct med_vgpu *v = calloc(1, sizeof(*v));
     if (!v) {
-        fail(err, errlen, "out of memory");
+        vgpu_fail(err, errlen, "out of memory");
         return NULL;
     }
     v->conf = *conf;
@@ -240,7 +230,7 @@ int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const stru
 {
     memset(all, 0, sizeof(*all));
     if (mkdir(c->state_dir, 0755) != 0 && errno != EEXIST)
-        return fail(err, errlen, "cannot create state_dir %s: %s", c->state_dir, strerror(errno));
+        return vgpu_fail(err, errlen, "cannot create state_dir %s: %s", c->state_dir, strerror(errno));
     for (int i = 0; i < c->nvgpus; i++) {
         struct med_vgpu *v = open_vgpu(c, &c->vgpu[i], g, err, errlen);
         if (!v)

@@ -1,0 +1,14 @@
+/* See error.h. */
+#include "common/error.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+
+int vgpu_fail(char *err, size_t errlen, const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(err, errlen, fmt, ap);
+    va_end(ap);
+    return -1;
+}
