@@ -64,32 +64,23 @@ static __attribute__((unused)) void *load(const char *soname)
 /* libcuda.so.1 as loaded by dlopen; a scenario may set it to a library it
  * loaded itself (by path, as ctypes users do). */
 static void *cuda_handle;
+static void *nvml_handle;
 
-static __attribute__((unused)) void *cuda_sym(const char *name)
+/* name in the library *handle (opened by soname on first use), or exit. */
+static __attribute__((unused)) void *lib_sym(void **handle, const char *soname, const char *name)
 {
-    if (!cuda_handle)
-        cuda_handle = load("libcuda.so.1");
-    void *p = dlsym(cuda_handle, name);
+    if (!*handle)
+        *handle = load(soname);
+    void *p = dlsym(*handle, name);
     if (!p) {
-        fprintf(stderr, "FAIL dlsym %s\n", name);
+        fprintf(stderr, "FAIL dlsym %s in %s\n", name, soname);
         exit(1);
     }
     return p;
 }
 
-static __attribute__((unused)) void *nvml_sym(const char *name)
-{
-    static void *h;
-    if (!h)
-        h = load("libnvidia-ml.so.1");
-    void *p = dlsym(h, name);
-    if (!p) {
-        fprintf(stderr, "FAIL nvml dlsym %s\n", name);
-        exit(1);
-    }
-    return p;
-}
-
+#define cuda_sym(name) lib_sym(&cuda_handle, "libcuda.so.1", (name))
+#define nvml_sym(name) lib_sym(&nvml_handle, "libnvidia-ml.so.1", (name))
 #define F(name) ((__typeof__(&name))cuda_sym(#name))
 #define N(name) ((__typeof__(&name))nvml_sym(#name))
 
