@@ -62,7 +62,10 @@ start_mediator() {
     medpid=$!
     for _ in $(seq 1 500); do
         "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && return 0
-        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited with $(wait "$medpid"; echo $?)"
+        if ! kill -0 "$medpid" 2>/dev/null; then
+            wait "$medpid"
+            fail "the mediator exited with $?"
+        fi
         sleep 0.02
     done
     fail "the mediator did not answer within 10 s"
@@ -151,15 +154,24 @@ refuse-others)
     config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 4242424"
     start_mediator
     expect_refused "no vGPU admits uid $me"
-    if [ "$me" = 0 ] && command -v setpriv >/dev/null; then
-        # Another user, with the socket open to everyone: the mediator itself says no.
-        config "[mediator]" "socket_mode = 0666" "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 0"
-        stop_mediator TERM
-        start_mediator
+    # Other users, where this test may become one: with the socket open to
+    # everyone, the mediator itself decides, by uid and by a supplementary group.
+    other() { env -u FAKEGPU_STATE setpriv --reuid=65534 --regid=65534 "$@"; }
+    if [ "$me" != 0 ] || ! command -v setpriv >/dev/null; then
+        echo "# not root (or no setpriv): the checks as another user are skipped"
+    elif ! setpriv --reuid=65534 --regid=65534 --clear-groups test -r "$build/libvgpu-cuda.so" -a -x "$client"; then
+        echo "# uid 65534 cannot reach $build: the checks as another user are skipped"
+    else
         chmod 755 "$tmp"
-        setpriv --reuid=65534 --regid=65534 --clear-groups "$client" refused 2>"$tmp/err" >/dev/null ||
-            fail "as uid 65534: $(cat "$tmp/err")"
+        stop_mediator TERM
+        config "[mediator]" "socket_mode = 0666" "[vgpu.a]" "devices = 0" "memory = 1G" "uids = 0" \
+               "[vgpu.b]" "devices = 1" "memory = 2G" "gids = 4242"
+        start_mediator
+        other --clear-groups "$client" refused 2>"$tmp/err" >/dev/null || fail "as uid 65534: $(cat "$tmp/err")"
         grep -q "no vGPU admits uid 65534" "$tmp/err" || fail "uid 65534 was not refused by uid: $(cat "$tmp/err")"
+        other --groups=4242 "$client" admitted 2G >"$tmp/out" 2>&1 ||
+            fail "uid 65534 with supplementary group 4242 was not admitted to b: $(cat "$tmp/out")"
+        grep -q "admitted pid .* uid 65534) to vGPU b" "$tmp/med.log" || fail "no admission by group logged"
     fi
     ;;
 
@@ -258,6 +270,15 @@ memory = 4G
 compute = 60
 uids = 0
 EOF
+    expect_config_error 4 "[vgpu.a] is followed by" "a key goes on a line of its own" <<EOF
+[vgpu.a] memory = 1G
+devices = 0
+uids = 0
+EOF
+    # A file saved with a byte order mark is read as any other.
+    printf '\xef\xbb\xbf[vgpu.a]\ndevices = 0\nuids = 0\n' >"$conf"
+    env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
+        fail "a config with a byte order mark was refused: $(cat "$tmp/out")"
     # The same, allowed.
     printf '[mediator]\noversubscribe = yes\n[vgpu.a]\ndevices = 0\nmemory = 10G\nuids = 0\n[vgpu.b]\ndevices = 0\nmemory = 10G\nuids = 0\n' >"$conf"
     env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
@@ -311,9 +332,10 @@ vgpu-smi)
     ;;
 
 metrics)
-    port=$(python3 -c "import socket; s=socket.socket(); s.bind(('127.0.0.1', 0)); print(s.getsockname()[1])")
     config "[vgpu.a]" "devices = 0" "memory = 2G" "compute = 40" "uids = $me"
-    start_mediator --metrics "127.0.0.1:$port"
+    start_mediator --metrics 127.0.0.1:0 # any free port: the log says which
+    port=$(sed -n 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$tmp/med.log")
+    [ -n "$port" ] || fail "the log does not say where the metrics are"
     hold 1G a
     VGPU_NAME=nosuch "$client" refused >/dev/null 2>&1
     python3 - "$port" <<'EOF' || fail "the metrics page is wrong"
@@ -343,6 +365,7 @@ except urllib.error.HTTPError as e:
 protocol-abuse)
     config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
     start_mediator
+    hold 512M a # a connection that must not notice
     python3 - "$tmp/sock" <<'EOF' || fail "a malformed message was not met by closing that connection"
 import socket, struct, sys
 def conn():
@@ -369,12 +392,17 @@ for name, data in cases.items():
     code = struct.unpack("<IHHII", got[:16])  # ...having said why, in a version 1 REFUSE
     assert code == (0x4d504756, 1, 3, 496, 3), (name, got[:32])
     print(name, "-> REFUSE:", got[16:120].split(b"\0")[0].decode(), "; closed")
+    if name == "bad version":
+        assert b"version 9" in got and b"version 1" in got, got[16:120]
 s = conn(); s.sendall(frame(4, b""))  # ENTER before HELLO: refused, then closed
 got = closed(s)
 assert struct.unpack("<I", got[12:16])[0] == 3, got[:40]
 print("ENTER before HELLO -> REFUSE", got[16:80].split(b"\0")[0])
 EOF
     kill -0 "$medpid" || fail "the mediator died"
+    [ "$(py "[(p['pid'], p['memory'][0]) for p in s['processes']]")" = "[($held, $((512 * MiB + OVH)))]" ] ||
+        fail "the well-behaved connection was disturbed: $(smi_json)"
+    kill -0 "$held" || fail "the well-behaved process died"
     run admitted 2G
     ;;
 
@@ -389,16 +417,20 @@ guest-window)
     echo 0x8086 >"$sys/0000:00:03.0/vendor"; echo 0x100e >"$sys/0000:00:03.0/device"
     echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
     ln -s "$state/vm.bar0" "$sys/0000:00:05.0/resource2"
-    export VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=$tmp/no-mediator-in-the-guest.sock
+    export VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=none # no mediator in the guest
     run admitted 2G
     hold 1G g
     export VGPU_MEDIATOR_SOCKET=$tmp/sock
     [ "$(py "s['vgpus'][0]['guest'], s['vgpus'][0]['devices'][0]['memory_used'], s['processes'][0]['pid']")" = \
       "True $((GiB + OVH)) $held" ] || fail "vgpu-smi on the host: $(smi_json)"
-    export VGPU_MEDIATOR_SOCKET=$tmp/no-mediator-in-the-guest.sock
+    export VGPU_MEDIATOR_SOCKET=none
     kill -9 "$held"
     wait "$held" 2>/dev/null
-    run admitted 2G # the guest's next process returns the dead one's memory
+    run admitted 2G # the guest's next process returns the dead one's memory...
+    export VGPU_MEDIATOR_SOCKET=$tmp/sock
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes'])")" = "0 0" ] ||
+        fail "the killed guest process's memory did not come back: $(smi_json)"
+    export VGPU_MEDIATOR_SOCKET=none
     VGPU_PCI_ID=1af4:9999 run admitted 16G # no such device: no vGPU, the whole (fake) GPU
     ;;
 
@@ -414,6 +446,83 @@ fork-child-has-its-own-slot)
       "[($parent, $((512 * MiB + OVH))), ($child, $((512 * MiB)))]" ] || fail "two slots expected: $(smi_json)"
     # The child inherited the parent's connection, and closed it: the parent's end is seen at once.
     run kill-time "$parent" "$state/a.status" 0 $((512 * MiB))
+    ;;
+
+stopped-mediator-refuses)
+    # Stopped (not crashed), the mediator leaves its socket: new processes
+    # are refused until it is back, never run without their limits.
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    stop_mediator TERM
+    [ -S "$tmp/sock" ] || fail "the stopped mediator removed its socket"
+    expect_refused "no mediator answers on it" "start vgpu-mediatord"
+    # A socket asked for by name must be there; "none" asks for no mediator.
+    VGPU_MEDIATOR_SOCKET=$tmp/typo.sock expect_refused "VGPU_MEDIATOR_SOCKET=$tmp/typo.sock: no such socket"
+    VGPU_MEDIATOR_SOCKET=none run admitted 16G # no vGPU: the whole (fake) GPU
+    start_mediator
+    run admitted 1G
+    ;;
+
+reload-admission-and-vgpus)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    hold 512M x
+    reload() { # LOG-TEXT: sends SIGHUP and waits for one more line holding it
+        local before
+        before=$(grep -c "$1" "$tmp/med.log")
+        kill -HUP "$medpid"
+        for _ in $(seq 1 500); do [ "$(grep -c "$1" "$tmp/med.log")" -gt "$before" ] && return; sleep 0.02; done
+        fail "no \"$1\" after the reload"
+    }
+    # Who is admitted changes for the next processes; a new vGPU is there.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = 4242" "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    reload "reloaded"
+    grep -q "vGPU b: added" "$tmp/med.log" || fail "b was not added"
+    VGPU_NAME=a expect_refused "vGPU a does not admit uid $me"
+    run admitted 1G # into b, the first that admits it now
+    kill -0 "$held" || fail "the process in a was stopped by the reload"
+    # A busy vGPU's devices do not move: the whole reload is refused.
+    config "[vgpu.a]" "devices = 1" "memory = 2G" "compute = 50" "uids = 4242" \
+           "[vgpu.b]" "devices = 1" "memory = 1G" "compute = 50" "uids = $me"
+    reload "reload refused"
+    grep -q "reload refused, the running configuration stays: $conf:5: vGPU a: its devices cannot change while 1 process(es) use it" \
+        "$tmp/med.log" || fail "the move of a busy vGPU was not refused with its line"
+    [ "$(py "s['vgpus'][0]['devices'][0]['uuid']")" = GPU-fa4e0000-0000-0000-0000-000000000000 ] ||
+        fail "a moved anyway: $(smi_json)"
+    # A removed vGPU admits nobody, and goes when its last process has.
+    config "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    reload "gone from the config"
+    [ "$(py "[(v['name'], v['retired']) for v in s['vgpus']]")" = "[('a', True), ('b', False)]" ] ||
+        fail "a is not shown retired: $(smi_json)"
+    kill -9 "$held"
+    for _ in $(seq 1 300); do [ -e "$state/a.config" ] || break; sleep 0.01; done
+    [ -e "$state/a.config" ] || [ -e "$state/a.status" ] && fail "a's files outlived it"
+    [ "$(py "[v['name'] for v in s['vgpus']]")" = "['b']" ] || fail "a is still shown: $(smi_json)"
+    ;;
+
+restart-keeps-a-removed-vgpu)
+    # Removed from the config across a restart, a vGPU with a live process is
+    # found again, retired: its process stays counted and watched.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me" "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    start_mediator
+    hold 512M x
+    stop_mediator TERM
+    config "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    start_mediator
+    [ "$(py "[(v['name'], v['retired'], v['processes']) for v in s['vgpus']]")" = "[('b', False, 0), ('a', True, 1)]" ] ||
+        fail "a is not kept, retired: $(smi_json)"
+    kill -9 "$held"
+    for _ in $(seq 1 300); do [ -e "$state/a.status" ] || break; sleep 0.01; done
+    [ -e "$state/a.status" ] && fail "a was not removed once its process died"
+    # A vGPU whose running process uses other GPUs than a new config gives it stops the start.
+    VGPU_NAME=b "$client" hold 256M "$tmp/y.ready" "$tmp/y.go" >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/y.ready"
+    stop_mediator TERM
+    config "[vgpu.b]" "devices = 0" "memory = 1G" "uids = $me"
+    env -u LD_PRELOAD "$med" --config "$conf" --foreground >"$tmp/out" 2>&1 && fail "it started with b moved"
+    grep -q "$conf:5: vGPU b: its 1 running process(es) use other GPUs" "$tmp/out" ||
+        fail "the refusal does not say why: $(cat "$tmp/out")"
     ;;
 
 *)

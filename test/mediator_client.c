@@ -110,7 +110,7 @@ static void scenario_hold_fork(int argc, char **argv)
         CU(F(cuMemAlloc_v2)(&c, bytes));
         char ok = atomic_load(&failures) ? 'n' : 'y';
         CHECK(write(pipefd[1], &ok, 1) == 1, "write");
-        pause();
+        sleep(120); /* killed by the test before; a test that failed early leaves no child for long */
         _exit(0);
     }
     char ok = 'n';
@@ -126,6 +126,10 @@ static void scenario_kill_time(char **argv)
     pid_t pid = atoi(argv[2]);
     int dev = atoi(argv[4]);
     uint64_t want = strtoull(argv[5], NULL, 10);
+    if (pid <= 1 || dev < 0 || dev >= VGPU_MAX_DEVICES) { /* kill(0) would be our own group */
+        CHECK(0, "kill-time: no such process %s or device %s", argv[2], argv[4]);
+        return;
+    }
     int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
     CHECK(fd >= 0, "cannot open %s", argv[3]);
     if (fd < 0)
@@ -137,6 +141,8 @@ static void scenario_kill_time(char **argv)
     if (st == MAP_FAILED)
         return;
     uint64_t before = atomic_load(&st->device[dev].memory_used);
+    CHECK(before > want, "the vGPU uses %llu before the kill, no more than the %llu it should come back to",
+          (unsigned long long)before, (unsigned long long)want);
     double t0 = now_s(), seen = -1;
     CHECK(kill(pid, SIGKILL) == 0, "kill %d", (int)pid);
     while (now_s() - t0 < 5) {

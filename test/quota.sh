@@ -201,13 +201,15 @@ refused-foreign-bar0)
     ;;
 
 no-settings)
-    # No VGPU_* variable at all (the fake is found on LD_LIBRARY_PATH): the
+    # No vGPU setting at all (the fake is found on LD_LIBRARY_PATH): the
     # GPU's own figures, and no BAR0 file appears under /dev/shm.
     default="/dev/shm/vgpu-$(id -u)-all.bar0"
     existed=no
     [ -e "$default" ] && existed=yes
     ls /dev/shm 2>/dev/null | grep '^vgpu-' | sort >"$tmp/shm.before"
     for v in $(env | sed -n 's/^\(VGPU_[A-Za-z0-9_]*\)=.*/\1/p'); do unset "$v"; done
+    # Still none of this machine's own: no mediator, no PCI windows.
+    export VGPU_MEDIATOR_SOCKET=none VGPU_SYSFS_ROOT=$tmp/no-sysfs
     "$client" no-settings || fail "quota_client no-settings failed"
     ls /dev/shm 2>/dev/null | grep '^vgpu-' | sort >"$tmp/shm.after"
     [ $existed = no ] && [ -e "$default" ] && fail "$default was created"

@@ -13,8 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <unistd.h>
 
 #ifndef VGPU_VERSION
@@ -33,20 +31,11 @@ static void usage(FILE *to)
 
 static int dial(const char *path)
 {
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof(sa.sun_path)) {
-        fprintf(stderr, "vgpu-smi: %s: too long for a socket path\n", path);
-        return -1;
-    }
-    strcpy(sa.sun_path, path);
-    int fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (fd >= 0 && connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+    int fd, e = vgpu_mediator_connect(path, &fd);
+    if (e == 0)
         return fd;
-    int e = errno;
     fprintf(stderr, "vgpu-smi: cannot reach vgpu-mediatord at %s: %s%s\n", path, strerror(e),
             e == ENOENT || e == ECONNREFUSED ? " (is it running? --socket names another socket)" : "");
-    if (fd >= 0)
-        close(fd);
     return -1;
 }
 

@@ -30,10 +30,6 @@ _Static_assert(sizeof(struct vgpu_bar0) % 4096 == 0 && sizeof(struct vgpu_bar0) 
                "the window is whole pages and fits a guest BAR");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "plain-sized atomics");
 
-#define OWNER VGPU_BAR0_OWNER
-#define OWNER_PID VGPU_BAR0_OWNER_PID
-#define OWNER_STATE VGPU_BAR0_OWNER_STATE
-
 static uint64_t now_ns(void)
 {
     struct timespec ts;
@@ -77,7 +73,9 @@ uint64_t vgpu_proc_start_time(int pid)
     return stat_start_time(pid, NULL);
 }
 
-/* Unknown counts as alive: returning a live process's memory would break the quota. */
+/* Unknown counts as alive: returning a live process's memory would break
+ * the quota.  Dead is: no such pid, a zombie, or another process under the
+ * pid (another start time). */
 bool vgpu_bar0_owner_alive(int pid, uint64_t start_time)
 {
     if (kill(pid, 0) != 0 && errno == ESRCH)
@@ -85,8 +83,17 @@ bool vgpu_bar0_owner_alive(int pid, uint64_t start_time)
     bool zombie = false;
     uint64_t t = stat_start_time(pid, &zombie);
     if (t == 0)
-        return access("/proc/self/stat", R_OK) != 0; /* no /proc here: trust kill() */
+        return true; /* there, but /proc will not say more (hidepid, another PID namespace) */
     return !zombie && t == start_time;
+}
+
+/* *v -= n, never below 0: a count that wrapped would refuse every
+ * allocation of the vGPU until its window is made again. */
+static void sub_saturating(_Atomic uint64_t *v, uint64_t n)
+{
+    uint64_t u = atomic_load_explicit(v, memory_order_relaxed);
+    while (!atomic_compare_exchange_weak(v, &u, u > n ? u - n : 0))
+        ;
 }
 
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
@@ -101,7 +108,7 @@ int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
         for (int d = 0; d < VGPU_MAX_DEVICES; d++)
             atomic_store(&p->held[d], 0);
         atomic_fetch_add(&b->status.processes, 1);
-        atomic_store(&p->owner, OWNER(pid, VGPU_PROC_LIVE));
+        atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
         return i;
     }
     return -1;
@@ -111,13 +118,13 @@ bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint6
 {
     struct vgpu_bar0_proc *p = &b->procs[slot];
     uint64_t sum = 0;
-    if (OWNER_STATE(owner) != VGPU_PROC_LIVE ||
-        !atomic_compare_exchange_strong(&p->owner, &owner, OWNER(OWNER_PID(owner), VGPU_PROC_REAPING)))
+    if (VGPU_BAR0_OWNER_STATE(owner) != VGPU_PROC_LIVE ||
+        !atomic_compare_exchange_strong(&p->owner, &owner, VGPU_BAR0_OWNER(VGPU_BAR0_OWNER_PID(owner), VGPU_PROC_REAPING)))
         return false; /* another process frees it, or it changed hands */
     for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
         uint64_t held = atomic_exchange(&p->held[d], 0);
         if (held)
-            atomic_fetch_sub(&b->status.device[d].memory_used, held);
+            sub_saturating(&b->status.device[d].memory_used, held);
         sum += held;
     }
     atomic_fetch_sub(&b->status.processes, 1);
@@ -139,7 +146,7 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
         atomic_store(&b->status.last_reap_ns, now);
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
         uint64_t o = atomic_load(&b->procs[i].owner);
-        if (OWNER_STATE(o) == VGPU_PROC_LIVE && !vgpu_bar0_owner_alive(OWNER_PID(o), b->procs[i].start_time))
+        if (VGPU_BAR0_OWNER_STATE(o) == VGPU_PROC_LIVE && !vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
             vgpu_bar0_release_slot(b, i, o, NULL);
     }
 }
@@ -237,9 +244,9 @@ void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
 
 void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
 {
-    atomic_fetch_sub(&m->bar->status.device[dev].memory_used, bytes);
+    sub_saturating(&m->bar->status.device[dev].memory_used, bytes);
     if (m->slot >= 0)
-        atomic_fetch_sub(&m->bar->procs[m->slot].held[dev], bytes);
+        sub_saturating(&m->bar->procs[m->slot].held[dev], bytes);
 }
 
 void vgpu_bar0_detach(struct vgpu_bar0_map *m)

@@ -120,6 +120,7 @@ struct vgpu_bar0_map {
     int slot;        /* this process's slot, or -1 (e.g. NVML-only processes) */
     uint64_t owner;  /* the slot's owner word, as it was claimed */
     int pid;         /* the process that took slot (a fork child has another) */
+    uint32_t generation; /* standalone: the config this process joined (config_generation) */
     char path[4096];
 };
 
@@ -142,12 +143,14 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
 int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen);
 
 /*
- * Maps a mediated window from its two descriptors: the first page (header
- * and config) read-only unless config_writable, the rest read-write, as one
- * contiguous struct vgpu_bar0.  Validates it.  Returns the window or NULL
- * with the reason in err.
+ * Maps a window from its two parts: the first page (header and config)
+ * read-only unless config_writable, the rest read-write, as one contiguous
+ * struct vgpu_bar0.  Returns it, or NULL with the reason in err.  _split
+ * also validates a mediated window; _parts does not (a new one is empty).
  */
 struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err,
+                                      size_t errlen);
+struct vgpu_bar0 *vgpu_bar0_map_parts(int config_fd, int status_fd, bool config_writable, char *err,
                                       size_t errlen);
 
 /* Fills a zeroed window: header (flags, name), config, empty status. */
@@ -160,7 +163,8 @@ void vgpu_bar0_write_config(struct vgpu_bar0 *b, const struct vgpu_bar0_config *
 int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err, size_t errlen);
 
 /* Enters the process table of an attached standalone or guest BAR0
- * (m->slot); 0 or -1 with err. */
+ * (m->slot); 0 or -1 with err.  A standalone process is refused if another
+ * one rewrote the idle vGPU's config since it attached. */
 int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
 
 /*

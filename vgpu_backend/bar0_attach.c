@@ -112,11 +112,6 @@ static int finish(struct vgpu_bar0_map *m, int rc)
     return rc;
 }
 
-static const char *owner_of(uint32_t flags)
-{
-    return flags & VGPU_BAR0_GUEST ? "a VM's window, served by vgpu-mediatord" : "vgpu-mediatord's";
-}
-
 int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
                      char *err, size_t errlen)
 {
@@ -135,18 +130,23 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
     /* A zeroed window (a new file) is initialised. */
     if (fresh || all_zero(b, sizeof(b->header))) {
         vgpu_bar0_init(b, want, 0, "");
+        m->generation = atomic_load(&b->header.config_generation);
         return finish(m, 0);
     }
     char why[512];
     if (vgpu_bar0_validate(b, (uint64_t)st.st_size, why, sizeof(why)) != 0)
         return finish(m, vgpu_fail(err, errlen, "refusing the vGPU's BAR0 %s: %s; remove it (no process of this vGPU may "
                               "be running) or set VGPU_BAR0 to another path", path, why));
+    if (b->header.flags & VGPU_BAR0_GUEST)
+        return finish(m, vgpu_fail(err, errlen, "the vGPU's BAR0 %s is vGPU \"%s\"'s window for a VM: processes in "
+                                   "that VM find it on their PCI bus, not through VGPU_BAR0", path, b->header.name));
     if (b->header.flags)
-        return finish(m, vgpu_fail(err, errlen, "the vGPU's BAR0 %s is %s (vGPU \"%s\"): processes reach it through the "
-                              "mediator's socket, not VGPU_BAR0", path, owner_of(b->header.flags),
-                              b->header.name));
+        return finish(m, vgpu_fail(err, errlen, "the vGPU's BAR0 %s is vgpu-mediatord's (vGPU \"%s\"): processes "
+                                   "reach it through the mediator's socket, not VGPU_BAR0", path, b->header.name));
     vgpu_bar0_reap(b, true);
-    return finish(m, reconcile(b, want, join, path, err, errlen));
+    int rc = reconcile(b, want, join, path, err, errlen);
+    m->generation = atomic_load(&b->header.config_generation);
+    return finish(m, rc);
 }
 
 int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen)
@@ -170,14 +170,14 @@ int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err,
     return finish(m, 0);
 }
 
-struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)
+struct vgpu_bar0 *vgpu_bar0_map_parts(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)
 {
     const size_t status_size = sizeof(struct vgpu_bar0) - VGPU_BAR0_CONFIG_PAGE;
     struct stat cs, ss;
     if (fstat(config_fd, &cs) != 0 || fstat(status_fd, &ss) != 0 || cs.st_size < VGPU_BAR0_CONFIG_PAGE ||
         (size_t)ss.st_size < status_size) {
-        vgpu_fail(err, errlen, "the mediator's BAR0 descriptors are not a BAR0 window (%lld + %lld bytes)",
-             (long long)cs.st_size, (long long)ss.st_size);
+        vgpu_fail(err, errlen, "the BAR0 parts are not a BAR0 window (%lld + %lld bytes)", (long long)cs.st_size,
+                  (long long)ss.st_size);
         return NULL;
     }
     /* One reservation, then the two parts over it, so the window is one struct. */
@@ -187,17 +187,21 @@ struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_
              config_fd, 0) == MAP_FAILED ||
         mmap(base + VGPU_BAR0_CONFIG_PAGE, status_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, status_fd,
              0) == MAP_FAILED) {
-        vgpu_fail(err, errlen, "cannot map the mediator's BAR0: %s", strerror(errno));
+        vgpu_fail(err, errlen, "cannot map the BAR0 parts: %s", strerror(errno));
         if (base != MAP_FAILED)
             munmap(base, sizeof(struct vgpu_bar0));
         return NULL;
     }
-    struct vgpu_bar0 *b = (struct vgpu_bar0 *)base;
-    char why[512];
-    if (vgpu_bar0_validate(b, sizeof(*b), why, sizeof(why)) != 0 || b->header.flags != VGPU_BAR0_MEDIATED) {
-        vgpu_fail(err, errlen, "the mediator's BAR0 is not usable: %s",
-             b->header.flags != VGPU_BAR0_MEDIATED ? "not a mediated window" : why);
-        munmap(base, sizeof(*b));
+    return (struct vgpu_bar0 *)base;
+}
+
+struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)
+{
+    struct vgpu_bar0 *b = vgpu_bar0_map_parts(config_fd, status_fd, config_writable, err, errlen);
+    char why[512] = "not a mediated window"; /* unless validation says worse */
+    if (b && (vgpu_bar0_validate(b, sizeof(*b), why, sizeof(why)) != 0 || b->header.flags != VGPU_BAR0_MEDIATED)) {
+        vgpu_fail(err, errlen, "the mediator's BAR0 is not usable: %s", why);
+        munmap(b, sizeof(*b));
         return NULL;
     }
     return b;
@@ -209,6 +213,13 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
      * one slot. */
     if (flock(m->fd, LOCK_EX) != 0)
         return vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+    if (m->bar->header.flags == 0 && atomic_load(&m->bar->header.config_generation) != m->generation) {
+        /* Idle after this process joined (it held no slot yet), the vGPU was
+         * given another configuration than the one its devices came from. */
+        flock(m->fd, LOCK_UN);
+        return vgpu_fail(err, errlen, "vGPU %s was given another configuration by another process since this one "
+                         "joined it; start this process again", m->path);
+    }
     vgpu_bar0_reap(m->bar, true);
     int pid = getpid();
     m->slot = vgpu_bar0_claim_slot(m->bar, pid, vgpu_proc_start_time(pid));

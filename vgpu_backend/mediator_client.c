@@ -15,6 +15,26 @@
 /* How long a process waits for the mediator before giving up on it. */
 #define ANSWER_MS 5000
 
+/* ask()'s answers besides 0: the mediator said no, or there was no answer. */
+enum { ASK_REFUSED = 1, ASK_NO_ANSWER = -1 };
+
+int vgpu_mediator_connect(const char *path, int *fd)
+{
+    struct sockaddr_un sa = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(sa.sun_path))
+        return ENAMETOOLONG;
+    strcpy(sa.sun_path, path);
+    *fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (*fd < 0)
+        return errno;
+    if (connect(*fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
+        return 0;
+    int e = errno;
+    close(*fd);
+    *fd = -1;
+    return e;
+}
+
 static void hang_up(struct vgpu_mediator_link *l)
 {
     if (l->fd >= 0)
@@ -22,45 +42,50 @@ static void hang_up(struct vgpu_mediator_link *l)
     l->fd = -1;
 }
 
-/* Connects; VGPU_MEDIATOR_NONE when no mediator is set up at the path. */
+/*
+ * Connects: 0, VGPU_MEDIATOR_NONE when there is no mediator, or -1 with err.
+ * The default socket missing means no mediator; a socket that was asked for
+ * by name must be there (a typo must not run a tenant without its limits);
+ * "none" asks for no mediator.
+ */
 static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
 {
     const char *path = getenv("VGPU_MEDIATOR_SOCKET");
-    if (!path || !*path)
-        path = VGPU_MEDIATOR_DEFAULT_SOCKET;
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (strlen(path) >= sizeof(sa.sun_path))
-        return vgpu_fail(err, errlen, "VGPU_MEDIATOR_SOCKET=%s: longer than a socket path may be (%zu)", path,
-                    sizeof(sa.sun_path) - 1);
-    strcpy(sa.sun_path, path);
-    snprintf(l->socket, sizeof(l->socket), "%s", path);
-    l->fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    if (l->fd < 0)
-        return vgpu_fail(err, errlen, "cannot make a socket for vgpu-mediatord: %s", strerror(errno));
-    if (connect(l->fd, (struct sockaddr *)&sa, sizeof(sa)) == 0)
-        return VGPU_MEDIATOR_ADMITTED;
-    int e = errno;
-    hang_up(l);
-    if (e == ENOENT || e == ENOTDIR)
+    bool named = path && *path;
+    if (named && strcmp(path, "none") == 0)
         return VGPU_MEDIATOR_NONE;
+    if (!named)
+        path = VGPU_MEDIATOR_DEFAULT_SOCKET;
+    snprintf(l->socket, sizeof(l->socket), "%s", path);
+    int e = vgpu_mediator_connect(path, &l->fd);
+    if (e == 0)
+        return 0;
+    if ((e == ENOENT || e == ENOTDIR) && !named)
+        return VGPU_MEDIATOR_NONE;
+    if (e == ENOENT || e == ENOTDIR)
+        return vgpu_fail(err, errlen, "VGPU_MEDIATOR_SOCKET=%s: no such socket; start vgpu-mediatord there, or set "
+                         "VGPU_MEDIATOR_SOCKET=none to run without one", path);
     /* A socket nobody listens on is a mediator that stopped: fail closed,
      * rather than run the operator's tenants without their quotas. */
     if (e == ECONNREFUSED)
         return vgpu_fail(err, errlen, "vgpu-mediatord's socket %s is there, but no mediator answers on it: start "
-                    "vgpu-mediatord, or remove the socket to run without one", path);
+                         "vgpu-mediatord, or remove the socket to run without one", path);
     if (e == EACCES || e == EPERM)
-        return vgpu_fail(err, errlen, "vgpu-mediatord at %s does not let this user connect (%s): ask the operator to "
-                    "add it to the socket's group", path, strerror(e));
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s does not let this user connect (%s): ask the operator "
+                         "to add it to the socket's group", path, strerror(e));
     return vgpu_fail(err, errlen, "cannot connect to vgpu-mediatord at %s: %s", path, strerror(e));
 }
 
-/* One request, one answer; the answer's descriptors go to fds. */
+/* One request, one answer; the answer's descriptors go to fds.  0, or
+ * ASK_REFUSED / ASK_NO_ANSWER with err. */
 static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload, uint32_t len, struct vgpu_msg *answer,
                int *fds, int *nfds, char *err, size_t errlen)
 {
-    int r = vgpu_proto_send(l->fd, type, payload, len, NULL, 0);
-    if (r != 0)
-        return vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
+    int r = l->fd >= 0 ? vgpu_proto_send(l->fd, type, payload, len, NULL, 0) : -ENOTCONN;
+    if (r != 0) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
+        return ASK_NO_ANSWER;
+    }
     uint8_t *buf = NULL;
     size_t cap = 0;
     char why[256];
@@ -68,10 +93,14 @@ static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload,
     r = vgpu_proto_recv(l->fd, &buf, &cap, sizeof(struct vgpu_msg_refuse), ANSWER_MS, answer, fds, nfds, why,
                         sizeof(why));
     free(buf);
-    if (r != 0)
-        return vgpu_fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
-    if (answer->type == VGPU_MSG_REFUSE)
-        return vgpu_fail(err, errlen, "vgpu-mediatord refused this process: %s", answer->u.refuse.reason);
+    if (r != 0) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
+        return ASK_NO_ANSWER;
+    }
+    if (answer->type == VGPU_MSG_REFUSE) {
+        vgpu_fail(err, errlen, "vgpu-mediatord refused this process: %s", answer->u.refuse.reason);
+        return ASK_REFUSED;
+    }
     return 0;
 }
 
@@ -87,13 +116,14 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     m->fd = -1;
     m->slot = -1;
     int r = dial(l, err, errlen);
-    if (r != VGPU_MEDIATOR_ADMITTED)
+    if (r != 0)
         return r;
     struct vgpu_msg_hello hello = { .slot = UINT32_MAX };
     const char *name = getenv("VGPU_NAME");
     if (name && strlen(name) >= sizeof(hello.vgpu)) {
         hang_up(l);
-        return vgpu_fail(err, errlen, "VGPU_NAME=%s: a vGPU name has at most %zu characters", name, sizeof(hello.vgpu) - 1);
+        return vgpu_fail(err, errlen, "VGPU_NAME=%s: a vGPU name has at most %zu characters", name,
+                         sizeof(hello.vgpu) - 1);
     }
     vgpu_proto_copy_string(hello.vgpu, sizeof(hello.vgpu), name);
     struct vgpu_msg answer;
@@ -105,8 +135,8 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     if (answer.type != VGPU_MSG_ADMIT || nfds != 2) {
         close_all(fds, nfds);
         hang_up(l);
-        return vgpu_fail(err, errlen, "vgpu-mediatord at %s answered HELLO with message %u and %d descriptors", l->socket,
-                    answer.type, nfds);
+        return vgpu_fail(err, errlen, "vgpu-mediatord at %s answered HELLO with message %u and %d descriptors",
+                         l->socket, answer.type, nfds);
     }
     char why[512];
     m->bar = vgpu_bar0_map_split(fds[0], fds[1], false, why, sizeof(why));
@@ -121,16 +151,40 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     return VGPU_MEDIATOR_ADMITTED;
 }
 
+/* The connection is gone (the mediator restarted since this process
+ * joined): joins again, into the same vGPU, with a fresh mapping of it. */
+static int join_again(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, char *err, size_t errlen)
+{
+    char was[VGPU_NAME_LEN];
+    struct vgpu_bar0_map fresh;
+    memcpy(was, l->vgpu, sizeof(was));
+    hang_up(l);
+    if (vgpu_mediator_join(l, &fresh, err, errlen) != VGPU_MEDIATOR_ADMITTED)
+        return -1;
+    if (strcmp(was, l->vgpu) != 0) {
+        vgpu_bar0_close(&fresh);
+        hang_up(l);
+        return vgpu_fail(err, errlen, "vgpu-mediatord now puts this process in vGPU \"%s\", not \"%s\" as before",
+                         l->vgpu, was);
+    }
+    *m = fresh; /* the old mapping stays mapped: pointers into it may live on */
+    return 0;
+}
+
 int vgpu_mediator_enter(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
     struct vgpu_msg answer;
     int nfds = 0;
-    if (l->fd < 0)
-        return vgpu_fail(err, errlen, "no connection to vgpu-mediatord to ask for a process slot");
-    if (ask(l, VGPU_MSG_ENTER, NULL, 0, &answer, NULL, &nfds, err, errlen) != 0)
+    int r = ask(l, VGPU_MSG_ENTER, NULL, 0, &answer, NULL, &nfds, err, errlen);
+    if (r == ASK_NO_ANSWER && join_again(l, m, err, errlen) == 0)
+        r = ask(l, VGPU_MSG_ENTER, NULL, 0, &answer, NULL, &nfds, err, errlen);
+    if (r != 0)
         return -1;
-    if (answer.type != VGPU_MSG_ENTERED || answer.u.entered.slot >= VGPU_BAR0_MAX_PROCS)
-        return vgpu_fail(err, errlen, "vgpu-mediatord answered ENTER with message %u", answer.type);
+    if (answer.type != VGPU_MSG_ENTERED)
+        return vgpu_fail(err, errlen, "vgpu-mediatord answered ENTER with message type %u", answer.type);
+    if (answer.u.entered.slot >= VGPU_BAR0_MAX_PROCS)
+        return vgpu_fail(err, errlen, "vgpu-mediatord gave slot %u of a table of %d", answer.u.entered.slot,
+                         VGPU_BAR0_MAX_PROCS);
     m->slot = (int)answer.u.entered.slot;
     m->owner = atomic_load(&m->bar->procs[m->slot].owner);
     m->pid = getpid();
@@ -143,7 +197,7 @@ int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_
     int r = dial(l, err, errlen);
     if (r == VGPU_MEDIATOR_NONE)
         return vgpu_fail(err, errlen, "vgpu-mediatord's socket %s is gone", l->socket);
-    if (r != VGPU_MEDIATOR_ADMITTED)
+    if (r != 0)
         return -1;
     struct vgpu_msg_hello hello = { .flags = VGPU_HELLO_REATTACH, .slot = (uint32_t)m->slot };
     memcpy(hello.vgpu, l->vgpu, sizeof(hello.vgpu));

@@ -28,13 +28,19 @@ enum vgpu_mediator_answer {
 };
 
 /*
- * Connects to $VGPU_MEDIATOR_SOCKET (default /run/vgpu/mediator.sock) and
- * asks to be admitted (to $VGPU_NAME if set).  Admitted: m maps the vGPU's
- * BAR0 (config read-only).  Returns an enum vgpu_mediator_answer.
+ * Connects to $VGPU_MEDIATOR_SOCKET (default /run/vgpu/mediator.sock; "none":
+ * no mediator) and asks to be admitted (to $VGPU_NAME if set).  Admitted: m
+ * maps the vGPU's BAR0 (config read-only).  Returns an enum
+ * vgpu_mediator_answer.  No mediator means the default socket is not there;
+ * a socket named in VGPU_MEDIATOR_SOCKET must be.
  */
 int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, char *err, size_t errlen);
 
-/* Asks for a process slot (CUDA is in use): m->slot.  0 or -1 with err. */
+/*
+ * Asks for a process slot (CUDA is in use): m->slot.  A connection lost to a
+ * mediator restart is made again first (into the same vGPU; m is then a new
+ * mapping of it).  0 or -1 with err.
+ */
 int vgpu_mediator_enter(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, char *err, size_t errlen);
 
 /*
@@ -46,3 +52,6 @@ int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_
 
 /* A fork child: drops the parent's connection without a word on it. */
 void vgpu_mediator_forget(struct vgpu_mediator_link *l);
+
+/* Connects a stream socket to path: 0 and *fd, or the errno (for tools). */
+int vgpu_mediator_connect(const char *path, int *fd);

@@ -22,6 +22,10 @@ _Static_assert(sizeof(struct vgpu_status_header) == 40, "STATUS header is 40 byt
 _Static_assert(sizeof(struct vgpu_status_device) == 152, "STATUS device is 152 bytes");
 _Static_assert(sizeof(struct vgpu_status_vgpu) == 56 + 16 * 152, "STATUS vGPU record");
 _Static_assert(sizeof(struct vgpu_status_proc) == 192, "STATUS process record is 192 bytes");
+_Static_assert(sizeof(struct vgpu_status_header) + VGPU_STATUS_MAX_VGPUS * sizeof(struct vgpu_status_vgpu) +
+                       VGPU_STATUS_MAX_PROCS * sizeof(struct vgpu_status_proc) <=
+                   VGPU_PROTO_MAX_REPLY,
+               "the largest STATUS is one a client reads");
 
 static bool terminated(const char *s, size_t size)
 {

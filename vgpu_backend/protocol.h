@@ -28,7 +28,7 @@
 
 #define VGPU_NAME_LEN 32        /* a vGPU's name, NUL included */
 #define VGPU_REASON_LEN 492     /* a refusal's text, NUL included */
-#define VGPU_STATUS_MAX_VGPUS 1024
+#define VGPU_STATUS_MAX_VGPUS 256
 #define VGPU_STATUS_MAX_PROCS 16384
 #define VGPU_STATUS_MAX_DEVICES 16
 

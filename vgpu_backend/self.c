@@ -220,7 +220,10 @@ static void after_fork_child(void)
 
 static void leave_at_exit(void)
 {
-    if (self.mode == VGPU_MODE_ON)
+    /* A mediator frees its processes' slots itself, when their connections
+     * close: a slot freed here could be given to another process before
+     * this one's connection is seen to close. */
+    if (self.mode == VGPU_MODE_ON && self.source != VGPU_SOURCE_MEDIATOR)
         vgpu_bar0_detach(&self.bar0);
 }
 
@@ -236,7 +239,6 @@ static int enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
 static void enter_locked(void)
 {
     char err[1024];
-    entered = true;
     if (enter(&self.bar0, err, sizeof(err)) == 0) {
         atexit(leave_at_exit);
         return;
@@ -252,11 +254,21 @@ static void enter_locked(void)
 static void rejoin_child(struct vgpu_self *s, bool take_slot)
 {
     struct vgpu_bar0_map fresh;
-    char err[1024];
+    char err[1024] = "no vgpu-mediatord to join";
+    char was[VGPU_NAME_LEN];
     int rc;
-    if (s->source == VGPU_SOURCE_MEDIATOR)
+    memcpy(was, s->link.vgpu, sizeof(was));
+    if (s->source == VGPU_SOURCE_MEDIATOR) {
         rc = vgpu_mediator_join(&s->link, &fresh, err, sizeof(err)) == VGPU_MEDIATOR_ADMITTED ? 0 : -1;
-    else if (s->source == VGPU_SOURCE_GUEST)
+        if (rc == 0 && strcmp(was, s->link.vgpu) != 0) {
+            /* Its devices are the parent's vGPU's. */
+            snprintf(err, sizeof(err), "vgpu-mediatord put it in vGPU \"%s\", its parent is in \"%s\"",
+                     s->link.vgpu, was);
+            vgpu_bar0_close(&fresh);
+            vgpu_mediator_forget(&s->link);
+            rc = -1;
+        }
+    } else if (s->source == VGPU_SOURCE_GUEST)
         rc = vgpu_bar0_attach_guest(s->bar0.path, &fresh, err, sizeof(err));
     else
         rc = vgpu_bar0_attach(s->bar0.path, &s->bar0.bar->config, true, &fresh, err, sizeof(err));
@@ -269,8 +281,11 @@ static void rejoin_child(struct vgpu_self *s, bool take_slot)
             close(s->bar0.fd);
         s->bar0 = fresh;
     } else {
+        /* Counting into the parent's slot would be wrong, and into none
+         * would never be returned: this process is not counted at all. */
         vgpu_error("after fork: %s; this process's allocations are not counted", err);
         s->bar0.slot = -1;
+        __atomic_store_n(&self_on, NULL, __ATOMIC_RELEASE);
     }
     forked = false;
 }
@@ -295,11 +310,11 @@ const struct vgpu_self *vgpu_self_join(bool take_slot)
         __atomic_store_n(&joined, true, __ATOMIC_RELEASE);
     }
     if (take_slot && !entered) {
-        if (self.mode == VGPU_MODE_ON) {
-            if (forked)
-                rejoin_child(&self, false);
+        if (self.mode == VGPU_MODE_ON && forked)
+            rejoin_child(&self, false);
+        if (self.mode == VGPU_MODE_ON && vgpu_self_on())
             enter_locked();
-        }
+        /* Only now: until the slot exists, other threads wait on the lock. */
         __atomic_store_n(&entered, true, __ATOMIC_RELEASE);
     }
     pthread_mutex_unlock(&join_lock);
@@ -311,16 +326,22 @@ struct vgpu_self *vgpu_self_on(void)
     return __atomic_load_n(&self_on, __ATOMIC_ACQUIRE);
 }
 
+/* The mediator started again since this process attached to it. */
+static bool restarted(const struct vgpu_self *s)
+{
+    return s->source == VGPU_SOURCE_MEDIATOR && s->bar0.slot >= 0 &&
+           atomic_load_explicit(&s->bar0.bar->status.mediator_epoch, memory_order_relaxed) != s->link.epoch;
+}
+
 void vgpu_self_check(struct vgpu_self *s)
 {
-    bool restarted = s->source == VGPU_SOURCE_MEDIATOR && s->bar0.slot >= 0 &&
-                     atomic_load_explicit(&s->bar0.bar->status.mediator_epoch, memory_order_relaxed) != s->link.epoch;
-    if (__builtin_expect(!forked && !restarted, 1))
+    if (__builtin_expect(!forked && !restarted(s), 1))
         return;
     pthread_mutex_lock(&join_lock);
+    /* Again under the lock: another thread may have done it already. */
     if (forked) {
         rejoin_child(s, true);
-    } else if (restarted) {
+    } else if (restarted(s)) {
         /* One try per mediator start: a mediator that will not take this
          * process back still returns its memory when it dies (by pid). */
         char err[1024];

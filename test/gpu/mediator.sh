@@ -31,19 +31,25 @@ CONF
 VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
 med=$!
 trap 'kill -9 $med ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
-for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+up=no
+for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && up=yes && break; sleep 0.05; done
+if [ $up = no ]; then
+    echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
+    exit 1
+fi
 export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
-coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log python3 "$here/quota_clients.py" fill 0 2>&1; }
+# exec: the coprocess is Python itself, so its pid is the one to kill.
+coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$here/quota_clients.py" fill 0 2>&1; }
 A_PID=$A_PID
 read -r a_line <&"${A[0]}"
-coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log python3 "$here/quota_clients.py" fill 0 2>&1; }
+coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log exec python3 "$here/quota_clients.py" fill 0 2>&1; }
 B_PID=$B_PID
 read -r b_line <&"${B[0]}"
 unset LD_PRELOAD
 "$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
 "$build/tools/vgpu-smi" --socket "$sock" --json >"$out/vgpu-smi.json"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$out/nvidia-smi.csv"
-python3 - "$out" "$a_line" "$b_line" <<'PY'
+python3 - "$out" "$a_line" "$b_line" <<'PY' || echo "FAIL the checks of the two vGPUs did not run to the end"
 import json, sys
 out, a_line, b_line = sys.argv[1:4]
 s = json.load(open(out + "/vgpu-smi.json"))
@@ -67,8 +73,10 @@ for line, name, quota in ((a_line, "big", 8 * GiB), (b_line, "small", 4 * GiB)):
 PY
 # Killing the 8 GiB vGPU's process frees its memory at once: timed on the
 # vGPU's BAR0 status, which vgpu-smi reads through the mediator.
-a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])")
-if timing=$("$build/test/mediator_client" kill-time "$a_pid" "$out/state/big.status" 0 0 2>&1); then
+a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])" 2>/dev/null)
+if [ -z "$a_pid" ]; then
+    echo "FAIL vgpu-smi lists no process in vGPU big to kill"
+elif timing=$("$build/test/mediator_client" kill-time "$a_pid" "$out/state/big.status" 0 0 2>&1); then
     echo "ok killing vGPU big's process returned its memory: $(echo "$timing" | head -1)"
 else
     echo "FAIL killing vGPU big's process: $timing"

@@ -28,12 +28,16 @@ run torch-expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
 # Two processes in one vGPU: together they stay under the quota.
 shared=$out/shared.bar0
-coproc A { HOLD_MAX=$((2 << 30)) VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-a.log python3 "$here/quota_clients.py" hold $quota 2>&1; }
+# exec: the coprocesses are Python itself, so the trap's kill reaches them.
+coproc A { HOLD_MAX=$((2 << 30)) VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-a.log exec python3 "$here/quota_clients.py" hold $quota 2>&1; }
+A_PID=$A_PID
+trap 'kill -9 ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
 read -r a_line <&"${A[0]}"
-coproc B { VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-b.log python3 "$here/quota_clients.py" hold $quota 2>&1; }
+coproc B { VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-b.log exec python3 "$here/quota_clients.py" hold $quota 2>&1; }
+B_PID=$B_PID
 read -r b_line <&"${B[0]}"
 real=$(LD_PRELOAD= nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits)
-# The two are the only compute processes now (coproc PIDs are their shells').
+# The two are the only compute processes now.
 sum=$(echo "$real" | awk -F, '{s+=$2} END {print s+0}')
 echo "A: $a_line; B: $b_line; driver: $(echo "$real" | tr '\n' ' ')" >"$out/shared.txt"
 if [ "$sum" -gt 0 ] && [ "$sum" -le 4096 ]; then

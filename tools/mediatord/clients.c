@@ -22,7 +22,7 @@
 /* A client that does not read its answers does not stall the mediator. */
 #define SEND_TIMEOUT_MS 200
 
-static void read_comm(pid_t pid, char *out, size_t len)
+void med_read_comm(pid_t pid, char *out, size_t len)
 {
     char path[64];
     snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
@@ -34,21 +34,48 @@ static void read_comm(pid_t pid, char *out, size_t len)
     char *nl = strchr(out, '\n');
     if (nl)
         *nl = '\0';
+    for (char *p = out; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            *p = '?';
     if (!out[0])
         snprintf(out, len, "?");
 }
 
-static void user_name(uid_t uid, char *out, size_t len)
+const char *med_client_user(struct med_client *c)
 {
-    struct passwd pw, *r = NULL;
-    char buf[4096];
-    if (getpwuid_r(uid, &pw, buf, sizeof(buf), &r) == 0 && r)
-        snprintf(out, len, "%s", r->pw_name);
-    else
-        snprintf(out, len, "%u", (unsigned)uid);
+    if (!c->user[0]) {
+        struct passwd pw, *r = NULL;
+        char buf[4096];
+        if (getpwuid_r(c->uid, &pw, buf, sizeof(buf), &r) == 0 && r)
+            snprintf(c->user, sizeof(c->user), "%s", r->pw_name);
+        else
+            snprintf(c->user, sizeof(c->user), "%u", (unsigned)c->uid);
+    }
+    return c->user;
 }
 
-struct med_client *med_client_accept(int fd)
+/* The peer's supplementary groups, however many (the kernel says how much room it needs). */
+static int peer_groups(int fd, gid_t **out)
+{
+    socklen_t len = 64 * sizeof(gid_t);
+    for (int tries = 0; tries < 3; tries++) {
+        gid_t *g = malloc(len ? len : sizeof(gid_t));
+        if (!g)
+            return 0;
+        socklen_t have = len;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &have) == 0) {
+            *out = g;
+            return (int)(have / sizeof(gid_t));
+        }
+        free(g);
+        if (errno != ERANGE)
+            return 0;
+        len = have;
+    }
+    return 0;
+}
+
+struct med_client *med_client_accept(int fd, uint64_t now_ms)
 {
     struct ucred cred;
     socklen_t len = sizeof(cred);
@@ -56,6 +83,8 @@ struct med_client *med_client_accept(int fd)
         vgpu_warn("a connection without peer credentials: %s", strerror(errno));
         return NULL;
     }
+    struct timeval tv = { .tv_sec = 0, .tv_usec = SEND_TIMEOUT_MS * 1000 };
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     if (cred.pid == 0) {
         /* The kernel could not name the process in this PID namespace. */
         struct vgpu_msg_refuse r = { .code = VGPU_REFUSE_UNAVAILABLE };
@@ -73,13 +102,9 @@ struct med_client *med_client_accept(int fd)
     c->uid = cred.uid;
     c->gid = cred.gid;
     c->slot = -1;
-    len = sizeof(c->groups);
-    if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, c->groups, &len) == 0)
-        c->ngroups = (int)(len / sizeof(gid_t));
-    read_comm(c->pid, c->comm, sizeof(c->comm));
-    user_name(c->uid, c->user, sizeof(c->user));
-    struct timeval tv = { .tv_sec = 0, .tv_usec = SEND_TIMEOUT_MS * 1000 };
-    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    c->last_ms = now_ms;
+    c->ngroups = peer_groups(fd, &c->groups);
+    med_read_comm(c->pid, c->comm, sizeof(c->comm));
     return c;
 }
 
@@ -150,17 +175,20 @@ static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_m
             v->refused_admissions++;
             all->refused_admissions++;
             return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
-                          v->conf.name, (unsigned)c->uid, c->user, (unsigned)c->gid, list);
+                          v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
         }
     } else {
-        for (int i = 0; i < all->n && !v; i++)
-            if (admits(all->v[i], c))
-                v = all->v[i];
+        /* The first in the file that admits it. */
+        for (int i = 0; i < w->config->nvgpus && !v; i++) {
+            struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
+            if (candidate && admits(candidate, c))
+                v = candidate;
+        }
         if (!v) {
             all->refused_admissions++;
             return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users "
-                          "in uids = or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid, c->user,
-                          (unsigned)c->gid, w->config->path);
+                          "in uids = or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid,
+                          med_client_user(c), (unsigned)c->gid, w->config->path);
         }
     }
     if (!admit(c, w, v, UINT32_MAX))
@@ -232,7 +260,7 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
     }
 }
 
-bool med_client_readable(struct med_client *c, struct med_world *w)
+bool med_client_readable(struct med_client *c, struct med_world *w, uint64_t now_ms)
 {
     union {
         struct cmsghdr align;
@@ -263,6 +291,7 @@ bool med_client_readable(struct med_client *c, struct med_world *w)
             return true;
         if (used < 0) /* said in version 1's terms, which every client reads */
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "malformed message: %s", why);
+        c->last_ms = now_ms;
         if (!handle(c, w, &m))
             return false;
         memmove(c->in, c->in + used, c->have - (size_t)used);
@@ -281,5 +310,6 @@ void med_client_close(struct med_client *c)
         c->vgpu->clients--;
     }
     close(c->fd);
+    free(c->groups);
     free(c);
 }

@@ -14,17 +14,17 @@
 #include "tools/mediatord/vgpus.h"
 #include "vgpu_backend/protocol.h"
 
-#define MED_MAX_GROUPS 64
-
 struct med_client {
     int fd;
     pid_t pid;                   /* in the mediator's PID namespace */
     uid_t uid;
     gid_t gid;
-    gid_t groups[MED_MAX_GROUPS];
+    gid_t *groups;               /* supplementary groups (SO_PEERGROUPS), malloc'd */
     int ngroups;
-    char comm[16];
-    char user[32];
+    char comm[16];               /* /proc/PID/comm, non-printable bytes as '?' */
+    char user[32];               /* the uid's name, looked up when first needed (med_client_user) */
+    uint64_t last_ms;            /* when it was accepted, or last asked something */
+    void *loop;                  /* the event loop's record of it (main.c) */
     struct med_vgpu *vgpu;       /* admitted to; NULL before */
     int slot;                    /* its process slot, or -1 */
     uint64_t owner;              /* the slot's owner word */
@@ -40,18 +40,26 @@ struct med_world {
     int nclients;
 };
 
-/* A new connection: its credentials.  NULL if it cannot be served. */
-struct med_client *med_client_accept(int fd);
+/* A new connection (blocking, so answers wait for a slow reader up to a
+ * timeout): its credentials.  NULL if it cannot be served. */
+struct med_client *med_client_accept(int fd, uint64_t now_ms);
+
+/* Its user's name (looked up once: a directory service may be slow). */
+const char *med_client_user(struct med_client *c);
+
+/* /proc/PID/comm, with bytes that are not printable ASCII as '?': a
+ * process names itself, and the name goes to terminals and JSON. */
+void med_read_comm(pid_t pid, char *out, size_t len);
 
 /*
  * Reads what the connection sent and answers it.  Returns false when the
  * connection is to be closed (it ended, broke the protocol, or was refused).
  */
-bool med_client_readable(struct med_client *c, struct med_world *w);
+bool med_client_readable(struct med_client *c, struct med_world *w, uint64_t now_ms);
 
 /* Ends a connection: a process slot it held is freed and its memory returned. */
 void med_client_close(struct med_client *c);
 
 /* Builds a STATUS payload of what uid may see (malloc'd; *len set), or NULL. */
-uint8_t *med_status_build(const struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                           uint32_t *len);

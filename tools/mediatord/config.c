@@ -57,6 +57,11 @@ static void section(struct parse *p, char *text)
         return;
     }
     *end = '\0';
+    const char *rest = end + 1 + strspn(end + 1, " \t\r\n");
+    if (*rest && *rest != ';' && *rest != '#') {
+        error_at(p, p->line, "[%s] is followed by \"%.40s\" on its line; a key goes on a line of its own", text, rest);
+        return;
+    }
     p->in_mediator = false;
     p->v = NULL;
     if (strcmp(text, "mediator") == 0) {
@@ -110,6 +115,8 @@ static char *reader(char *str, int num, void *stream)
             ;
     }
     char *s = buf;
+    if (p->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
+        s += 3; /* a UTF-8 byte order mark */
     while (*s == ' ' || *s == '\t')
         s++;
     if ((int)strlen(s) >= num) {

@@ -18,11 +18,26 @@
 
 struct med_http {
     int fd;
+    uint64_t accepted_ms;
     size_t have;
     char in[REQUEST_MAX];
 };
 
-int med_metrics_listen(const char *hostport, char *err, size_t errlen)
+/* "HOST:PORT" of a listening socket, the port as bound. */
+static void address_of(int fd, char *out, size_t len)
+{
+    struct sockaddr_storage sa;
+    socklen_t salen = sizeof(sa);
+    char host[NI_MAXHOST], port[NI_MAXSERV];
+    if (getsockname(fd, (struct sockaddr *)&sa, &salen) != 0 ||
+        getnameinfo((struct sockaddr *)&sa, salen, host, sizeof(host), port, sizeof(port),
+                    NI_NUMERICHOST | NI_NUMERICSERV) != 0)
+        snprintf(out, len, "?");
+    else
+        snprintf(out, len, sa.ss_family == AF_INET6 ? "[%s]:%s" : "%s:%s", host, port);
+}
+
+int med_metrics_listen(const char *hostport, char *where, size_t wherelen, char *err, size_t errlen)
 {
     char host[128];
     snprintf(host, sizeof(host), "%s", hostport);
@@ -58,15 +73,18 @@ int med_metrics_listen(const char *hostport, char *err, size_t errlen)
         }
     }
     freeaddrinfo(res);
+    if (fd >= 0)
+        address_of(fd, where, wherelen);
     return fd;
 }
 
-struct med_http *med_http_accept(int fd)
+struct med_http *med_http_accept(int fd, uint64_t now_ms)
 {
     struct med_http *h = calloc(1, sizeof(*h));
     if (!h)
         return NULL;
     h->fd = fd;
+    h->accepted_ms = now_ms;
     struct timeval tv = { .tv_sec = 0, .tv_usec = 200000 };
     setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
     return h;
@@ -75,6 +93,11 @@ struct med_http *med_http_accept(int fd)
 int med_http_fd(const struct med_http *h)
 {
     return h->fd;
+}
+
+bool med_http_expired(const struct med_http *h, uint64_t now_ms)
+{
+    return now_ms - h->accepted_ms > MED_HTTP_TIMEOUT_MS;
 }
 
 void med_http_close(struct med_http *h)
@@ -132,7 +155,7 @@ static uint64_t device_value(int family, const struct vgpu_status_device *d)
     }
 }
 
-char *med_metrics_text(const struct med_world *w)
+char *med_metrics_text(struct med_world *w)
 {
     uint32_t len;
     uint8_t *payload = med_status_build(w, 0, 0, NULL, 0, &len);
@@ -189,7 +212,7 @@ static void respond(int fd, const char *status, const char *type, const char *bo
     }
 }
 
-bool med_http_readable(struct med_http *h, const struct med_world *w)
+bool med_http_readable(struct med_http *h, struct med_world *w)
 {
     ssize_t n = recv(h->fd, h->in + h->have, sizeof(h->in) - 1 - h->have, MSG_DONTWAIT);
     if (n < 0 && (errno == EAGAIN || errno == EINTR))

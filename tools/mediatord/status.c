@@ -29,7 +29,7 @@ static void fill_vgpu(const struct med_vgpu *v, struct vgpu_status_vgpu *r)
     vgpu_proto_copy_string(r->name, sizeof(r->name), v->conf.name);
     r->ndev = b->config.device_count;
     r->flags = (v->conf.guest ? VGPU_STATUS_GUEST : 0) | (v->retired ? VGPU_STATUS_RETIRED : 0);
-    r->processes = atomic_load(&b->status.processes);
+    r->processes = med_vgpu_processes(v);
     r->refused_admissions = v->refused_admissions;
     for (uint32_t d = 0; d < r->ndev; d++) {
         struct vgpu_status_device *o = &r->dev[d];
@@ -48,19 +48,11 @@ static void fill_vgpu(const struct med_vgpu *v, struct vgpu_status_vgpu *r)
 static void from_proc(struct vgpu_status_proc *p)
 {
     char path[64], buf[4096];
-    snprintf(path, sizeof(path), "/proc/%u/comm", p->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, p->comm, sizeof(p->comm) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    p->comm[n > 0 ? n : 0] = '\0';
-    char *nl = strchr(p->comm, '\n');
-    if (nl)
-        *nl = '\0';
+    med_read_comm((pid_t)p->pid, p->comm, sizeof(p->comm));
     p->uid = UINT32_MAX;
     snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
-    fd = open(path, O_RDONLY | O_CLOEXEC);
-    n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
     if (fd >= 0)
         close(fd);
     if (n > 0) {
@@ -72,7 +64,7 @@ static void from_proc(struct vgpu_status_proc *p)
     snprintf(p->user, sizeof(p->user), "%s", p->uid == UINT32_MAX ? "?" : "(not reattached)");
 }
 
-uint8_t *med_status_build(const struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                           uint32_t *len)
 {
     const struct med_vgpus *all = w->vgpus;
@@ -83,7 +75,7 @@ uint8_t *med_status_build(const struct med_world *w, uid_t uid, gid_t gid, const
         index[i] = -1;
         if (visible(all->v[i], uid, gid, groups, ngroups)) {
             index[i] = (int)h.nvgpus++;
-            h.nprocs += atomic_load(&all->v[i]->bar->status.processes);
+            h.nprocs += med_vgpu_processes(all->v[i]);
         }
     }
     /* Counted live, so there may be fewer slots than h.nprocs by the time
@@ -114,14 +106,14 @@ uint8_t *med_status_build(const struct med_world *w, uid_t uid, gid_t gid, const
                                           .slot = (uint32_t)s };
             for (uint32_t d = 0; d < v->bar->config.device_count; d++)
                 p.held[d] = atomic_load(&v->bar->procs[s].held[d]);
-            const struct med_client *c = NULL;
+            struct med_client *c = NULL;
             for (int k = 0; v->bound[s] && k < w->nclients && !c; k++)
                 if (w->clients[k]->vgpu == v && w->clients[k]->slot == s)
                     c = w->clients[k];
             if (c) {
                 p.uid = (uint32_t)c->uid;
                 vgpu_proto_copy_string(p.comm, sizeof(p.comm), c->comm);
-                vgpu_proto_copy_string(p.user, sizeof(p.user), c->user);
+                vgpu_proto_copy_string(p.user, sizeof(p.user), med_client_user(c));
             } else if (v->conf.guest) {
                 p.uid = UINT32_MAX;
                 vgpu_proto_copy_string(p.comm, sizeof(p.comm), "?");

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -42,11 +43,12 @@ static bool same_devices(const struct vgpu_bar0_config *a, const struct vgpu_bar
     return true;
 }
 
-static int open_file(const char *path, bool *created, char *err, size_t errlen)
+/* Opens path, or makes it where create (and it is missing). */
+static int open_file(const char *path, bool create, bool *created, char *err, size_t errlen)
 {
     int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     *created = false;
-    if (fd < 0 && errno == ENOENT) {
+    if (fd < 0 && errno == ENOENT && create) {
         fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
         *created = fd >= 0;
     }
@@ -56,16 +58,16 @@ static int open_file(const char *path, bool *created, char *err, size_t errlen)
 }
 
 /* A host window: NAME.config and NAME.status, mapped as one. */
-static int map_host(struct med_vgpu *v, bool *created, char *err, size_t errlen)
+static int map_host(struct med_vgpu *v, bool create, bool *created, char *err, size_t errlen)
 {
     char path[4200];
     bool c1, c2;
     snprintf(path, sizeof(path), "%s.config", v->base);
-    int cfd = open_file(path, &c1, err, errlen);
+    int cfd = open_file(path, create, &c1, err, errlen);
     if (cfd < 0)
         return -1;
     snprintf(path, sizeof(path), "%s.status", v->base);
-    int sfd = open_file(path, &c2, err, errlen);
+    int sfd = open_file(path, create, &c2, err, errlen);
     if (sfd < 0) {
         close(cfd);
         return -1;
@@ -78,21 +80,15 @@ static int map_host(struct med_vgpu *v, bool *created, char *err, size_t errlen)
     }
     char why[512];
     if (*created) {
-        /* The split mapper validates; a new window is laid out first. */
         struct vgpu_bar0_config none = { 0 };
-        char *base = mmap(NULL, sizeof(struct vgpu_bar0), PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
-        if (base == MAP_FAILED ||
-            mmap(base, VGPU_BAR0_CONFIG_PAGE, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, cfd, 0) == MAP_FAILED ||
-            mmap(base + VGPU_BAR0_CONFIG_PAGE, STATUS_BYTES, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, sfd, 0) ==
-                MAP_FAILED) {
-            vgpu_fail(err, errlen, "cannot map %s's window: %s", v->conf.name, strerror(errno));
+        if (!(v->bar = vgpu_bar0_map_parts(cfd, sfd, true, why, sizeof(why)))) {
+            vgpu_fail(err, errlen, "vGPU %s: %s", v->conf.name, why);
             goto bad;
         }
-        v->bar = (struct vgpu_bar0 *)base;
         vgpu_bar0_init(v->bar, &none, VGPU_BAR0_MEDIATED, v->conf.name);
     } else if (!(v->bar = vgpu_bar0_map_split(cfd, sfd, true, why, sizeof(why)))) {
         vgpu_fail(err, errlen, "vGPU %s: %s.config/.status: %s; remove them (no process of the vGPU may be running)",
-             v->conf.name, v->base, why);
+                  v->conf.name, v->base, why);
         goto bad;
     }
     /* What clients get: the first page read-only, so they cannot move their limits. */
@@ -114,11 +110,11 @@ bad:
 }
 
 /* A guest window: NAME.bar0, one file the size of an ivshmem BAR. */
-static int map_guest(struct med_vgpu *v, bool *created, char *err, size_t errlen)
+static int map_guest(struct med_vgpu *v, bool create, bool *created, char *err, size_t errlen)
 {
     char path[4200];
     snprintf(path, sizeof(path), "%s.bar0", v->base);
-    int fd = open_file(path, created, err, errlen);
+    int fd = open_file(path, create, created, err, errlen);
     if (fd < 0)
         return -1;
     struct stat st;
@@ -156,49 +152,55 @@ static void close_vgpu(struct med_vgpu *v)
     free(v);
 }
 
-static void set_devices(struct med_vgpu *v, const struct med_gpus *g)
+unsigned med_vgpu_processes(const struct med_vgpu *v)
 {
-    for (int d = 0; d < v->conf.ndev; d++)
-        v->gpu[d] = med_gpus_find(g, v->conf.devices[d]);
+    unsigned n = 0;
+    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++)
+        n += VGPU_BAR0_OWNER_STATE(atomic_load(&v->bar->procs[s].owner)) == VGPU_PROC_LIVE;
+    return n;
 }
 
-/*
- * Takes conf: its quota and compute share at once, its devices only when
- * nothing uses the vGPU (or may_move).  Writes the registers.
- */
-static void apply(struct med_vgpu *v, const struct med_vgpu_conf *conf, const struct med_gpus *g, bool may_move)
+/* Processes using it: connections admitted to it, and processes holding
+ * a slot with no connection (not reattached after a restart). */
+static unsigned users(const struct med_vgpu *v)
+{
+    unsigned n = (unsigned)v->clients;
+    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++)
+        n += !v->bound[s] && VGPU_BAR0_OWNER_STATE(atomic_load(&v->bar->procs[s].owner)) == VGPU_PROC_LIVE;
+    return n;
+}
+
+/* Does a vGPU's window name other devices than conf would? */
+static bool moves(const struct med_vgpu *v, const struct med_vgpu_conf *conf, const struct med_gpus *g)
 {
     struct vgpu_bar0_config want;
     registers(conf, g, &want);
-    unsigned busy = atomic_load(&v->bar->status.processes) + (unsigned)v->clients;
-    struct med_vgpu_conf next = *conf;
-    if (!may_move && busy && !same_devices(&v->bar->config, &want)) {
-        /* The devices it has are the window's (by UUID), whatever config
-         * this mediator or the one before it started from. */
-        vgpu_error("vGPU %s: its devices cannot change while %u process(es) use it; it keeps its %u device(s) "
-                   "until they have exited and the config is reloaded", conf->name, busy,
-                   v->bar->config.device_count);
-        next.ndev = (int)v->bar->config.device_count;
-        for (int d = 0; d < next.ndev; d++)
-            memcpy(next.devices[d], v->bar->config.device[d].physical, sizeof(next.devices[d]));
-        registers(&next, g, &want);
-    }
-    v->conf = next;
-    set_devices(v, g);
+    return !same_devices(&v->bar->config, &want);
+}
+
+/* Takes conf: devices, quota, compute share, who is admitted.  Writes the
+ * registers, and says when the quota is now below what is held. */
+static void apply(struct med_vgpu *v, const struct med_vgpu_conf *conf, const struct med_gpus *g)
+{
+    struct vgpu_bar0_config want;
+    registers(conf, g, &want);
+    v->conf = *conf;
+    for (int d = 0; d < conf->ndev; d++)
+        v->gpu[d] = med_gpus_find(g, conf->devices[d]);
     for (uint32_t d = 0; d < want.device_count; d++) {
-        uint64_t used = atomic_load(&v->bar->status.device[d].memory_used), limit = next.memory;
+        uint64_t used = atomic_load(&v->bar->status.device[d].memory_used), limit = conf->memory;
         if (limit && used > limit) {
             char a[32], b[32];
             vgpu_warn("vGPU %s device %u: quota %s is below the %s its processes hold: new allocations are refused "
-                      "until they hold less; no process is stopped", next.name, d,
+                      "until they hold less; no process is stopped", conf->name, d,
                       vgpu_format_size(limit, a, sizeof(a)), vgpu_format_size(used, b, sizeof(b)));
         }
     }
     vgpu_bar0_write_config(v->bar, &want);
 }
 
-static struct med_vgpu *open_vgpu(const struct med_config *c, const struct med_vgpu_conf *conf,
-                                  const struct med_gpus *g, char *err, size_t errlen)
+static struct med_vgpu *map_vgpu(const struct med_config *c, const struct med_vgpu_conf *conf, bool create,
+                                 bool *created, char *err, size_t errlen)
 {
     struct med_vgpu *v = calloc(1, sizeof(*v));
     if (!v) {
@@ -208,21 +210,98 @@ static struct med_vgpu *open_vgpu(const struct med_config *c, const struct med_v
     v->conf = *conf;
     v->config_fd = v->status_fd = -1;
     snprintf(v->base, sizeof(v->base), "%.4000s/%s", c->state_dir, conf->name);
-    bool created;
-    if ((conf->guest ? map_guest(v, &created, err, errlen) : map_host(v, &created, err, errlen)) != 0) {
+    if ((conf->guest ? map_guest(v, create, created, err, errlen) : map_host(v, create, created, err, errlen)) != 0) {
         free(v);
         return NULL;
     }
-    apply(v, conf, g, created);
-    if (!created) {
-        char size[32];
-        uint64_t used = 0;
-        for (uint32_t d = 0; d < v->bar->config.device_count; d++)
-            used += atomic_load(&v->bar->status.device[d].memory_used);
-        vgpu_info("vGPU %s: found again with %u process(es) holding %s", conf->name,
-                  atomic_load(&v->bar->status.processes), vgpu_format_size(used, size, sizeof(size)));
-    }
     return v;
+}
+
+static void report_found(const struct med_vgpu *v)
+{
+    char size[32];
+    uint64_t used = 0;
+    for (uint32_t d = 0; d < v->bar->config.device_count; d++)
+        used += atomic_load(&v->bar->status.device[d].memory_used);
+    vgpu_info("vGPU %s: found again%s, %u process(es) holding %s", v->conf.name,
+              v->retired ? " (not in the config)" : "", med_vgpu_processes(v),
+              vgpu_format_size(used, size, sizeof(size)));
+}
+
+/* A vGPU of the config: its window made, or found again. */
+static struct med_vgpu *open_vgpu(const struct med_config *c, const struct med_vgpu_conf *conf,
+                                  const struct med_gpus *g, char *err, size_t errlen)
+{
+    bool created;
+    struct med_vgpu *v = map_vgpu(c, conf, true, &created, err, errlen);
+    if (!v)
+        return NULL;
+    unsigned n = created ? 0 : med_vgpu_processes(v);
+    if (n && moves(v, conf, g)) {
+        /* Its processes' devices come from the window: they cannot move. */
+        vgpu_fail(err, errlen, "%s:%d: vGPU %s: its %u running process(es) use other GPUs than this config gives it "
+                  "(%s first); a vGPU's devices change only while no process uses it: give it its devices back, or "
+                  "let its processes exit", c->path, conf->devices_line, conf->name, n,
+                  v->bar->config.device[0].physical);
+        close_vgpu(v);
+        return NULL;
+    }
+    apply(v, conf, g);
+    if (!created)
+        report_found(v);
+    return v;
+}
+
+/* A window in state_dir of a vGPU the config no longer has: kept, admitting
+ * nobody, until its processes have exited, as on a reload. */
+static void adopt_orphan(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g,
+                         const char *name, bool guest)
+{
+    struct med_vgpu_conf conf = { .guest = guest };
+    snprintf(conf.name, sizeof(conf.name), "%s", name);
+    bool created;
+    char err[1024];
+    struct med_vgpu *v = map_vgpu(c, &conf, false, &created, err, sizeof(err));
+    if (!v) {
+        vgpu_warn("a vGPU window in %s that the config does not name is left alone: %s", c->state_dir, err);
+        return;
+    }
+    if (all->n == (int)(sizeof(all->v) / sizeof(*all->v))) {
+        vgpu_warn("vGPU %s, not in the config, is left alone: too many vGPUs", name);
+        close_vgpu(v);
+        return;
+    }
+    /* What it is, from its registers. */
+    conf.ndev = (int)v->bar->config.device_count;
+    for (int d = 0; d < conf.ndev; d++)
+        memcpy(conf.devices[d], v->bar->config.device[d].physical, sizeof(conf.devices[d]));
+    conf.memory = conf.ndev ? vgpu_bar0_limit(v->bar, 0) : 0;
+    conf.compute = conf.ndev ? v->bar->config.device[0].compute_share : 100;
+    v->conf = conf;
+    for (int d = 0; d < conf.ndev; d++)
+        v->gpu[d] = med_gpus_find(g, conf.devices[d]);
+    v->retired = true;
+    all->v[all->n++] = v;
+    report_found(v);
+}
+
+/* Every window in state_dir the config does not name: NAME.config (a host
+ * vGPU's first part) or NAME.bar0 (a guest's). */
+static void adopt_orphans(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
+{
+    DIR *d = opendir(c->state_dir);
+    for (struct dirent *e; d && (e = readdir(d));) {
+        const char *dot = strrchr(e->d_name, '.');
+        bool host = dot && strcmp(dot, ".config") == 0, guest = dot && strcmp(dot, ".bar0") == 0;
+        char name[VGPU_NAME_LEN];
+        if ((!host && !guest) || dot == e->d_name || dot - e->d_name >= (long)sizeof(name))
+            continue;
+        snprintf(name, sizeof(name), "%.*s", (int)(dot - e->d_name), e->d_name);
+        if (!med_vgpus_find(all, name))
+            adopt_orphan(all, c, g, name, guest);
+    }
+    if (d)
+        closedir(d);
 }
 
 int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
@@ -236,7 +315,10 @@ int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const stru
         if (!v)
             return -1;
         all->v[all->n++] = v;
-        uint32_t e = atomic_load(&v->bar->status.mediator_epoch);
+    }
+    adopt_orphans(all, c, g);
+    for (int i = 0; i < all->n; i++) {
+        uint32_t e = atomic_load(&all->v[i]->bar->status.mediator_epoch);
         all->epoch = e > all->epoch ? e : all->epoch;
     }
     all->epoch++;
@@ -258,8 +340,31 @@ struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name)
     return NULL;
 }
 
-void med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
+int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
+                           size_t errlen)
 {
+    for (int i = 0; i < c->nvgpus; i++) {
+        const struct med_vgpu_conf *conf = &c->vgpu[i];
+        const struct med_vgpu *v = med_vgpus_find(all, conf->name);
+        if (!v)
+            continue;
+        if (v->conf.guest != conf->guest)
+            return vgpu_fail(err, errlen, "%s:%d: vGPU %s: guest = cannot change while the vGPU exists; remove it, "
+                             "reload, then add it back", c->path, conf->guest_line ? conf->guest_line : conf->line,
+                             conf->name);
+        unsigned n = users(v);
+        if (n && moves(v, conf, g))
+            return vgpu_fail(err, errlen, "%s:%d: vGPU %s: its devices cannot change while %u process(es) use it",
+                             c->path, conf->devices_line, conf->name, n);
+    }
+    if (all->n + c->nvgpus > (int)(sizeof(all->v) / sizeof(*all->v)))
+        return vgpu_fail(err, errlen, "%s: too many vGPUs, counting the retired ones still in use", c->path);
+    return 0;
+}
+
+int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
+{
+    int failed = 0;
     for (int i = 0; i < all->n; i++)
         if (!all->v[i]->retired && !med_config_find(c, all->v[i]->conf.name)) {
             all->v[i]->retired = true;
@@ -269,23 +374,15 @@ void med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const s
     for (int i = 0; i < c->nvgpus; i++) {
         const struct med_vgpu_conf *conf = &c->vgpu[i];
         struct med_vgpu *v = med_vgpus_find(all, conf->name);
-        if (v && v->conf.guest != conf->guest) {
-            vgpu_error("vGPU %s: guest = cannot change while it exists; remove it, reload, then add it back",
-                       conf->name);
-            continue;
-        }
         if (v) {
             v->retired = false;
-            apply(v, conf, g, false);
-            continue;
-        }
-        if (all->n == (int)(sizeof(all->v) / sizeof(*all->v))) {
-            vgpu_error("vGPU %s: too many vGPUs (retired ones included) to add it now", conf->name);
+            apply(v, conf, g);
             continue;
         }
         char err[1024];
         if (!(v = open_vgpu(c, conf, g, err, sizeof(err)))) {
             vgpu_error("vGPU %s: %s", conf->name, err);
+            failed++;
             continue;
         }
         if (!conf->guest)
@@ -293,14 +390,20 @@ void med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const s
         all->v[all->n++] = v;
         vgpu_info("vGPU %s: added", conf->name);
     }
+    return failed;
 }
 
 void med_vgpu_release(struct med_vgpu *v, int slot, uint64_t owner, const char *who)
 {
     uint64_t returned = 0;
-    v->bound[slot] = false;
-    if (!vgpu_bar0_release_slot(v->bar, slot, owner, &returned))
-        return; /* it left on its own */
+    bool freed = vgpu_bar0_release_slot(v->bar, slot, owner, &returned);
+    /* Unbound, unless the slot is already another process's (its owner word
+     * is in memory the vGPU's processes can write). */
+    uint64_t now = atomic_load(&v->bar->procs[slot].owner);
+    if (freed || now == 0 || now == owner)
+        v->bound[slot] = false;
+    if (!freed)
+        return;
     char size[32];
     vgpu_info("vGPU %s: %s ended; %s returned", v->conf.name, who, vgpu_format_size(returned, size, sizeof(size)));
 }
@@ -328,7 +431,7 @@ void med_vgpus_scan(struct med_vgpus *all)
             snprintf(who, sizeof(who), "process %d (not reattached)", VGPU_BAR0_OWNER_PID(o));
             med_vgpu_release(v, s, o, who);
         }
-        if (v->retired && v->clients == 0 && atomic_load(&v->bar->status.processes) == 0) {
+        if (v->retired && users(v) == 0) {
             vgpu_info("vGPU %s: removed", v->conf.name);
             unlink_files(v);
             close_vgpu(v);

@@ -41,8 +41,10 @@ struct med_vgpus {
 
 /*
  * Opens every vGPU of c under c->state_dir, creating the missing ones and
- * finding the others again (their usage intact); the epoch moves past every
- * window's.  0, or -1 with the reason in err.
+ * finding the others again (their usage intact); windows there that c does
+ * not name are kept, retired, while their processes live.  The epoch moves
+ * past every window's.  0, or -1 with the reason in err (a vGPU whose
+ * running processes use other devices than c gives it).
  */
 int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
                    size_t errlen);
@@ -52,12 +54,24 @@ int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const stru
 void med_vgpus_announce(struct med_vgpus *all);
 
 /*
- * Applies a new config (already checked against the GPUs): quotas and
- * compute shares change at once, even below current use (new allocations
- * are then refused, nothing is killed); a vGPU's devices change only while
- * no process uses it; removed vGPUs retire.  Each change is logged.
+ * Whether a new config can be taken as a whole: it may not move the devices
+ * of a vGPU that processes use, nor turn a vGPU into a guest's or back.  0,
+ * or -1 with "FILE:LINE: reason".
  */
-void med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g);
+int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
+                           size_t errlen);
+
+/*
+ * Applies a new config (checked against the GPUs and by the above): quotas
+ * and compute shares change at once, even below current use (new
+ * allocations are then refused, nothing is killed); removed vGPUs retire;
+ * new ones are made.  Each change is logged.  Returns how many new vGPUs
+ * could not be made.
+ */
+int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g);
+
+/* Live process slots, counted (the status counter is the processes' to write). */
+unsigned med_vgpu_processes(const struct med_vgpu *v);
 
 /* The vGPU of that name (retired ones too), or NULL. */
 struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name);
