@@ -136,15 +136,20 @@ processes)
     # when they exit.
     export VGPU_MEMORY_LIMIT=2G FAKEGPU_STATE="$tmp/fake.state"
     for i in 0 1 2 3; do
-        "$client" churn 8 $i "$tmp/c$i.ready" "$tmp/c$i.go" & pids="$pids $!"
+        "$client" churn 8 $i "$tmp/c$i.ready" "$tmp/go" & pids="$pids $!"
     done
-    total=0
+    for i in 0 1 2 3; do wait_file "$tmp/c$i.ready.armed"; done
+    touch "$tmp/go.start" # all four churn at once
+    total=0 refusals=0
     for i in 0 1 2 3; do
         wait_file "$tmp/c$i.ready"
-        total=$((total + $(cat "$tmp/c$i.ready")))
+        read -r held refused <"$tmp/c$i.ready"
+        total=$((total + held)) refusals=$((refusals + refused))
     done
+    echo "the four processes met the quota $refusals times"
+    [ "$refusals" -gt 0 ] || fail "together the processes never reached the quota"
     run expect-used $((total + 4 * 256 * MiB)) 4
-    for i in 0 1 2 3; do touch "$tmp/c$i.go"; done
+    touch "$tmp/go"
     i=0
     for p in $pids; do
         join "$p" "churn process $i"
