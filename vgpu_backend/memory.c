@@ -95,6 +95,25 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
     return CUDA_SUCCESS;
 }
 
+/* Records an allocation, so its free gives back exactly what it took. */
+static void record(struct vgpu_self *self, const struct vgpu_alloc *a)
+{
+    struct vgpu_alloc stale;
+    switch (vgpu_alloc_put(a, &stale)) {
+    case 1:
+        /* One under the same handle was freed behind vgpu's back (a path it
+         * does not hook): not held any more. */
+        vgpu_bar0_give(&self->bar0, stale.dev, stale.bytes);
+        break;
+    case -1:
+        vgpu_warn("out of memory recording an allocation; its %llu bytes stay counted until exit",
+                  (unsigned long long)a->bytes);
+        break;
+    default:
+        break;
+    }
+}
+
 CUresult vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle)
 {
     struct vgpu_self *self = vgpu_self_on();
@@ -121,19 +140,7 @@ CUresult vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t
         vgpu_bar0_give(&self->bar0, c->vdev, c->taken - bytes);
     struct vgpu_alloc a = { .handle = handle, .bytes = bytes, .ctx = c->ctx, .dev = (int16_t)c->vdev,
                             .cls = (uint8_t)class_of(c->kind) };
-    struct vgpu_alloc stale;
-    switch (vgpu_alloc_put(&a, &stale)) {
-    case 1:
-        /* Freed behind vgpu's back (a path it does not hook): not held any more. */
-        vgpu_bar0_give(&self->bar0, stale.dev, stale.bytes);
-        break;
-    case -1:
-        vgpu_warn("out of memory recording an allocation; its %llu bytes stay counted until exit",
-                  (unsigned long long)bytes);
-        break;
-    default:
-        break;
-    }
+    record(self, &a);
     return r;
 }
 
@@ -147,9 +154,8 @@ void vgpu_backend_mem_free_end(struct vgpu_mem_free *f, CUresult r)
     if (!f->counted)
         return;
     struct vgpu_self *self = vgpu_self_on();
-    struct vgpu_alloc stale;
     if (r == CUDA_SUCCESS)
         vgpu_bar0_give(&self->bar0, f->rec.dev, f->rec.bytes);
-    else if (vgpu_alloc_put(&f->rec, &stale) == 1)
-        vgpu_bar0_give(&self->bar0, stale.dev, stale.bytes);
+    else
+        record(self, &f->rec); /* the driver kept it */
 }
