@@ -385,7 +385,13 @@ struct owner_search {
 };
 
 /* dl_iterate_phdr callback: a loaded libcuda.so* that defines
- * fakegpu_private_state is the fake libcuda of this process. */
+ * fakegpu_private_state is the fake libcuda of this process.
+ *
+ * The handle comes from the C library's own dlopen with RTLD_NOLOAD: vgpu
+ * interposes dlopen (it answers "libcuda.so*" with itself), and a
+ * link_map is a dlsym handle only for an object that was itself opened
+ * (the main program, or dlopen's): a library loaded as a dependency at
+ * start-up has no search list of its own, and dlsym on it crashes. */
 static int find_owner_cb(struct dl_phdr_info *info, size_t size, void *ctx)
 {
     (void)size;
@@ -394,23 +400,22 @@ static int find_owner_cb(struct dl_phdr_info *info, size_t size, void *ctx)
     base = base ? base + 1 : name;
     if (strncmp(base, "libcuda.so", 10) != 0)
         return 0;
-    for (int i = 0; i < info->dlpi_phnum; i++) {
-        if (info->dlpi_phdr[i].p_type != PT_LOAD)
-            continue;
-        /* In glibc a link_map is a dlsym handle; dladdr1 finds it without
-         * dlopen, which vgpu interposes (it answers "libcuda.so*" itself). */
-        void *addr = (void *)(info->dlpi_addr + info->dlpi_phdr[i].p_vaddr);
-        Dl_info di, found;
-        struct link_map *lm = NULL;
-        if (!dladdr1(addr, &di, (void **)&lm, RTLD_DL_LINKMAP) || !lm)
-            return 0;
-        void *fn = dlsym(lm, "fakegpu_private_state");
-        if (fn && dladdr(fn, &found) && found.dli_fbase == di.dli_fbase) {
-            *(void **)&((struct owner_search *)ctx)->fn = fn;
-            return 1;
-        }
+    void *(*real_dlopen)(const char *, int) = (void *(*)(const char *, int))dlvsym(RTLD_DEFAULT, "dlopen",
+                                                                                  "GLIBC_2.34");
+    if (!real_dlopen)
+        real_dlopen = (void *(*)(const char *, int))dlvsym(RTLD_DEFAULT, "dlopen", "GLIBC_2.2.5");
+    void *h = real_dlopen ? real_dlopen(name, RTLD_LAZY | RTLD_NOLOAD) : NULL;
+    if (!h)
         return 0;
+    void *fn = dlsym(h, "fakegpu_private_state");
+    Dl_info found;
+    /* Defined by this object itself, not found through its dependencies. */
+    if (fn && dladdr(fn, &found) && strcmp(found.dli_fname, name) == 0) {
+        *(void **)&((struct owner_search *)ctx)->fn = fn;
+        dlclose(h);
+        return 1;
     }
+    dlclose(h);
     return 0;
 }
 
