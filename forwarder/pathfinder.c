@@ -26,21 +26,43 @@ struct search {
     int nseen;
 };
 
+/* Stands in for a dlopen that cannot be found, so that no caller ever jumps
+ * through NULL: every open fails, with a log line that says why. */
+static void *no_dlopen(const char *file, int mode)
+{
+    (void)mode;
+    vgpu_error("cannot open %s: the C library's dlopen (GLIBC_2.34 or GLIBC_2.2.5) is not in this process's "
+               "global scope nor after vgpu in its load order",
+               file ? file : "the main program");
+    return NULL;
+}
+
 vgpu_dlopen_fn vgpu_real_dlopen(void)
 {
     /* The C library's dlopen, asked for by symbol version: every vgpu
      * library exports an unversioned dlopen (interpose/dlopen.c), and with
-     * both preloaded a plain RTLD_NEXT lookup from one finds the other,
-     * which would redirect the forwarder's open of the real driver back to
-     * vgpu.  A versioned lookup never matches an unversioned definition. */
+     * both preloaded a plain lookup from one finds the other, which would
+     * redirect the forwarder's open of the real driver back to vgpu.  A
+     * versioned lookup never matches an unversioned definition.
+     *
+     * The global scope first: it always holds the C library.  RTLD_NEXT
+     * sees only the objects after vgpu in the load order, and vgpu loaded
+     * as a dependency of a dependency (program -> libggml -> libcuda.so.1)
+     * comes after the C library, so there it finds nothing.  RTLD_NEXT is
+     * the fallback for a vgpu loaded with dlmopen into a namespace of its
+     * own, whose global scope may not hold the C library yet. */
     static vgpu_dlopen_fn real;
     vgpu_dlopen_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (!fn) {
-        static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
-        for (size_t i = 0; !fn && i < sizeof(versions) / sizeof(*versions); i++)
-            fn = (vgpu_dlopen_fn)dlvsym(RTLD_NEXT, "dlopen", versions[i]);
-        __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
-    }
+    if (fn)
+        return fn;
+    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+    void *const scopes[] = { RTLD_DEFAULT, RTLD_NEXT };
+    for (size_t i = 0; !fn && i < sizeof(scopes) / sizeof(*scopes); i++)
+        for (size_t v = 0; !fn && v < sizeof(versions) / sizeof(*versions); v++)
+            fn = (vgpu_dlopen_fn)dlvsym(scopes[i], "dlopen", versions[v]);
+    if (!fn)
+        fn = no_dlopen;
+    __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
     return fn;
 }
 

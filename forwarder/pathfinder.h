@@ -7,7 +7,8 @@
 
 typedef void *(*vgpu_dlopen_fn)(const char *file, int mode);
 
-/* The process's real dlopen (vgpu exports its own; see interpose/dlopen.c). */
+/* The C library's dlopen (vgpu exports its own; see interpose/dlopen.c).  Never
+ * NULL: where it cannot be found, a function that logs why and fails. */
 vgpu_dlopen_fn vgpu_real_dlopen(void);
 
 struct vgpu_found {

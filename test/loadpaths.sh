@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # How vgpu gets loaded, and how it finds the real driver behind itself.
-# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT
+# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM
 set -euo pipefail
-case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5
+case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 fake=$(realpath "$fake_dir/libcuda.so.1")
@@ -22,6 +22,20 @@ symlink-install)
     ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
     LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$linked" || fail "linked program"
     LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$client" basic || fail "dlopen program"
+    ;;
+symlink-install-two-levels-down)
+    # program -> library -> library -> libcuda.so.1 (ggml's CUDA backend): the C
+    # library comes before vgpu in the load order.  This crashed on the first
+    # CUDA call, vgpu's lookup of the C library's dlopen having found nothing.
+    mkdir -p "$tmp/vgpu"
+    ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
+    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=2 \
+        "$chain" || fail "the chained program without a vGPU"
+    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir VGPU_MEMORY_LIMIT=1G VGPU_BAR0=$tmp/bar0 VGPU_MEDIATOR_SOCKET=none \
+        TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=2 TEST_EXPECT_TOTAL=1073741824 \
+        "$chain" || fail "the chained program does not see its quota"
+    grep -q "forwarding to the CUDA driver at $(realpath "$fake_dir")/libcuda.so.1" "$tmp/log" ||
+        fail "vgpu did not forward to the driver behind it"
     ;;
 refuses-itself)
     # Renamed copies of vgpu (no symlink to see through) ahead of the driver.
