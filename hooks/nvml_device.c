@@ -77,14 +77,11 @@ VGPU_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
 
 /* ---- the vGPU's processes ---- */
 
-/* The v1 layout lacks the instance ids; v2 and v3 share one layout. */
 static nvmlReturn_t processes(const char *name, nvmlDevice_t device, unsigned int *count, void *infos, int version)
 {
     if (!count)
         return NVML_ERROR_INVALID_ARGUMENT;
-    nvmlProcessInfo_t list[256];
-    unsigned n = *count < 256 ? *count : 256;
-    int r = vgpu_backend_nvml_processes(device, &n, infos ? list : NULL);
+    int r = vgpu_backend_nvml_processes(device, count, infos, version);
     if (r < 0) {
         r = version == 1   ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses)(device, count, infos)
             : version == 2 ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses_v2)(device, count, infos)
@@ -92,14 +89,7 @@ static nvmlReturn_t processes(const char *name, nvmlDevice_t device, unsigned in
         vgpu_trace(name, r, "%p (forwarded) -> %u", (void *)device, *count);
         return (nvmlReturn_t)r;
     }
-    for (unsigned i = 0; infos && i < n && i < *count && i < 256; i++) {
-        if (version == 1)
-            ((nvmlProcessInfo_v1_t *)infos)[i] = (nvmlProcessInfo_v1_t){ list[i].pid, list[i].usedGpuMemory };
-        else
-            ((nvmlProcessInfo_t *)infos)[i] = list[i];
-    }
-    *count = n;
-    vgpu_trace(name, r, "%p -> %u", (void *)device, n);
+    vgpu_trace(name, r, "%p -> %u", (void *)device, *count);
     return (nvmlReturn_t)r;
 }
 

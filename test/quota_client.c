@@ -954,6 +954,78 @@ static void scenario_procs_list(int argc, char **argv)
     CHECK(nvml_mem(0).used == sum, "NVML used %llu, the listed processes hold %llu", nvml_mem(0).used, sum);
 }
 
+/* This process's start time, as /proc/PID/stat's field 22 gives it. */
+static uint64_t own_start_time(void)
+{
+    char buf[1024];
+    FILE *f = fopen("/proc/self/stat", "r");
+    size_t n = f ? fread(buf, 1, sizeof(buf) - 1, f) : 0;
+    if (f)
+        fclose(f);
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')');
+    for (int field = 2; p && field < 22; field++)
+        p = strchr(p + 1, ' ');
+    return p ? strtoull(p + 1, NULL, 10) : 0;
+}
+
+/*
+ * More processes than fit a small buffer: 300 processes of the vGPU hold
+ * memory on device 0 (slots planted for this live process, so no reaper
+ * frees them).  Every NVML process query sizes, then lists all of them.
+ */
+static void scenario_procs_many(void)
+{
+    enum { PLANTED = 299, MANY = PLANTED + 1 };
+    start();
+    const char *path = getenv("VGPU_BAR0");
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct vgpu_bar0 *b = fd >= 0 ? mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    if (b == MAP_FAILED) {
+        CHECK(0, "cannot map %s read-write", path);
+        return;
+    }
+    int planted[PLANTED], np = 0;
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS && np < PLANTED; i++) {
+        if (atomic_load(&b->procs[i].owner) != 0)
+            continue;
+        b->procs[i].start_time = own_start_time();
+        atomic_store(&b->procs[i].held[0], MiB);
+        atomic_store(&b->procs[i].owner, VGPU_BAR0_OWNER(getpid(), VGPU_PROC_LIVE));
+        planted[np++] = i;
+    }
+    nvmlDevice_t dev = nvml_dev(0);
+    for (int version = 1; version <= 3; version++) {
+        unsigned count = 0;
+        nvmlReturn_t r = version == 1   ? N(nvmlDeviceGetComputeRunningProcesses)(dev, &count, NULL)
+                         : version == 2 ? N(nvmlDeviceGetComputeRunningProcesses_v2)(dev, &count, NULL)
+                                        : N(nvmlDeviceGetComputeRunningProcesses_v3)(dev, &count, NULL);
+        CHECK(r == NVML_ERROR_INSUFFICIENT_SIZE && count == MANY,
+              "v%d sizing query: returned %d with count %u, want INSUFFICIENT_SIZE and %d", version, (int)r, count,
+              MANY);
+        nvmlProcessInfo_t *infos = calloc(MANY, sizeof(*infos));
+        count = MANY;
+        r = version == 1   ? N(nvmlDeviceGetComputeRunningProcesses)(dev, &count, (nvmlProcessInfo_v1_t *)infos)
+            : version == 2 ? N(nvmlDeviceGetComputeRunningProcesses_v2)(dev, &count, infos)
+                           : N(nvmlDeviceGetComputeRunningProcesses_v3)(dev, &count, infos);
+        CHECK(r == NVML_SUCCESS && count == MANY, "v%d with room for %d: returned %d with count %u", version, MANY,
+              (int)r, count);
+        unsigned long long sum = 0;
+        for (unsigned k = 0; r == NVML_SUCCESS && k < count; k++)
+            sum += version == 1 ? ((nvmlProcessInfo_v1_t *)infos)[k].usedGpuMemory : infos[k].usedGpuMemory;
+        CHECK(sum == OVH + PLANTED * MiB, "v%d: the listed processes hold %llu, want %llu", version, sum,
+              (unsigned long long)(OVH + PLANTED * MiB));
+        free(infos);
+    }
+    for (int k = 0; k < np; k++) {
+        atomic_store(&b->procs[planted[k]].held[0], 0);
+        atomic_store(&b->procs[planted[k]].owner, 0);
+    }
+    munmap(b, sizeof(*b));
+}
+
 /* ======================================================================
  * Concurrency: churn NTHREADS ID [READY GO]  (with READY GO: one of several
  * processes; all start at GO.start, and each writes "HOLDING REFUSALS" to READY)
@@ -1184,6 +1256,7 @@ int main(int argc, char **argv)
         { "reclaim-watch", NULL, scenario_reclaim_watch },
         { "expect-used", NULL, scenario_expect_used },
         { "procs-list", NULL, scenario_procs_list },
+        { "procs-many", scenario_procs_many, NULL },
         { "churn", NULL, scenario_churn },
     };
     for (size_t i = 0; argc >= 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)

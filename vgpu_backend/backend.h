@@ -42,9 +42,11 @@ nvmlReturn_t vgpu_backend_nvml_device_by_index(unsigned int index, nvmlDevice_t 
  * device is the vGPU's. */
 nvmlReturn_t vgpu_backend_nvml_device_found(nvmlReturn_t r, nvmlDevice_t *dev);
 nvmlReturn_t vgpu_backend_nvml_device_index(nvmlDevice_t dev, unsigned int *index);
-/* The vGPU's processes on dev (BAR0's process table), as the _v3 query
- * returns them; -1 when no vGPU shapes the answer (ask the driver). */
-int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *out);
+/* The vGPU's processes on dev (BAR0's process table), however many, as
+ * nvmlDeviceGetComputeRunningProcesses (version 1) or its _v2/_v3 (2, 3)
+ * returns them into out, which has room for *count; -1 when no vGPU shapes
+ * the answer (ask the driver). */
+int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out, int version);
 /* Turns the physical device's memory figures, as NVML reported them, into
  * the vGPU's. */
 void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_bytes,

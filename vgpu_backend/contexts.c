@@ -20,6 +20,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 #define MAX_CUDA_DEVICES 64
@@ -55,15 +56,18 @@ static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t used_before)
     const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
     if (!nvml)
         return 0;
-    nvmlProcessInfo_t procs[256];
-    unsigned n = 256;
+    unsigned n = 0;
+    nvmlProcessInfo_t *procs = vgpu_real_nvml_processes(nvml, self->dev[vdev].nvml, &n);
     uint64_t held = self->bar0.slot >= 0
                         ? __atomic_load_n(&self->bar0.bar->procs[self->bar0.slot].held[vdev], __ATOMIC_RELAXED)
                         : 0;
-    if (nvml->processes(self->dev[vdev].nvml, &n, procs) == NVML_SUCCESS)
-        for (unsigned i = 0; i < n && i < 256; i++)
-            if (procs[i].pid == (unsigned)getpid() && procs[i].usedGpuMemory != (unsigned long long)NVML_VALUE_NOT_AVAILABLE)
-                return procs[i].usedGpuMemory > held ? procs[i].usedGpuMemory - held : 0;
+    for (unsigned i = 0; procs && i < n; i++)
+        if (procs[i].pid == (unsigned)getpid() && procs[i].usedGpuMemory != (unsigned long long)NVML_VALUE_NOT_AVAILABLE) {
+            uint64_t used = procs[i].usedGpuMemory;
+            free(procs);
+            return used > held ? used - held : 0;
+        }
+    free(procs);
     /* Not listed under our pid (a PID namespace): the device's growth. */
     uint64_t after = nvml_used(self, vdev);
     return used_before && after > used_before ? after - used_before : 0;

@@ -91,7 +91,7 @@ void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, 
     *free_bytes = left < *free_bytes ? left : *free_bytes;
 }
 
-int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *out)
+int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out, int version)
 {
     const struct vgpu_self *self = shaping();
     int i = self && self->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(self, dev) : -1;
@@ -100,7 +100,7 @@ int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProce
     if (i < 0)
         return NVML_ERROR_INVALID_ARGUMENT;
     vgpu_bar0_reap(self->bar0.bar, false);
-    unsigned n = 0, cap = *count;
+    unsigned n = 0, cap = out ? *count : 0;
     const struct vgpu_bar0 *b = self->bar0.bar;
     for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++) {
         uint64_t owner = __atomic_load_n(&b->procs[s].owner, __ATOMIC_ACQUIRE);
@@ -109,9 +109,14 @@ int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, nvmlProce
         uint64_t held = __atomic_load_n(&b->procs[s].held[i], __ATOMIC_RELAXED);
         if (!held)
             continue; /* as the driver does: only processes with memory on this device */
-        if (out && n < cap)
-            out[n] = (nvmlProcessInfo_t){ .pid = (unsigned)(owner >> 8), .usedGpuMemory = held,
-                                          .gpuInstanceId = 0xFFFFFFFFu, .computeInstanceId = 0xFFFFFFFFu };
+        unsigned pid = (unsigned)(owner >> 8);
+        /* The v1 layout lacks the instance ids; v2 and v3 share one layout. */
+        if (n < cap && version == 1)
+            ((nvmlProcessInfo_v1_t *)out)[n] = (nvmlProcessInfo_v1_t){ .pid = pid, .usedGpuMemory = held };
+        else if (n < cap)
+            ((nvmlProcessInfo_t *)out)[n] = (nvmlProcessInfo_t){ .pid = pid, .usedGpuMemory = held,
+                                                                 .gpuInstanceId = 0xFFFFFFFFu,
+                                                                 .computeInstanceId = 0xFFFFFFFFu };
         n++;
     }
     *count = n;

@@ -52,3 +52,23 @@ const struct vgpu_real_nvml *vgpu_real_nvml(const char **why)
         *why = failure;
     return api_ready;
 }
+
+nvmlProcessInfo_t *vgpu_real_nvml_processes(const struct vgpu_real_nvml *nvml, nvmlDevice_t dev, unsigned *n)
+{
+    unsigned want = 0;
+    nvmlReturn_t r = nvml->processes(dev, &want, NULL);
+    for (int tries = 0; tries < 4 && (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE); tries++) {
+        unsigned cap = want + 16; /* room for processes that start meanwhile */
+        nvmlProcessInfo_t *list = malloc(cap * sizeof(*list));
+        if (!list)
+            return NULL;
+        want = cap;
+        r = nvml->processes(dev, &want, list);
+        if (r == NVML_SUCCESS) {
+            *n = want;
+            return list;
+        }
+        free(list);
+    }
+    return NULL;
+}

@@ -21,3 +21,10 @@ struct vgpu_real_nvml {
 /* The real NVML, initialised (once; never shut down), or NULL with the
  * reason in why (static storage). */
 const struct vgpu_real_nvml *vgpu_real_nvml(const char **why);
+
+/*
+ * Every process the driver lists on dev, however many (the list can grow
+ * between the sizing call and the listing: retried).  Returns a malloc'd
+ * array and its length in *n, or NULL.
+ */
+nvmlProcessInfo_t *vgpu_real_nvml_processes(const struct vgpu_real_nvml *nvml, nvmlDevice_t dev, unsigned *n);
