@@ -9,17 +9,55 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <stdatomic.h>
+#include <stdint.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
-/* Log settings of this library copy; written once by setup_once(). */
+/* Log settings of this library copy; written once by setup_once(), except
+ * log_fd, which emit() replaces when its file had to be opened again. */
 int vgpu_log_level_now = -1;
 int vgpu_trace_now;
-static int log_fd = 2;
+static _Atomic int log_fd = 2;
+static const char *log_path;               /* VGPU_LOG_FILE, when it is the log */
+static _Atomic uint64_t log_dev, log_ino; /* the file log_fd was opened on */
 static const char *program = "vgpu";
 static pthread_once_t setup_guard = PTHREAD_ONCE_INIT;
 
 static const char *const level_names[] = { "error", "warn", "info", "debug" };
+
+/* Opens log_path as the log; the descriptor, or -1. */
+static int open_log(void)
+{
+    int fd = open(log_path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    atomic_store(&log_dev, st.st_dev);
+    atomic_store(&log_ino, st.st_ino);
+    atomic_store(&log_fd, fd);
+    return fd;
+}
+
+/*
+ * The descriptor to write to.  A program may close every descriptor it
+ * inherited (daemons and fork children do), and the number may then be
+ * one of its own files: a log file is checked to be the same file before
+ * each line, and opened again when it is not.
+ */
+static int current_log_fd(void)
+{
+    int fd = atomic_load(&log_fd);
+    struct stat st;
+    if (!log_path || (fstat(fd, &st) == 0 && st.st_dev == atomic_load(&log_dev) && st.st_ino == atomic_load(&log_ino)))
+        return fd;
+    fd = open_log();
+    return fd >= 0 ? fd : 2;
+}
 
 static void setup_once(void)
 {
@@ -38,10 +76,8 @@ static void setup_once(void)
     const char *file = getenv("VGPU_LOG_FILE");
     int open_errno = 0;
     if (file && *file) {
-        int fd = open(file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
-        if (fd >= 0)
-            log_fd = fd;
-        else
+        log_path = file;
+        if (open_log() < 0)
             open_errno = errno;
     }
     const char *t = getenv("VGPU_TRACE");
@@ -68,7 +104,8 @@ void vgpu_log_set_program(const char *name)
 void vgpu_log_set_fd(int fd)
 {
     vgpu_log_setup();
-    log_fd = fd;
+    log_path = NULL;
+    atomic_store(&log_fd, fd);
 }
 
 /* One write(2) per line, so lines of concurrent threads and processes
@@ -87,9 +124,10 @@ static void emit(const char *prefix, const char *fmt, va_list ap, const char *su
     if ((size_t)n >= sizeof(line) - 64)
         n = (int)sizeof(line) - 64;
     n += snprintf(line + n, sizeof(line) - (size_t)n, "%s\n", suffix);
+    int fd = current_log_fd();
     ssize_t w;
     do
-        w = write(log_fd, line, (size_t)n);
+        w = write(fd, line, (size_t)n);
     while (w < 0 && errno == EINTR);
 }
 
