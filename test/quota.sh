@@ -87,7 +87,7 @@ visible)
     export FAKEGPU_DEVICES=4 VGPU_VISIBLE_DEVICES=2,0
     run visible
     ;;
-alloc-* | mem-create | array-* | mipmapped | proc-address | ctx-destroy | primary-reset | procs-many)
+alloc-* | mem-create | array-* | mipmapped | proc-address | ctx-destroy | primary-reset | procs-many | fork-*)
     export VGPU_MEMORY_LIMIT=2G
     run "$scenario"
     ;;

@@ -28,6 +28,7 @@
 #include <strings.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -1008,7 +1009,7 @@ static void scenario_procs_many(void)
         nvmlProcessInfo_t *infos = calloc(MANY, sizeof(*infos));
         count = MANY;
         r = version == 1   ? N(nvmlDeviceGetComputeRunningProcesses)(dev, &count, (nvmlProcessInfo_v1_t *)infos)
-            : version == 2 ? N(nvmlDeviceGetComputeRunningProcesses_v2)(dev, &count, infos)
+            : version == 2 ? N(nvmlDeviceGetComputeRunningProcesses_v2)(dev, &count, (nvmlProcessInfo_v2_t *)infos)
                            : N(nvmlDeviceGetComputeRunningProcesses_v3)(dev, &count, infos);
         CHECK(r == NVML_SUCCESS && count == MANY, "v%d with room for %d: returned %d with count %u", version, MANY,
               (int)r, count);
@@ -1024,6 +1025,66 @@ static void scenario_procs_many(void)
         atomic_store(&b->procs[planted[k]].owner, 0);
     }
     munmap(b, sizeof(*b));
+}
+
+/*
+ * A fork child counts in its parent's vGPU, whatever became of the BAR0
+ * file's name meanwhile; when it cannot, it is refused memory, never let
+ * through uncounted.  VGPU_MEMORY_LIMIT=2G: the parent holds 512M and its
+ * context; then the BAR0 file is unlinked, and the child (closing every
+ * descriptor it inherited, with close_all) allocates.
+ */
+static void fork_after_unlink(bool close_all)
+{
+    start();
+    CUdeviceptr p = 0;
+    CU(F(cuMemAlloc_v2)(&p, 512 * MiB));
+    const char *path = getenv("VGPU_BAR0");
+    int status_pipe[2];
+    CHECK(pipe(status_pipe) == 0, "pipe");
+    CHECK(unlink(path) == 0, "unlink %s", path);
+    pid_t child = fork();
+    if (child == 0) {
+        close(status_pipe[0]);
+        if (close_all)
+            for (int fd = 3; fd < 1024; fd++)
+                if (fd != status_pipe[1])
+                    close(fd);
+        CUdeviceptr a = 0, b = 0;
+        uint64_t left = L - OVH - 512 * MiB; /* the parent's context and allocation */
+        CUresult ra = F(cuMemAlloc_v2)(&a, left);
+        CUresult rb = F(cuMemAlloc_v2)(&b, 512);
+        char verdict;
+        if (!close_all) /* counted in the parent's window: all that is left, and not a byte more */
+            verdict = ra == CUDA_SUCCESS && rb == CUDA_ERROR_OUT_OF_MEMORY ? 'y' : 'n';
+        else /* nothing to count in: refused */
+            verdict = ra == CUDA_ERROR_OUT_OF_MEMORY && rb == CUDA_ERROR_OUT_OF_MEMORY ? 'y' : 'n';
+        if (verdict == 'n')
+            fprintf(stderr, "FAIL child: %s: allocating what is left returned %d, 512 bytes more %d\n",
+                    close_all ? "descriptors closed" : "same window", (int)ra, (int)rb);
+        if (write(status_pipe[1], &verdict, 1) != 1)
+            _exit(2);
+        _exit(0);
+    }
+    close(status_pipe[1]);
+    char verdict = 'n';
+    CHECK(read(status_pipe[0], &verdict, 1) == 1 && verdict == 'y', "the child's allocations (above)");
+    int st = 0;
+    waitpid(child, &st, 0);
+    CHECK(access(path, F_OK) != 0, "the child made a new BAR0 file at %s: a second quota", path);
+    if (close_all)
+        CHECK(log_count("after fork", "refused", NULL, NULL, 0) >= 1, "no log line says why the child was refused");
+    CU(F(cuMemFree_v2)(p));
+}
+
+static void scenario_fork_bar0_unlinked(void)
+{
+    fork_after_unlink(false);
+}
+
+static void scenario_fork_rejoin_fails(void)
+{
+    fork_after_unlink(true);
 }
 
 /* ======================================================================
@@ -1257,6 +1318,8 @@ int main(int argc, char **argv)
         { "expect-used", NULL, scenario_expect_used },
         { "procs-list", NULL, scenario_procs_list },
         { "procs-many", scenario_procs_many, NULL },
+        { "fork-bar0-unlinked", scenario_fork_bar0_unlinked, NULL },
+        { "fork-rejoin-fails", scenario_fork_rejoin_fails, NULL },
         { "churn", NULL, scenario_churn },
     };
     for (size_t i = 0; argc >= 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)

@@ -121,6 +121,7 @@ struct vgpu_bar0_map {
     uint64_t owner;  /* the slot's owner word, as it was claimed */
     int pid;         /* the process that took slot (a fork child has another) */
     uint32_t generation; /* standalone: the config this process joined (config_generation) */
+    uint64_t file_dev, file_ino; /* the file's identity (standalone, guest), or 0 */
     char path[4096];
 };
 
@@ -141,6 +142,16 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
  * -1 with a message in err.
  */
 int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen);
+
+/*
+ * A fork child's own attachment to the window it inherited, m: a new open
+ * file description (its own flock) of the very file m maps, found through
+ * the inherited descriptor or else the path, and checked by device and
+ * inode, so a file that was unlinked or replaced meanwhile is never taken
+ * for it.  fresh shares m's mapping (vgpu_bar0_close on fresh would unmap
+ * it: close fresh->fd instead).  0, or -1 with a message in err.
+ */
+int vgpu_bar0_reopen(const struct vgpu_bar0_map *m, struct vgpu_bar0_map *fresh, char *err, size_t errlen);
 
 /*
  * Maps a window from its two parts: the first page (header and config)

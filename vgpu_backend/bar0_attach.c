@@ -91,6 +91,8 @@ static int open_window(const char *path, int flags, struct vgpu_bar0_map *m, str
         return -1;
     }
     m->fd = fd;
+    m->file_dev = st->st_dev;
+    m->file_ino = st->st_ino;
     return 0;
 }
 
@@ -168,6 +170,35 @@ int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err,
                               m->bar->header.flags));
     vgpu_bar0_reap(m->bar, true);
     return finish(m, 0);
+}
+
+/* A read-write descriptor of path if it is the file (dev, ino), else -1. */
+static int open_same(const char *path, int flags, uint64_t dev, uint64_t ino)
+{
+    int fd = open(path, O_RDWR | O_CLOEXEC | O_NONBLOCK | flags);
+    struct stat st;
+    if (fd >= 0 && (fstat(fd, &st) != 0 || st.st_dev != dev || st.st_ino != ino)) {
+        close(fd);
+        fd = -1;
+    }
+    return fd;
+}
+
+int vgpu_bar0_reopen(const struct vgpu_bar0_map *m, struct vgpu_bar0_map *fresh, char *err, size_t errlen)
+{
+    char self_fd[64];
+    snprintf(self_fd, sizeof(self_fd), "/proc/self/fd/%d", m->fd);
+    /* Through /proc a descriptor reopens its file even once unlinked. */
+    int fd = m->fd >= 0 && m->file_ino ? open_same(self_fd, 0, m->file_dev, m->file_ino) : -1;
+    if (fd < 0 && m->file_ino)
+        fd = open_same(m->path, O_NOFOLLOW, m->file_dev, m->file_ino);
+    if (fd < 0)
+        return vgpu_fail(err, errlen, "the vGPU's BAR0 %s is no longer reachable (the descriptor inherited from the "
+                         "parent was closed, and the file at that path is gone or another one)", m->path);
+    *fresh = *m;
+    fresh->fd = fd;
+    fresh->slot = -1;
+    return 0;
 }
 
 struct vgpu_bar0 *vgpu_bar0_map_parts(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)

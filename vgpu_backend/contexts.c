@@ -80,6 +80,8 @@ CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
     int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
     if (vdev < 0)
         return CUDA_SUCCESS;
+    if (!vgpu_self_check(self))
+        return CUDA_ERROR_OUT_OF_MEMORY; /* refused: said once, when it happened */
     pthread_mutex_lock(&lock);
     bool first = live[vdev] == 0 && !(primary && dev < MAX_CUDA_DEVICES && primary_refs[dev] > 0);
     pthread_mutex_unlock(&lock);

@@ -21,7 +21,8 @@ static uint64_t round_up(uint64_t v, uint64_t a)
 
 bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const char *what)
 {
-    vgpu_self_check(self);
+    if (!vgpu_self_check(self))
+        return false; /* refused: said once, when it happened */
     struct vgpu_bar0_map *m = &self->bar0;
     uint64_t limit = vgpu_self_total(self, vdev);
     /* Dead processes' bytes matter only when they would make this fail. */

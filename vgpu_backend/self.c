@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* The process's vGPU, owned by libvgpu-cuda's copy of this file (peer.h):
@@ -215,6 +216,7 @@ static void after_fork_child(void)
      * its flock: it attaches anew before it counts anything (rejoin_child). */
     pthread_mutex_init(&join_lock, NULL);
     vgpu_mediator_forget(&self.link);
+    self.bar0.slot = -1;
     forked = true;
 }
 
@@ -249,16 +251,30 @@ static void enter_locked(void)
     vgpu_error("%s; this process is shown no GPU", self.why);
 }
 
-/* A fork child's own attachment (its own flock, its own connection), and
- * its own slot if take_slot. */
+/* Closes fd if it is still the file (dev, ino): a child may have closed the
+ * descriptor it inherited, and its number may now be another file's. */
+static void close_if_same(int fd, uint64_t dev, uint64_t ino)
+{
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && st.st_dev == dev && st.st_ino == ino)
+        close(fd);
+}
+
+/*
+ * A fork child's own attachment (its own flock, its own connection), and
+ * its own slot if take_slot.  A child that cannot be counted is refused:
+ * counting into its parent's slot would be wrong, into none would never be
+ * returned, and counting nothing would lift the vGPU's quota.
+ */
 static void rejoin_child(struct vgpu_self *s, bool take_slot)
 {
     struct vgpu_bar0_map fresh;
     char err[1024] = "no vgpu-mediatord to join";
     char was[VGPU_NAME_LEN];
+    bool mediated = s->source == VGPU_SOURCE_MEDIATOR;
     int rc;
     memcpy(was, s->link.vgpu, sizeof(was));
-    if (s->source == VGPU_SOURCE_MEDIATOR) {
+    if (mediated) {
         rc = vgpu_mediator_join(&s->link, &fresh, err, sizeof(err)) == VGPU_MEDIATOR_ADMITTED ? 0 : -1;
         if (rc == 0 && strcmp(was, s->link.vgpu) != 0) {
             /* Its devices are the parent's vGPU's. */
@@ -268,24 +284,25 @@ static void rejoin_child(struct vgpu_self *s, bool take_slot)
             vgpu_mediator_forget(&s->link);
             rc = -1;
         }
-    } else if (s->source == VGPU_SOURCE_GUEST)
-        rc = vgpu_bar0_attach_guest(s->bar0.path, &fresh, err, sizeof(err));
-    else
-        rc = vgpu_bar0_attach(s->bar0.path, &s->bar0.bar->config, true, &fresh, err, sizeof(err));
-    if (rc == 0 && take_slot && (rc = enter(&fresh, err, sizeof(err))) != 0)
-        vgpu_bar0_close(&fresh);
+    } else {
+        /* The very window the parent counts in, never a new file that took its name. */
+        rc = vgpu_bar0_reopen(&s->bar0, &fresh, err, sizeof(err));
+    }
+    if (rc == 0 && take_slot && (rc = enter(&fresh, err, sizeof(err))) != 0) {
+        if (mediated)
+            vgpu_bar0_close(&fresh);
+        else
+            close(fresh.fd); /* the mapping is the inherited one, still in use */
+    }
     if (rc == 0) {
         /* The inherited mapping stays mapped (pointers into it may live on);
          * its descriptor, whose flock the parent shares, goes. */
-        if (s->bar0.fd >= 0)
-            close(s->bar0.fd);
+        close_if_same(s->bar0.fd, s->bar0.file_dev, s->bar0.file_ino);
         s->bar0 = fresh;
     } else {
-        /* Counting into the parent's slot would be wrong, and into none
-         * would never be returned: this process is not counted at all. */
-        vgpu_error("after fork: %s; this process's allocations are not counted", err);
-        s->bar0.slot = -1;
-        __atomic_store_n(&self_on, NULL, __ATOMIC_RELEASE);
+        snprintf(s->why, sizeof(s->why), "after fork: %s", err);
+        __atomic_store_n(&s->mode, VGPU_MODE_REFUSED, __ATOMIC_RELEASE);
+        vgpu_error("%s; this process is refused GPU memory", s->why);
     }
     forked = false;
 }
@@ -333,10 +350,10 @@ static bool restarted(const struct vgpu_self *s)
            atomic_load_explicit(&s->bar0.bar->status.mediator_epoch, memory_order_relaxed) != s->link.epoch;
 }
 
-void vgpu_self_check(struct vgpu_self *s)
+bool vgpu_self_check(struct vgpu_self *s)
 {
     if (__builtin_expect(!forked && !restarted(s), 1))
-        return;
+        return __atomic_load_n(&s->mode, __ATOMIC_ACQUIRE) == VGPU_MODE_ON;
     pthread_mutex_lock(&join_lock);
     /* Again under the lock: another thread may have done it already. */
     if (forked) {
@@ -354,6 +371,7 @@ void vgpu_self_check(struct vgpu_self *s)
         s->link.epoch = epoch;
     }
     pthread_mutex_unlock(&join_lock);
+    return __atomic_load_n(&s->mode, __ATOMIC_ACQUIRE) == VGPU_MODE_ON;
 }
 
 int vgpu_self_index_of_nvml(const struct vgpu_self *s, nvmlDevice_t dev)

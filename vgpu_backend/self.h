@@ -59,10 +59,12 @@ struct vgpu_self *vgpu_self_on(void);
 
 /*
  * Before accounting: after fork the child holds no process slot, and takes
- * one (a child that goes on to use CUDA); after a mediator restart the
- * process reattaches.  Cheap when neither happened.
+ * one in its parent's vGPU (a child that goes on to use CUDA); after a
+ * mediator restart the process reattaches.  Cheap when neither happened.
+ * False when the process may not take memory: it could not be counted
+ * (a fork child that could not rejoin is refused, logged once).
  */
-void vgpu_self_check(struct vgpu_self *self);
+bool vgpu_self_check(struct vgpu_self *self);
 
 /* The vGPU index of an NVML handle of the driver's, or -1. */
 int vgpu_self_index_of_nvml(const struct vgpu_self *self, nvmlDevice_t dev);
