@@ -74,6 +74,27 @@ expect_refused() {
     done
 }
 
+# Windows another user planted: the scenario needs root (to plant them
+# with chown) and its own /dev/shm (a tmpfs in a private mount namespace,
+# so the machine's is never touched).  Re-runs this script there.
+need_root() {
+    if [ "$(id -u)" != 0 ]; then
+        echo "SKIP: planting another user's files needs root"; exit 77
+    fi
+}
+private_shm() {
+    need_root
+    [ -n "${VGPU_TEST_PRIVATE_SHM:-}" ] && return
+    if ! unshare -m --propagation private true 2>/dev/null; then
+        echo "SKIP: no private mount namespace here (unshare -m refused)"; exit 77
+    fi
+    trap - EXIT
+    rm -rf "$tmp"
+    exec unshare -m --propagation private env VGPU_TEST_PRIVATE_SHM=1 \
+        sh -c 'mount -t tmpfs -o mode=1777 vgpu-test-shm /dev/shm && exec "$@"' sh "$0" "$scenario" "$client"
+}
+OTHER=65534 # the uid of "another user"
+
 case $scenario in
 view | oom-log)
     export VGPU_MEMORY_LIMIT=4G
@@ -203,6 +224,85 @@ refused-foreign-bar0)
     export VGPU_MEMORY_LIMIT=2G
     expect_refused "not a vgpu BAR0" "$VGPU_BAR0"
     cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "the refused BAR0 file was modified"
+    ;;
+
+default-bar0-private-dir)
+    # No VGPU_BAR0: the window is in a directory of this user's own,
+    # /dev/shm/vgpu-UID (mode 0700), never one /dev/shm file others can plant.
+    private_shm
+    unset VGPU_BAR0
+    export VGPU_MEMORY_LIMIT=4G
+    run view-quiet
+    dir=/dev/shm/vgpu-$(id -u)
+    [ "$(stat -c '%u %a %F' "$dir")" = "$(id -u) 700 directory" ] || fail "$dir is $(stat -c '%u %a %F' "$dir")"
+    [ "$(stat -c '%u %a %s' "$dir/all.bar0")" = "$(id -u) 600 172032" ] ||
+        fail "$dir/all.bar0 is $(stat -c '%u %a %s' "$dir/all.bar0" 2>&1)"
+    VGPU_BAR0=$dir/all.bar0 run view # the window the default made, with its quota
+    ;;
+refused-foreign-private-dir)
+    # Another user made /dev/shm/vgpu-UID first (world-writable, theirs).
+    private_shm
+    unset VGPU_BAR0
+    export VGPU_MEMORY_LIMIT=4G
+    dir=/dev/shm/vgpu-$(id -u)
+    install -d -o $OTHER -m 0777 "$dir"
+    expect_refused "$dir" "owned by uid $OTHER"
+    [ -z "$(ls -A "$dir")" ] || fail "something was written into another user's directory: $(ls -A "$dir")"
+    ;;
+refused-bar0-of-another-user)
+    # VGPU_BAR0 names a file another user made (a valid window, mode 0666):
+    # its owner could rewrite this vGPU's limits.
+    need_root
+    export VGPU_MEMORY_LIMIT=2G
+    run view-quiet
+    chown $OTHER "$VGPU_BAR0" && chmod 0666 "$VGPU_BAR0"
+    cp "$VGPU_BAR0" "$tmp/orig"
+    expect_refused "$VGPU_BAR0" "owned by uid $OTHER"
+    cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "another user's BAR0 file was modified"
+    ;;
+refused-unreadable-bar0-of-another-user)
+    need_root
+    export VGPU_MEMORY_LIMIT=2G
+    : >"$VGPU_BAR0"
+    chown $OTHER "$VGPU_BAR0" && chmod 0000 "$VGPU_BAR0"
+    expect_refused "$VGPU_BAR0" "owned by uid $OTHER"
+    [ ! -s "$VGPU_BAR0" ] || fail "another user's empty file was written"
+    ;;
+refused-bar0-symlink)
+    export VGPU_MEMORY_LIMIT=2G
+    VGPU_BAR0=$tmp/target.bar0 "$client" view-quiet || fail "making the target window"
+    ln -s "$tmp/target.bar0" "$VGPU_BAR0"
+    cp "$tmp/target.bar0" "$tmp/orig"
+    expect_refused "$VGPU_BAR0" "symbolic link"
+    cmp -s "$tmp/target.bar0" "$tmp/orig" || fail "the symlink's target was modified"
+    ;;
+refused-bar0-fifo)
+    # A FIFO must neither hang the process nor be taken for a window.
+    export VGPU_MEMORY_LIMIT=2G
+    mkfifo "$VGPU_BAR0"
+    started=$(date +%s)
+    expect_refused "$VGPU_BAR0" "not a regular file"
+    [ $(($(date +%s) - started)) -lt 10 ] || fail "took $(($(date +%s) - started)) s"
+    ;;
+refused-bar0-writable-by-others)
+    export VGPU_MEMORY_LIMIT=2G
+    run view-quiet
+    chmod 0666 "$VGPU_BAR0"
+    expect_refused "$VGPU_BAR0" "writable by other users" "chmod 600"
+    ;;
+refused-bar0-oversized)
+    export VGPU_MEMORY_LIMIT=2G
+    run view-quiet
+    truncate -s +4096 "$VGPU_BAR0"
+    expect_refused "$VGPU_BAR0" "176128 bytes"
+    ;;
+refused-bar0-truncated)
+    export VGPU_MEMORY_LIMIT=2G
+    run view-quiet
+    truncate -s 8192 "$VGPU_BAR0"
+    cp "$VGPU_BAR0" "$tmp/orig"
+    expect_refused "$VGPU_BAR0" "8192 bytes"
+    cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "the truncated BAR0 file was modified"
     ;;
 
 no-settings)

@@ -1255,6 +1255,15 @@ static void scenario_refused(void)
     NV(N(nvmlShutdown)());
 }
 
+/* Joins the vGPU the environment describes, making its window, and leaves. */
+static void scenario_view_quiet(void)
+{
+    CU(F(cuInit)(0));
+    int count = 0;
+    CU(F(cuDeviceGetCount)(&count));
+    CHECK(count > 0, "no device");
+}
+
 /* No VGPU_* at all: vgpu is loaded but only forwards; the GPU's own figures. */
 static void scenario_no_settings(void)
 {
@@ -1311,6 +1320,7 @@ int main(int argc, char **argv)
         { "primary-reset", scenario_primary_reset, NULL },
         { "oom-log", scenario_oom_log, NULL },
         { "refused", scenario_refused, NULL },
+        { "view-quiet", scenario_view_quiet, NULL },
         { "no-settings", scenario_no_settings, NULL },
         { "hold", NULL, scenario_hold },
         { "shared-second", NULL, scenario_shared_second },

@@ -126,7 +126,9 @@ struct vgpu_bar0_map {
 };
 
 /*
- * Opens (creating if need be) a standalone BAR0 file at path and reconciles
+ * Opens (creating if need be, mode 0600) a standalone BAR0 file at path,
+ * which must be this user's own regular file, writable by no one else and
+ * of exactly a window's size, and reconciles
  * its config with want: a new or idle vGPU takes want; a vGPU with live
  * processes must already hold the same devices and limits, or the attach is
  * refused.  join: take whatever config the file holds (a process that only
@@ -135,6 +137,13 @@ struct vgpu_bar0_map {
  */
 int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool join, struct vgpu_bar0_map *m,
                      char *err, size_t errlen);
+
+/*
+ * Makes sure dir, where a user's default windows live, is that user's own
+ * directory, open to no one else (making it, mode 0700, if it is missing).
+ * 0, or -1 with a message in err.
+ */
+int vgpu_bar0_private_dir(const char *dir, char *err, size_t errlen);
 
 /*
  * Attaches to an existing guest window (an ivshmem BAR's resource file, as

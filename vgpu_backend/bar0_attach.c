@@ -69,31 +69,91 @@ static bool all_zero(const void *p, size_t n)
     return true;
 }
 
-/* Opens, locks and maps path; leaves it locked.  0 or -1 with err. */
-static int open_window(const char *path, int flags, struct vgpu_bar0_map *m, struct stat *st, char *err,
+/* How long attaching waits for another process's lock on a window. */
+#define LOCK_WAIT_MS 5000
+
+/* flock(LOCK_EX), but never forever: a process stopped while it held the
+ * lock must not hang every other process of the vGPU. */
+static int lock_window(int fd)
+{
+    for (int waited = 0;; waited++) {
+        if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+            return 0;
+        if (errno != EWOULDBLOCK || waited >= LOCK_WAIT_MS)
+            return -1;
+        usleep(1000);
+    }
+}
+
+/*
+ * Opens, checks, locks path; leaves it locked.  0 or -1 with err.  A
+ * standalone window (own) must be this user's own regular file, writable
+ * by no one else: whoever can write a window sets its vGPU's limits.
+ * Never follows a link in the last component, and never blocks on a FIFO.
+ */
+static int open_window(const char *path, int flags, bool own, struct vgpu_bar0_map *m, struct stat *st, char *err,
                        size_t errlen)
 {
     memset(m, 0, sizeof(*m));
     m->fd = -1;
     m->slot = -1;
     snprintf(m->path, sizeof(m->path), "%s", path);
-    int fd = open(path, flags | O_RDWR | O_CLOEXEC, 0600);
+    int fd = open(path, flags | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    if (fd < 0 && errno == ELOOP)
+        return vgpu_fail(err, errlen, "the vGPU's BAR0 %s is a symbolic link: vgpu opens a window only under its "
+                         "own name, so that no link can lead this process into a file someone else chose; name the "
+                         "file itself", path);
     if (fd < 0)
         return vgpu_fail(err, errlen, "cannot open the vGPU's BAR0 %s: %s", path, strerror(errno));
-    if (flock(fd, LOCK_EX) != 0 || fstat(fd, st) != 0) {
-        vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", path, strerror(errno));
+    const char *why = NULL;
+    char because[512];
+    if (fstat(fd, st) != 0)
+        why = strerror(errno);
+    else if (!S_ISREG(st->st_mode) && (own || !S_ISCHR(st->st_mode)))
+        why = "it is not a regular file";
+    else if (own && st->st_uid != geteuid()) {
+        snprintf(because, sizeof(because), "it is owned by uid %u, not by this user (uid %u), and its owner could "
+                 "change this vGPU's limits; use a file of your own, or vgpu-mediatord to share a vGPU between users",
+                 (unsigned)st->st_uid, (unsigned)geteuid());
+        why = because;
+    } else if (own && (st->st_mode & (S_IWGRP | S_IWOTH))) {
+        snprintf(because, sizeof(because), "it is writable by other users (mode %04o), who could change this vGPU's "
+                 "limits: chmod 600 %s", (unsigned)(st->st_mode & 07777), path);
+        why = because;
+    } else if (lock_window(fd) != 0)
+        why = errno == EWOULDBLOCK ? "another process has held its lock for 5 s" : strerror(errno);
+    if (why) {
         close(fd);
-        return -1;
-    }
-    if (!S_ISREG(st->st_mode) && !S_ISCHR(st->st_mode)) {
-        vgpu_fail(err, errlen, "the vGPU's BAR0 %s is not a file", path);
-        close(fd);
-        return -1;
+        return vgpu_fail(err, errlen, "refusing the vGPU's BAR0 %s: %s", path, why);
     }
     m->fd = fd;
     m->file_dev = st->st_dev;
     m->file_ino = st->st_ino;
     return 0;
+}
+
+int vgpu_bar0_private_dir(const char *dir, char *err, size_t errlen)
+{
+    if (mkdir(dir, 0700) == 0 || errno != EEXIST) {
+        if (errno == EEXIST || access(dir, F_OK) == 0)
+            return 0;
+        return vgpu_fail(err, errlen, "cannot make %s, the directory of this user's vGPU windows: %s; set VGPU_BAR0 "
+                         "to a file of your own", dir, strerror(errno));
+    }
+    struct stat st;
+    if (lstat(dir, &st) != 0)
+        return vgpu_fail(err, errlen, "cannot check %s: %s", dir, strerror(errno));
+    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
+        return 0;
+    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid())
+        return vgpu_fail(err, errlen, "%s, the directory of this user's vGPU windows, is open to other users "
+                         "(mode %04o), who could change its vGPUs' limits: chmod 700 %s", dir,
+                         (unsigned)(st.st_mode & 07777), dir);
+    return vgpu_fail(err, errlen, "%s, where this user's vGPU windows live, is %s owned by uid %u (mode %04o), not a "
+                     "directory of this user's (uid %u): another user may have made it to read or change this user's "
+                     "limits; have an administrator remove it, or set VGPU_BAR0 to a file of your own", dir,
+                     S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
+                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
 }
 
 static int map_window(struct vgpu_bar0_map *m, char *err, size_t errlen)
@@ -118,14 +178,15 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
                      char *err, size_t errlen)
 {
     struct stat st;
-    if (open_window(path, O_CREAT | O_NOFOLLOW, m, &st, err, errlen) != 0)
+    if (open_window(path, O_CREAT, true, m, &st, err, errlen) != 0)
         return -1;
     bool fresh = st.st_size == 0;
     if (fresh && ftruncate(m->fd, sizeof(struct vgpu_bar0)) != 0)
         return finish(m, vgpu_fail(err, errlen, "cannot size the vGPU's BAR0 %s: %s", path, strerror(errno)));
-    if (!fresh && (uint64_t)st.st_size < sizeof(struct vgpu_bar0))
-        return finish(m, vgpu_fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window takes %zu", path,
-                              (long long)st.st_size, VGPU_BAR0_VERSION, sizeof(struct vgpu_bar0)));
+    if (!fresh && (uint64_t)st.st_size != sizeof(struct vgpu_bar0))
+        return finish(m, vgpu_fail(err, errlen, "%s is not a vgpu BAR0: %lld bytes, a layout v%d window is exactly %zu; "
+                                   "remove it (no process of this vGPU may be running) or set VGPU_BAR0 to another "
+                                   "path", path, (long long)st.st_size, VGPU_BAR0_VERSION, sizeof(struct vgpu_bar0)));
     if (map_window(m, err, errlen) != 0)
         return finish(m, -1);
     struct vgpu_bar0 *b = m->bar;
@@ -154,7 +215,7 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
 int vgpu_bar0_attach_guest(const char *path, struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
     struct stat st;
-    if (open_window(path, 0, m, &st, err, errlen) != 0)
+    if (open_window(path, 0, false, m, &st, err, errlen) != 0)
         return -1;
     /* A PCI resource file's size is the BAR's. */
     if ((uint64_t)st.st_size < sizeof(struct vgpu_bar0))
@@ -242,8 +303,9 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
     /* Attaching and entering hold the file lock, so no two processes claim
      * one slot. */
-    if (flock(m->fd, LOCK_EX) != 0)
-        return vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path, strerror(errno));
+    if (lock_window(m->fd) != 0)
+        return vgpu_fail(err, errlen, "cannot lock the vGPU's BAR0 %s: %s", m->path,
+                         errno == EWOULDBLOCK ? "another process has held its lock for 5 s" : strerror(errno));
     if (m->bar->header.flags == 0 && atomic_load(&m->bar->header.config_generation) != m->generation) {
         /* Idle after this process joined (it held no slot yet), the vGPU was
          * given another configuration than the one its devices came from. */

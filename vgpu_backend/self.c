@@ -129,7 +129,8 @@ static int join_standalone(const struct vgpu_real_nvml *nvml)
     bool join = s->bar0_explicit && !s->listed && !s->limit_all;
     for (int i = 0; i < VGPU_MAX_DEVICES; i++)
         join = join && !s->limit_set[i];
-    if (vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
+    if ((s->bar0_dir[0] && vgpu_bar0_private_dir(s->bar0_dir, err, sizeof(err)) != 0) ||
+        vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
         refuse("%s", err);
         return -1;
     }

@@ -191,7 +191,10 @@ static void default_bar0(struct vgpu_settings *s, uid_t uid)
         snprintf(hashed, sizeof(hashed), "h%016llx", (unsigned long long)fnv1a(key));
         strcpy(key, hashed);
     }
-    snprintf(s->bar0, sizeof(s->bar0), "/dev/shm/vgpu-%u-%s.bar0", (unsigned)uid, key);
+    /* In a directory of the user's own: a file directly in /dev/shm could be
+     * made first by another user, who would then hold this user's limits. */
+    snprintf(s->bar0_dir, sizeof(s->bar0_dir), "/dev/shm/vgpu-%u", (unsigned)uid);
+    snprintf(s->bar0, sizeof(s->bar0), "%s/%s.bar0", s->bar0_dir, key);
 }
 
 int vgpu_settings_parse(const char *visible, const char *limit, const char *bar0, uid_t uid,

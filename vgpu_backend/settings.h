@@ -30,9 +30,11 @@ struct vgpu_settings {
     uint64_t limit[VGPU_MAX_DEVICES];
     bool limit_set[VGPU_MAX_DEVICES];
 
-    /* VGPU_BAR0, or the default path for this user and device set. */
+    /* VGPU_BAR0, or the default path for this user and device set, in
+     * bar0_dir (a directory of the user's own; "" with VGPU_BAR0). */
     bool bar0_explicit;
     char bar0[4096];
+    char bar0_dir[64];
 };
 
 /*
