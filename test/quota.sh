@@ -143,6 +143,30 @@ reclaim)
     run expect-used 0 0
     ;;
 
+counters-rebuilt-when-idle)
+    # An idle vGPU whose counters say 4 EiB used by 7 processes (a stray
+    # write, or processes killed between two updates): the next process
+    # finds them rebuilt from the slots (nothing), and the whole quota free.
+    export VGPU_MEMORY_LIMIT=2G
+    run view-quiet
+    run poke-counters $((1 << 62)) 7
+    run alloc-v2
+    run expect-used 0 0
+    ;;
+counters-rebuilt-with-a-live-process)
+    # 100M counted that no live process holds (one killed between its two
+    # updates): rebuilt to what the live process holds, no more, no less.
+    export VGPU_MEMORY_LIMIT=4G FAKEGPU_STATE="$tmp/fake.state"
+    "$client" hold 1G "$tmp/a.ready" "$tmp/a.go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    run poke-counters +$((100 * MiB)) 5
+    run expect-rebuilt $((GiB + 256 * MiB)) 1
+    touch "$tmp/a.go"
+    join "$a" "the holding process"
+    run expect-used 0 0
+    ;;
+
 threads)
     # 32 threads of one process churn against a 1G quota.
     export VGPU_MEMORY_LIMIT=1G

@@ -904,6 +904,52 @@ static void scenario_expect_used(int argc, char **argv)
     CHECK(m.used == want, "NVML used %llu, want %llu", m.used, (unsigned long long)want);
 }
 
+/*
+ * poke-counters USED PROCESSES: writes device 0's memory_used (a value, or
+ * +DELTA) and the live-process count straight into BAR0, as a process
+ * killed between two updates, or a stray write, leaves them.
+ */
+static void scenario_poke_counters(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: poke-counters USED|+DELTA PROCESSES\n");
+        exit(2);
+    }
+    const char *path = getenv("VGPU_BAR0");
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct vgpu_bar0 *b = fd >= 0 ? mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    if (b == MAP_FAILED) {
+        CHECK(0, "cannot map %s read-write", path);
+        return;
+    }
+    uint64_t v = strtoull(argv[2] + (argv[2][0] == '+'), NULL, 10);
+    if (argv[2][0] == '+')
+        atomic_fetch_add(&b->status.device[0].memory_used, v);
+    else
+        atomic_store(&b->status.device[0].memory_used, v);
+    atomic_store(&b->status.processes, (uint32_t)atoi(argv[3]));
+    munmap(b, sizeof(*b));
+}
+
+/* expect-rebuilt BYTES PROCESSES: once a process joins, the counters are
+ * what the live processes hold, whatever they said before. */
+static void scenario_expect_rebuilt(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: expect-rebuilt BYTES PROCESSES\n");
+        exit(2);
+    }
+    nvml_init(); /* joins the vGPU */
+    uint64_t want = strtoull(argv[2], NULL, 10);
+    CHECK(bar0_used(0) == want, "BAR0 memory_used %llu, want %llu (off by %lld)", (unsigned long long)bar0_used(0),
+          (unsigned long long)want, (long long)(bar0_used(0) - want));
+    unsigned procs = atomic_load((_Atomic uint32_t *)&bar0()->status.processes);
+    CHECK(procs == (unsigned)atoi(argv[3]), "BAR0 counts %u live processes, want %s", procs, argv[3]);
+    CHECK(nvml_mem(0).used == want, "NVML used %llu, want %llu", nvml_mem(0).used, (unsigned long long)want);
+}
+
 /* procs-list [PID:BYTES...]: NVML lists exactly these processes of this vGPU. */
 static void check_process_list(int version, int argc, char **argv)
 {
@@ -1328,6 +1374,8 @@ int main(int argc, char **argv)
         { "expect-used", NULL, scenario_expect_used },
         { "procs-list", NULL, scenario_procs_list },
         { "procs-many", scenario_procs_many, NULL },
+        { "poke-counters", NULL, scenario_poke_counters },
+        { "expect-rebuilt", NULL, scenario_expect_rebuilt },
         { "fork-bar0-unlinked", scenario_fork_bar0_unlinked, NULL },
         { "fork-rejoin-fails", scenario_fork_rejoin_fails, NULL },
         { "churn", NULL, scenario_churn },

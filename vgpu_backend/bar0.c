@@ -1,5 +1,5 @@
 /*
- * BAR0 layout v1, the window itself: initialise, validate, account, claim
+ * BAR0 layout v2, the window itself: initialise, validate, account, claim
  * and free process slots, reap.  Mapping it from files is bar0_attach.c's
  * job.  See bar0.h and docs/bar0.md.
  */
@@ -7,6 +7,7 @@
 #include "vgpu_backend/bar0.h"
 
 #include "common/error.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,6 +27,7 @@ _Static_assert(offsetof(struct vgpu_bar0_header, name) == 56, "name at header of
 _Static_assert(sizeof(struct vgpu_bar0_device_config) == 128, "device config is 128 bytes");
 _Static_assert(offsetof(struct vgpu_bar0_status, mediator_epoch) == 12, "epoch at status offset 12");
 _Static_assert(sizeof(struct vgpu_bar0_proc) == 160, "process slot is 160 bytes");
+_Static_assert(offsetof(struct vgpu_bar0_proc, busy) == 144, "busy at slot offset 144");
 _Static_assert(sizeof(struct vgpu_bar0) % 4096 == 0 && sizeof(struct vgpu_bar0) <= VGPU_BAR0_GUEST_FILE_SIZE,
                "the window is whole pages and fits a guest BAR");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "plain-sized atomics");
@@ -107,6 +109,7 @@ int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
         p->start_time = start_time;
         for (int d = 0; d < VGPU_MAX_DEVICES; d++)
             atomic_store(&p->held[d], 0);
+        atomic_store(&p->busy, 0); /* a process killed while busy left it set */
         atomic_fetch_add(&b->status.processes, 1);
         atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
         return i;
@@ -149,6 +152,55 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
         if (VGPU_BAR0_OWNER_STATE(o) == VGPU_PROC_LIVE && !vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
             vgpu_bar0_release_slot(b, i, o, NULL);
     }
+    vgpu_bar0_rebuild(b);
+}
+
+unsigned vgpu_bar0_live_slots(const struct vgpu_bar0 *b)
+{
+    unsigned n = 0;
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++)
+        n += VGPU_BAR0_OWNER_STATE(atomic_load(&b->procs[i].owner)) == VGPU_PROC_LIVE;
+    return n;
+}
+
+/*
+ * Why this is exact.  A process sets its slot's busy word before it moves
+ * memory_used and clears it after it has moved its held word too (seq_cst,
+ * as the loads here).  memory_used is read first: if some process moved it
+ * before that read and has not finished, its busy word is seen set below,
+ * and nothing is changed; if it moves memory_used after that read, the CAS
+ * below fails.  So a successful CAS replaces a value that equalled the sum
+ * of the held words at that moment, plus only what dead processes left.
+ */
+bool vgpu_bar0_rebuild(struct vgpu_bar0 *b)
+{
+    uint64_t seen[VGPU_MAX_DEVICES], held[VGPU_MAX_DEVICES] = { 0 };
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+        seen[d] = atomic_load(&b->status.device[d].memory_used);
+    uint32_t processes = atomic_load(&b->status.processes), live = 0;
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
+        const struct vgpu_bar0_proc *p = &b->procs[i];
+        int state = VGPU_BAR0_OWNER_STATE(atomic_load(&p->owner));
+        if (state == VGPU_PROC_REAPING || (state == VGPU_PROC_LIVE && atomic_load(&p->busy)))
+            return false;
+        if (state != VGPU_PROC_LIVE)
+            continue;
+        live++;
+        for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+            held[d] += atomic_load(&p->held[d]);
+    }
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+        if (seen[d] != held[d] &&
+            atomic_compare_exchange_strong(&b->status.device[d].memory_used, &seen[d], held[d])) {
+            char was[32], now[32];
+            vgpu_info("vGPU %s device %d: usage counter corrected from %s to %s, what its live processes hold "
+                      "(a process died between two updates, or the window was written to)",
+                      b->header.name[0] ? b->header.name : "(standalone)", d,
+                      vgpu_format_size(seen[d], was, sizeof(was)), vgpu_format_size(held[d], now, sizeof(now)));
+        }
+    if (processes != live)
+        atomic_compare_exchange_strong(&b->status.processes, &processes, live);
+    return true;
 }
 
 /* ---- the window ---- */
@@ -222,31 +274,56 @@ void vgpu_bar0_init(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config, 
 
 /* ---- accounting ---- */
 
+/* Brackets one process's update of a device's counter and its held word
+ * (see vgpu_bar0_rebuild): the set is seq_cst, before the counter moves. */
+static _Atomic uint64_t *busy_begin(struct vgpu_bar0_map *m)
+{
+    _Atomic uint64_t *busy = &m->bar->procs[m->slot].busy;
+    atomic_store(busy, 1);
+    return busy;
+}
+
+static void busy_end(_Atomic uint64_t *busy)
+{
+    atomic_store(busy, 0);
+}
+
 bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit)
 {
+    if (m->slot < 0)
+        return false;
+    _Atomic uint64_t *busy = busy_begin(m);
     _Atomic uint64_t *used = &m->bar->status.device[dev].memory_used;
     uint64_t u = atomic_load_explicit(used, memory_order_relaxed);
     do {
-        if (limit && (u > limit || bytes > limit - u))
+        if (limit && (u > limit || bytes > limit - u)) {
+            busy_end(busy);
             return false;
+        }
     } while (!atomic_compare_exchange_weak(used, &u, u + bytes));
-    if (m->slot >= 0)
-        atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
+    atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
+    busy_end(busy);
     return true;
 }
 
 void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
 {
+    if (m->slot < 0)
+        return;
+    _Atomic uint64_t *busy = busy_begin(m);
     atomic_fetch_add(&m->bar->status.device[dev].memory_used, bytes);
-    if (m->slot >= 0)
-        atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
+    atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
+    busy_end(busy);
 }
 
 void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
 {
+    if (m->slot < 0)
+        return;
+    _Atomic uint64_t *busy = busy_begin(m);
     sub_saturating(&m->bar->status.device[dev].memory_used, bytes);
-    if (m->slot >= 0)
-        sub_saturating(&m->bar->procs[m->slot].held[dev], bytes);
+    sub_saturating(&m->bar->procs[m->slot].held[dev], bytes);
+    busy_end(busy);
 }
 
 void vgpu_bar0_detach(struct vgpu_bar0_map *m)

@@ -1,5 +1,5 @@
 /*
- * BAR0: the vGPU's shared register window, layout version 1 (docs/bar0.md).
+ * BAR0: the vGPU's shared register window, layout version 2 (docs/bar0.md).
  *
  * Mapped by every process of the vGPU.  Three regions, each on its own page:
  *
@@ -32,7 +32,7 @@
 #include "vgpu_backend/settings.h"
 
 #define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
-#define VGPU_BAR0_VERSION 1
+#define VGPU_BAR0_VERSION 2 /* 2: a slot's busy word (counters are rebuilt from the slots) */
 #define VGPU_BAR0_MAX_PROCS 1024
 #define VGPU_BAR0_CONFIG_PAGE 0x1000 /* header + config: what a mediated client maps read-only */
 #define VGPU_BAR0_GUEST_FILE_SIZE (256u << 10) /* ivshmem BARs are a power of two */
@@ -91,12 +91,19 @@ enum vgpu_bar0_proc_state {
     VGPU_PROC_REAPING = 2,
 };
 
-/* A process slot.  owner = pid << 8 | state, so claiming and reaping are one CAS. */
+/*
+ * A process slot.  owner = pid << 8 | state, so claiming and reaping are one
+ * CAS.  busy is non-zero while the process is between its update of a
+ * device's memory_used and of its own held word: a process killed there
+ * leaves the two apart, and vgpu_bar0_rebuild() mends them at a moment when
+ * no live slot is busy.
+ */
 struct vgpu_bar0_proc {
     _Atomic uint64_t owner;
     uint64_t start_time;                  /* /proc/PID/stat starttime: pid reuse is told apart */
     _Atomic uint64_t held[VGPU_MAX_DEVICES];
-    uint64_t reserved[2];
+    _Atomic uint64_t busy;
+    uint64_t reserved;
 };
 
 struct vgpu_bar0 {
@@ -200,9 +207,22 @@ int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time);
  */
 bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned);
 
-/* Returns dead processes' bytes; at most once a second unless force.  A
- * no-op in a mediated window, whose mediator reaps. */
+/* Returns dead processes' bytes and rebuilds the counters; at most once a
+ * second unless force.  A no-op in a mediated window, whose mediator reaps. */
 void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force);
+
+/*
+ * Sets each device's memory_used, and the live-process count, to what the
+ * live slots hold, when no slot is busy (or being reaped): a process killed
+ * between its two updates, or a stray write, can leave them wrong for good
+ * otherwise.  Each correction is logged.  False when a slot was busy: try
+ * again later.
+ */
+bool vgpu_bar0_rebuild(struct vgpu_bar0 *b);
+
+/* Slots that are live now: the process count to decide on (the counter in
+ * status is a figure to show, which rebuild keeps right). */
+unsigned vgpu_bar0_live_slots(const struct vgpu_bar0 *b);
 
 /* Is the process that took a slot (pid, start time) still running? */
 bool vgpu_bar0_owner_alive(int pid, uint64_t start_time);
@@ -215,12 +235,14 @@ static inline uint64_t vgpu_bar0_limit(const struct vgpu_bar0 *b, int dev)
 
 /*
  * Takes bytes on device dev for this process's slot: fails (returns false)
- * when that would pass limit (0 = none).  Lock-free.
+ * when that would pass limit (0 = none), or when the process holds no slot
+ * (nothing it took could be returned).  Lock-free.
  */
 bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit);
 /* Takes bytes regardless of the limit (memory the driver already gave). */
 void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
-/* Gives bytes back. */
+/* Gives bytes back (nothing, once the process has left its slot: leaving
+ * returned all it held). */
 void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
 
 /* Leaves the process table, returning what this process held. */

@@ -48,7 +48,8 @@ static int reconcile(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want, b
 {
     if (join || same_config(&b->config, want))
         return 0;
-    if (atomic_load(&b->status.processes) == 0) {
+    unsigned live = vgpu_bar0_live_slots(b);
+    if (live == 0) {
         vgpu_bar0_write_config(b, want);
         return 0;
     }
@@ -56,8 +57,7 @@ static int reconcile(struct vgpu_bar0 *b, const struct vgpu_bar0_config *want, b
     return vgpu_fail(err, errlen,
                 "vGPU %s is in use by %u process(es) with another configuration (%s) than this process asks for "
                 "(%s); use the same VGPU_VISIBLE_DEVICES and VGPU_MEMORY_LIMIT, or another VGPU_BAR0",
-                path, atomic_load(&b->status.processes), describe(&b->config, have, sizeof(have)),
-                describe(want, asked, sizeof(asked)));
+                path, live, describe(&b->config, have, sizeof(have)), describe(want, asked, sizeof(asked)));
 }
 
 static bool all_zero(const void *p, size_t n)
@@ -88,8 +88,8 @@ static int lock_window(int fd)
 /*
  * Opens, checks, locks path; leaves it locked.  0 or -1 with err.  A
  * standalone window (own) must be this user's own regular file, writable
- * by no one else: whoever can write a window sets its vGPU's limits.
- * Never follows a link in the last component, and never blocks on a FIFO.
+ * by no one else: whoever can write a window sets its vGPU's limits; and
+ * a link in its last component is never followed.  Never blocks on a FIFO.
  */
 static int open_window(const char *path, int flags, bool own, struct vgpu_bar0_map *m, struct stat *st, char *err,
                        size_t errlen)
@@ -98,7 +98,8 @@ static int open_window(const char *path, int flags, bool own, struct vgpu_bar0_m
     m->fd = -1;
     m->slot = -1;
     snprintf(m->path, sizeof(m->path), "%s", path);
-    int fd = open(path, flags | O_RDWR | O_CLOEXEC | O_NOFOLLOW | O_NONBLOCK, 0600);
+    /* A guest window's path comes from the kernel's sysfs, not a setting. */
+    int fd = open(path, flags | O_RDWR | O_CLOEXEC | O_NONBLOCK | (own ? O_NOFOLLOW : 0), 0600);
     if (fd < 0 && errno == ELOOP)
         return vgpu_fail(err, errlen, "the vGPU's BAR0 %s is a symbolic link: vgpu opens a window only under its "
                          "own name, so that no link can lead this process into a file someone else chose; name the "
