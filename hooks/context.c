@@ -2,7 +2,8 @@
  * Context hooks: a context takes device memory of its own, so creating one
  * asks the backend first (vgpu_backend_ctx_claim), and destroying one tells
  * it (the context's allocations go with it).  Primary contexts are counted
- * by their retain count, as the driver keeps them.
+ * by their retain count, as the driver keeps them.  Setting a limit that
+ * reserves memory asks the backend too.
  */
 #include "common/export.h"
 #include "common/log.h"
@@ -96,4 +97,17 @@ VGPU_EXPORT CUresult cuDevicePrimaryCtxReset(CUdevice dev)
 VGPU_EXPORT CUresult cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
     return release("cuDevicePrimaryCtxReset_v2", VGPU_REAL_CUDA(cuDevicePrimaryCtxReset_v2), dev, true);
+}
+
+/* Limits that reserve device memory (the stack, heap, printf FIFO) are counted. */
+VGPU_EXPORT CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    struct vgpu_limit_claim c;
+    CUresult r = vgpu_backend_limit_claim(limit, value, &c);
+    if (r == CUDA_SUCCESS) {
+        r = VGPU_REAL_CUDA(cuCtxSetLimit)(limit, value);
+        vgpu_backend_limit_settle(&c, r);
+    }
+    vgpu_trace("cuCtxSetLimit", r, "%d, %zu", (int)limit, value);
+    return r;
 }

@@ -143,6 +143,14 @@ reclaim)
     run expect-used 0 0
     ;;
 
+contexts)
+    export VGPU_MEMORY_LIMIT=2G FAKEGPU_CTX_EXTRA=192M
+    run contexts
+    ;;
+ctx-limits)
+    export VGPU_MEMORY_LIMIT=2G
+    run ctx-limits
+    ;;
 counters-rebuilt-when-idle)
     # An idle vGPU whose counters say 4 EiB used by 7 processes (a stray
     # write, or processes killed between two updates): the next process

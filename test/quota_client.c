@@ -748,12 +748,110 @@ static void scenario_ctx_destroy(void)
     CU(F(cuMemAlloc_v2)(&r, 256 * MiB));
     CU(F(cuCtxCreate_v2)(&ctx, 0, device(0)));
     CU(F(cuMemAlloc_v2)(&p, 512 * MiB));
-    expect_used(OVH + 768 * MiB, "allocations in two contexts");
+    expect_used(2 * OVH + 768 * MiB, "allocations in two contexts");
     CU(F(cuCtxDestroy_v2)(ctx));
     CU(F(cuCtxSetCurrent)(prim));
     expect_used(OVH + 256 * MiB, "cuCtxDestroy_v2 with the primary context alive");
     CU(F(cuMemFree_v2)(r));
     expect_used(OVH, "after the free");
+}
+
+/* What the (fake) driver itself holds for this process on device dev. */
+static uint64_t driver_holds(int dev)
+{
+    unsigned long long (*used)(int) = (unsigned long long (*)(int))fake_sym("fakegpu_used");
+    CHECK(used != NULL, "the fake's fakegpu_used");
+    return used ? used(dev) : 0;
+}
+
+#define expect_driver_agrees(what)                                                                                 \
+    CHECK(driver_holds(0) == bar0_used(0), "%s: the driver holds %llu, the vGPU counts %llu (off by %lld)", what, \
+          (unsigned long long)driver_holds(0), (unsigned long long)bar0_used(0),                                 \
+          (long long)(bar0_used(0) - driver_holds(0)))
+
+/*
+ * Every context takes device memory: the first on a device 256M (the
+ * driver's per-process state comes with it), each further one 192M
+ * (FAKEGPU_CTX_OVERHEAD, FAKEGPU_CTX_EXTRA; the H100 takes about 500M and
+ * 524M).  Each is counted, measured once per GPU and then claimed before
+ * it is made; a context that does not fit is refused.  VGPU_MEMORY_LIMIT=2G.
+ */
+static void scenario_contexts(void)
+{
+    read_settings();
+    const uint64_t extra = env_size("FAKEGPU_CTX_EXTRA", OVH);
+    CU(F(cuInit)(0));
+    CUcontext prim = primary(0), a = NULL, b = NULL, c = NULL;
+    expect_used(OVH, "the primary context");
+    CU(F(cuCtxCreate_v2)(&a, 0, device(0)));
+    expect_used(OVH + extra, "a second context (measured)");
+    expect_driver_agrees("two contexts");
+    CU(F(cuCtxCreate_v2)(&b, 0, device(0)));
+    expect_used(OVH + 2 * extra, "a third context (claimed)");
+    expect_driver_agrees("three contexts");
+    /* Fill the quota to less than a context's worth. */
+    CUdeviceptr p = 0;
+    CU(F(cuMemAlloc_v2)(&p, L - OVH - 2 * extra - extra / 2));
+    CUresult r = F(cuCtxCreate_v2)(&c, 0, device(0));
+    expect_refused(r, extra, "a context past the quota");
+    CU(F(cuCtxSetCurrent)(b));
+    expect_used(L - extra / 2, "after the refused context");
+    expect_driver_agrees("after the refused context");
+    CU(F(cuMemFree_v2)(p));
+    /* Whichever goes first, what is left is counted as the driver holds it. */
+    CU(F(cuDevicePrimaryCtxRelease_v2)(device(0)));
+    CU(F(cuCtxSetCurrent)(a));
+    expect_used(OVH + extra, "two created contexts left");
+    expect_driver_agrees("two created contexts left");
+    CU(F(cuCtxDestroy_v2)(a));
+    CU(F(cuCtxSetCurrent)(b));
+    expect_used(OVH, "one context left");
+    expect_driver_agrees("one context left");
+    CU(F(cuCtxDestroy_v2)(b));
+    expect_used_noctx(0, "no context left");
+    (void)prim;
+}
+
+static size_t ctx_limit(CUlimit which)
+{
+    size_t v = 0;
+    CU(F(cuCtxGetLimit)(&v, which));
+    return v;
+}
+
+/*
+ * Context limits reserve device memory no allocation reports: the stack
+ * for every thread the GPU can hold at once (on an H100, 64 KiB of stack
+ * takes 16.6 GiB), the malloc heap and the printf FIFO.  They are counted,
+ * and refused past the quota.  VGPU_MEMORY_LIMIT=2G; 132 SMs of 2048 threads.
+ */
+static void scenario_ctx_limits(void)
+{
+    const uint64_t threads = 132 * 2048;
+    start();
+    CU(F(cuCtxSetLimit)(CU_LIMIT_STACK_SIZE, 2048));
+    expect_used(OVH + (2048 - 1024) * threads, "a 2 KiB stack");
+    expect_driver_agrees("a 2 KiB stack");
+    CUresult r = F(cuCtxSetLimit)(CU_LIMIT_STACK_SIZE, 8192);
+    expect_refused(r, (8192 - 2048) * threads, "an 8 KiB stack past the quota");
+    CHECK(ctx_limit(CU_LIMIT_STACK_SIZE) == 2048, "the refused stack size took effect: %zu",
+          ctx_limit(CU_LIMIT_STACK_SIZE));
+    expect_used(OVH + (2048 - 1024) * threads, "after the refused stack");
+    /* The driver rounds 2000 up to 2000 + 0 (a multiple of 16): counted as the driver set it. */
+    CU(F(cuCtxSetLimit)(CU_LIMIT_STACK_SIZE, 2001));
+    expect_used(OVH + (2016 - 1024) * threads, "a 2001-byte stack, rounded up to 2016");
+    expect_driver_agrees("the rounded stack");
+    CU(F(cuCtxSetLimit)(CU_LIMIT_MALLOC_HEAP_SIZE, 72 * MiB));
+    CU(F(cuCtxSetLimit)(CU_LIMIT_PRINTF_FIFO_SIZE, 9 * MiB));
+    expect_used(OVH + (2016 - 1024) * threads + 64 * MiB + 8 * MiB, "a 72 MiB heap and a 9 MiB printf FIFO");
+    expect_driver_agrees("heap and FIFO");
+    CU(F(cuCtxSetLimit)(CU_LIMIT_STACK_SIZE, 1024));
+    expect_used(OVH + 72 * MiB, "the stack back to its default");
+    expect_driver_agrees("the stack back to its default");
+    CU(F(cuCtxSetLimit)(CU_LIMIT_STACK_SIZE, 4096));
+    CU(F(cuDevicePrimaryCtxReset_v2)(device(0)));
+    expect_used_noctx(0, "the context reset: its limits' memory is back");
+    CHECK(driver_holds(0) == 0, "the driver still holds %llu", (unsigned long long)driver_holds(0));
 }
 
 /* cuDevicePrimaryCtxReset (and a release to zero) returns the primary context's allocations. */
@@ -1363,6 +1461,8 @@ int main(int argc, char **argv)
         { "mipmapped", scenario_mipmapped, NULL },
         { "proc-address", scenario_proc_address, NULL },
         { "ctx-destroy", scenario_ctx_destroy, NULL },
+        { "contexts", scenario_contexts, NULL },
+        { "ctx-limits", scenario_ctx_limits, NULL },
         { "primary-reset", scenario_primary_reset, NULL },
         { "oom-log", scenario_oom_log, NULL },
         { "refused", scenario_refused, NULL },

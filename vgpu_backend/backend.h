@@ -112,6 +112,22 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
 void vgpu_backend_ctx_destroyed(CUcontext ctx);
 void vgpu_backend_primary_released(CUdevice dev, bool reset);
 
+/* ---- context limits: the stack, heap and printf FIFO reserve device memory ---- */
+
+/* One cuCtxSetLimit in flight: claimed before the driver call, settled after. */
+struct vgpu_limit_claim {
+    bool counted; /* the backend's, between claim and settle */
+    CUcontext ctx;
+    int vdev;
+    uint64_t taken;
+};
+
+/* May the current context set limit to value?  CUDA_SUCCESS, or
+ * CUDA_ERROR_OUT_OF_MEMORY when what it would reserve is past the quota. */
+CUresult vgpu_backend_limit_claim(CUlimit limit, size_t value, struct vgpu_limit_claim *c);
+/* The driver answered result. */
+void vgpu_backend_limit_settle(struct vgpu_limit_claim *c, CUresult result);
+
 /* ---- compute ---- */
 
 /* Called before each kernel or graph launch on stream. */

@@ -72,9 +72,10 @@ struct vgpu_bar0_config {
 
 struct vgpu_bar0_device_status {
     _Atomic uint64_t memory_used;      /* bytes held by the vGPU's processes, overhead included */
-    _Atomic uint64_t context_overhead; /* bytes a context takes on this device; 0 = not measured */
+    _Atomic uint64_t context_overhead; /* bytes a process's first context takes on this device; 0 = not measured */
     _Atomic uint64_t refusals;         /* allocations refused for the quota */
-    uint64_t reserved[5];
+    _Atomic uint64_t context_extra;    /* bytes each further context of a process takes; 0 = not measured */
+    uint64_t reserved[4];
 };
 
 struct vgpu_bar0_status {

@@ -1,13 +1,18 @@
 /*
  * Context overhead: a context takes device memory that no allocation call
  * reports (the driver's per-process state, local memory, printf buffers:
- * hundreds of MiB on a large GPU).  The vGPU counts it once per process and
- * device while the process has a context there, so the quota bounds the
- * device memory really in use.  The size is measured once per device, by
- * the first process that creates a context on it, from the driver's NVML
- * (that process's usage, less what it has allocated), and kept in BAR0 for
- * every later process.  Destroying a context also frees what was allocated
- * in it, so those records are given back too.
+ * hundreds of MiB on a large GPU).  A process's first context on a device
+ * takes the most, since the driver's per-process state comes with it; each
+ * further one takes its own (on an H100 about 500 MiB and 524 MiB).  The
+ * vGPU counts both, so the quota bounds the device memory really in use:
+ * a process with n live contexts on a device is charged first + (n - 1) x
+ * further, whichever of them go first.  Each size is measured once per
+ * GPU, by the first process that makes such a context there, from the
+ * driver's NVML (that process's usage, less what it holds), and kept in
+ * BAR0 for every later process, which then claims it before the context
+ * is made: a context that does not fit is refused.  Destroying a context
+ * also frees what was allocated in it, and what its limits reserved
+ * (limits.c), so those are given back too.
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"
@@ -41,7 +46,33 @@ static struct {
 } contexts[MAX_CONTEXTS];
 static int ncontexts;
 
-enum { TOKEN_TAKEN = 1, TOKEN_MEASURE = 2 };
+/* The claim's token: what was taken, which size it was, whether to measure. */
+enum { TOKEN_TAKEN = 1, TOKEN_MEASURE = 2, TOKEN_FURTHER = 4, TOKEN_SHIFT = 3 };
+
+static _Atomic uint64_t *size_of(struct vgpu_self *self, int vdev, bool further)
+{
+    struct vgpu_bar0_device_status *st = &self->bar0.bar->status.device[vdev];
+    return further ? &st->context_extra : &st->context_overhead;
+}
+
+/* What n live contexts on vdev cost; the sizes not yet measured count 0. */
+static uint64_t cost(struct vgpu_self *self, int vdev, int n)
+{
+    if (n <= 0)
+        return 0;
+    return atomic_load(size_of(self, vdev, false)) + (uint64_t)(n - 1) * atomic_load(size_of(self, vdev, true));
+}
+
+/* Brings vdev's charge to what its live contexts cost; called with lock held. */
+static void settle_charge(struct vgpu_self *self, int vdev)
+{
+    uint64_t want = cost(self, vdev, live[vdev]);
+    if (want > charged[vdev])
+        vgpu_bar0_take_anyway(&self->bar0, vdev, want - charged[vdev]); /* the driver made it already */
+    else if (want < charged[vdev])
+        vgpu_bar0_give(&self->bar0, vdev, charged[vdev] - want);
+    charged[vdev] = want;
+}
 
 static uint64_t nvml_used(const struct vgpu_self *self, int vdev)
 {
@@ -50,7 +81,8 @@ static uint64_t nvml_used(const struct vgpu_self *self, int vdev)
     return nvml && nvml->memory(self->dev[vdev].nvml, &m) == NVML_SUCCESS ? m.used : 0;
 }
 
-/* This process's context overhead on vdev, from the driver's NVML. */
+/* What this process uses on vdev beyond what it holds in BAR0: the new
+ * context's size, from the driver's NVML. */
 static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t used_before)
 {
     const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
@@ -83,19 +115,21 @@ CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
     if (!vgpu_self_check(self))
         return CUDA_ERROR_OUT_OF_MEMORY; /* refused: said once, when it happened */
     pthread_mutex_lock(&lock);
-    bool first = live[vdev] == 0 && !(primary && dev < MAX_CUDA_DEVICES && primary_refs[dev] > 0);
+    bool retain = primary && dev < MAX_CUDA_DEVICES && primary_refs[dev] > 0;
+    bool further = live[vdev] > 0;
     pthread_mutex_unlock(&lock);
-    if (!first)
-        return CUDA_SUCCESS;
-    uint64_t overhead = __atomic_load_n(&self->bar0.bar->status.device[vdev].context_overhead, __ATOMIC_ACQUIRE);
-    if (!overhead) {
+    if (retain)
+        return CUDA_SUCCESS; /* the primary context is there already */
+    uint64_t size = atomic_load(size_of(self, vdev, further));
+    uint64_t kind = further ? TOKEN_FURTHER : 0;
+    if (!size) {
         /* Measured after creation; the device's usage now is the fallback's base. */
-        *token = nvml_used(self, vdev) << 2 | TOKEN_MEASURE;
+        *token = nvml_used(self, vdev) << TOKEN_SHIFT | TOKEN_MEASURE | kind;
         return CUDA_SUCCESS;
     }
-    if (!vgpu_quota_take(self, vdev, overhead, "context"))
+    if (!vgpu_quota_take(self, vdev, size, "context"))
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *token = TOKEN_TAKEN;
+    *token = size << TOKEN_SHIFT | TOKEN_TAKEN | kind;
     return CUDA_SUCCESS;
 }
 
@@ -105,25 +139,22 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
     int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
     if (vdev < 0)
         return;
-    struct vgpu_bar0_device_status *st = &self->bar0.bar->status.device[vdev];
-    uint64_t overhead = __atomic_load_n(&st->context_overhead, __ATOMIC_ACQUIRE);
+    uint64_t taken = token & TOKEN_TAKEN ? token >> TOKEN_SHIFT : 0;
     if (r != CUDA_SUCCESS) {
-        if (token & TOKEN_TAKEN)
-            vgpu_bar0_give(&self->bar0, vdev, overhead);
+        vgpu_bar0_give(&self->bar0, vdev, taken);
         return;
     }
     if (token & TOKEN_MEASURE) {
-        uint64_t m = measure(self, vdev, token >> 2), zero = 0;
-        if (m && __atomic_compare_exchange_n(&st->context_overhead, &zero, m, false, __ATOMIC_ACQ_REL,
-                                             __ATOMIC_ACQUIRE)) {
+        bool further = token & TOKEN_FURTHER;
+        uint64_t m = measure(self, vdev, token >> TOKEN_SHIFT), zero = 0;
+        if (m && atomic_compare_exchange_strong(size_of(self, vdev, further), &zero, m)) {
             char size[32];
-            vgpu_info("a context on vGPU device %d takes %s (measured)", vdev, vgpu_format_size(m, size, sizeof(size)));
+            vgpu_info("a %scontext on vGPU device %d takes %s (measured)", further ? "further " : "", vdev,
+                      vgpu_format_size(m, size, sizeof(size)));
         }
-        overhead = __atomic_load_n(&st->context_overhead, __ATOMIC_ACQUIRE);
-        if (!overhead)
+        if (!atomic_load(size_of(self, vdev, further)))
             vgpu_warn("vGPU device %d: a context's memory could not be measured (no NVML usage); the quota "
-                      "counts allocations only",
-                      vdev);
+                      "counts allocations only", vdev);
     }
     pthread_mutex_lock(&lock);
     bool is_new = true;
@@ -136,13 +167,9 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
         contexts[ncontexts].ctx = ctx;
         contexts[ncontexts++].vdev = vdev;
     }
-    if (is_new && live[vdev]++ == 0 && !charged[vdev]) {
-        if (!(token & TOKEN_TAKEN))
-            vgpu_bar0_take_anyway(&self->bar0, vdev, overhead);
-        charged[vdev] = overhead;
-    } else if (token & TOKEN_TAKEN) {
-        vgpu_bar0_give(&self->bar0, vdev, overhead); /* another thread's context came first */
-    }
+    live[vdev] += is_new;
+    charged[vdev] += taken;
+    settle_charge(self, vdev);
     pthread_mutex_unlock(&lock);
 }
 
@@ -160,14 +187,14 @@ static void give_back(const struct vgpu_alloc *a, void *arg)
     vgpu_bar0_give(&((struct vgpu_self *)arg)->bar0, a->dev, a->bytes);
 }
 
-/* A context of vdev is gone; called with lock held. */
+/* A context of vdev is gone, with what was allocated in it and what its
+ * limits reserved; called with lock held. */
 static void gone(struct vgpu_self *self, int vdev, CUcontext ctx)
 {
     vgpu_alloc_drop_context(ctx, give_back, self);
-    if (--live[vdev] == 0 && charged[vdev]) {
-        vgpu_bar0_give(&self->bar0, vdev, charged[vdev]);
-        charged[vdev] = 0;
-    }
+    vgpu_limits_context_gone(self, ctx);
+    live[vdev]--;
+    settle_charge(self, vdev);
 }
 
 void vgpu_backend_ctx_destroyed(CUcontext ctx)

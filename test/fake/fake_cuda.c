@@ -149,6 +149,10 @@ static unsigned long long total_memory(void)
 }
 
 /* Takes bytes of device memory; -1 when the device is full. */
+/* What a device reports of its SMs (as an H100: cuCtxSetLimit's stack is per resident thread). */
+#define THREADS_PER_SM 2048
+#define SM_COUNT 132
+
 static int charge(int dev, unsigned long long bytes)
 {
     if (bytes == 0)
@@ -339,7 +343,8 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR: *pi = 9; break;
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
-    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = 132; break;
+    case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = SM_COUNT; break;
+    case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *pi = THREADS_PER_SM; break;
     default: *pi = 0; break;
     }
     return CUDA_SUCCESS;
@@ -379,6 +384,10 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
 
 #define CTX_MAGIC 0x43545846u /* "FXTC" */
 
+/* Context limits (cuCtxSetLimit) that reserve device memory, and their defaults. */
+enum { LIMIT_STACK, LIMIT_PRINTF, LIMIT_HEAP, LIMITS };
+static const size_t limit_default[LIMITS] = { 1024, 1u << 20, 8u << 20 };
+
 struct CUctx_st {
     unsigned magic;
     int device;
@@ -386,6 +395,8 @@ struct CUctx_st {
     int primary;
     int alive;
     unsigned flags;
+    size_t limit[LIMITS];               /* 0: the default */
+    unsigned long long limit_charged;   /* device memory its limits reserve beyond the defaults */
 };
 
 /* Primary contexts live forever so their handles stay stable, as in the
@@ -424,6 +435,35 @@ static void forget_ctx(CUcontext ctx)
     tl_depth = j;
 }
 
+/*
+ * A device's contexts in this process: the first takes ctx_overhead (the
+ * driver's per-process state comes with it), each further one ctx_extra,
+ * as the H100 shows.  Called with g_lock held; 0, or -1 when out of memory.
+ */
+static int g_live_contexts[FAKEGPU_MAX_DEVICES];
+
+static int context_added_locked(int dev)
+{
+    const struct fakegpu_config *c = fakegpu_config();
+    if (charge(dev, g_live_contexts[dev] ? c->ctx_extra : c->ctx_overhead) != 0)
+        return -1;
+    g_live_contexts[dev]++;
+    return 0;
+}
+
+static void free_context_allocs_locked(struct CUctx_st *ctx);
+
+static void context_gone_locked(struct CUctx_st *ctx)
+{
+    const struct fakegpu_config *c = fakegpu_config();
+    int dev = ctx->device;
+    free_context_allocs_locked(ctx);
+    uncharge(dev, ctx->limit_charged);
+    ctx->limit_charged = 0;
+    memset(ctx->limit, 0, sizeof(ctx->limit));
+    uncharge(dev, --g_live_contexts[dev] ? c->ctx_extra : c->ctx_overhead);
+}
+
 static void init_primary_locked(int dev)
 {
     struct CUctx_st *c = &g_primary[dev];
@@ -446,7 +486,7 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     init_primary_locked(dev);
     struct CUctx_st *c = &g_primary[dev];
     if (c->refcount == 0) {
-        if (charge(dev, fakegpu_config()->ctx_overhead) != 0)
+        if (context_added_locked(dev) != 0)
             rc = CUDA_ERROR_OUT_OF_MEMORY;
         else
             __atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
@@ -466,7 +506,7 @@ static void primary_destroy_locked(int dev)
     if (c->refcount > 0 || c->alive) {
         c->refcount = 0;
         __atomic_store_n(&c->alive, 0, __ATOMIC_RELEASE);
-        uncharge(dev, fakegpu_config()->ctx_overhead);
+        context_gone_locked(c);
     }
 }
 
@@ -575,7 +615,10 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     struct CUctx_st *c = calloc(1, sizeof *c);
     if (!c)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    if (charge(dev, fakegpu_config()->ctx_overhead) != 0) {
+    LOCK();
+    int full = context_added_locked(dev);
+    UNLOCK();
+    if (full) {
         free(c);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -615,10 +658,11 @@ static CUresult ctx_destroy(CUcontext ctx)
         return CUDA_ERROR_INVALID_CONTEXT;
     LOCK();
     int was_alive = __atomic_exchange_n(&ctx->alive, 0, __ATOMIC_ACQ_REL);
+    if (was_alive)
+        context_gone_locked(ctx);
     UNLOCK();
     if (!was_alive)
         return CUDA_ERROR_INVALID_CONTEXT;
-    uncharge(ctx->device, fakegpu_config()->ctx_overhead);
     forget_ctx(ctx);
     return CUDA_SUCCESS;
 }
@@ -739,6 +783,70 @@ static CUresult ctx_synchronize(CUcontext ctx)
     return CUDA_SUCCESS;
 }
 
+/* The device memory a context's limits reserve beyond their defaults: a
+ * stack for every thread the device can hold at once, the printf FIFO and
+ * the malloc heap. */
+static unsigned long long limits_reserve(const size_t limit[LIMITS])
+{
+    unsigned long long bytes = 0;
+    for (int k = 0; k < LIMITS; k++) {
+        size_t v = limit[k] ? limit[k] : limit_default[k];
+        if (v > limit_default[k])
+            bytes += (v - limit_default[k]) * (k == LIMIT_STACK ? (unsigned long long)SM_COUNT * THREADS_PER_SM : 1);
+    }
+    return bytes;
+}
+
+static int limit_index(CUlimit limit)
+{
+    switch (limit) {
+    case CU_LIMIT_STACK_SIZE: return LIMIT_STACK;
+    case CU_LIMIT_PRINTF_FIFO_SIZE: return LIMIT_PRINTF;
+    case CU_LIMIT_MALLOC_HEAP_SIZE: return LIMIT_HEAP;
+    default: return -1;
+    }
+}
+
+CUresult cuCtxSetLimit(CUlimit limit, size_t value)
+{
+    ENTER();
+    CUcontext ctx = current_ctx();
+    if (!ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    int k = limit_index(limit);
+    if (k < 0)
+        return limit <= CU_LIMIT_PERSISTING_L2_CACHE_SIZE ? CUDA_SUCCESS : CUDA_ERROR_UNSUPPORTED_LIMIT;
+    size_t want[LIMITS];
+    memcpy(want, ctx->limit, sizeof(want));
+    want[k] = k == LIMIT_STACK ? (value + 15) / 16 * 16 : value; /* the driver rounds the stack up */
+    CUresult rc = CUDA_SUCCESS;
+    LOCK();
+    unsigned long long now = limits_reserve(want);
+    if (now > ctx->limit_charged && charge(ctx->device, now - ctx->limit_charged) != 0)
+        rc = CUDA_ERROR_OUT_OF_MEMORY;
+    else {
+        if (now < ctx->limit_charged)
+            uncharge(ctx->device, ctx->limit_charged - now);
+        ctx->limit_charged = now;
+        memcpy(ctx->limit, want, sizeof(want));
+    }
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuCtxGetLimit(size_t *pvalue, CUlimit limit)
+{
+    ENTER();
+    CUcontext ctx = current_ctx();
+    if (!pvalue)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    int k = limit_index(limit);
+    *pvalue = k < 0 ? 0 : ctx->limit[k] ? ctx->limit[k] : limit_default[k];
+    return CUDA_SUCCESS;
+}
+
 CUresult cuCtxSynchronize(void)
 {
     ENTER();
@@ -772,6 +880,7 @@ struct alloc {
     enum alloc_kind kind;
     struct CUmemPoolHandle_st *pool;
     struct vmm_handle *handle;
+    struct CUctx_st *ctx; /* A_DEVICE: the context it was made in; freed with it */
     struct alloc *next;
 };
 
@@ -895,14 +1004,33 @@ static CUresult device_alloc(CUdeviceptr *dptr, size_t size, int dev, int low32)
     void *p = spare_take(size, low32);
     if (!p)
         p = map_bytes(size, PROT_READ | PROT_WRITE, low32);
-    if (!p || !track(p, size, dev, A_DEVICE, NULL, NULL)) {
+    struct alloc *a = p ? track(p, size, dev, A_DEVICE, NULL, NULL) : NULL;
+    if (!a) {
         if (p)
             munmap(p, size);
         uncharge(dev, size);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
+    a->ctx = current_ctx();
     *dptr = (CUdeviceptr)(uintptr_t)p;
     return CUDA_SUCCESS;
+}
+
+/* A context is gone: what was allocated in it goes too, as the driver frees
+ * it.  Called with g_lock held. */
+static void free_context_allocs_locked(struct CUctx_st *ctx)
+{
+    for (struct alloc **pp = &g_allocs; *pp;) {
+        struct alloc *a = *pp;
+        if (a->kind != A_DEVICE || a->ctx != ctx) {
+            pp = &a->next;
+            continue;
+        }
+        *pp = a->next;
+        uncharge(a->dev, a->size);
+        munmap((void *)a->base, a->size);
+        free(a);
+    }
 }
 
 CUresult cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize)

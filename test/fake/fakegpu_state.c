@@ -129,6 +129,7 @@ static void load_config(void)
     g_config.devices = env_device_count();
     g_config.memory = env_size("FAKEGPU_MEMORY", DEFAULT_MEMORY);
     g_config.ctx_overhead = env_size("FAKEGPU_CTX_OVERHEAD", DEFAULT_CTX_OVERHEAD);
+    g_config.ctx_extra = env_size("FAKEGPU_CTX_EXTRA", g_config.ctx_overhead);
 }
 
 const struct fakegpu_config *fakegpu_config(void)

@@ -29,7 +29,8 @@
 struct fakegpu_config {
     int devices;
     unsigned long long memory;
-    unsigned long long ctx_overhead;
+    unsigned long long ctx_overhead; /* the first context of a process on a device */
+    unsigned long long ctx_extra;    /* each further context there */
 };
 
 /* Parsed environment; read once per process. */
