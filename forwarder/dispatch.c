@@ -2,6 +2,7 @@
 #include "forwarder/dispatch.h"
 
 #include "common/log.h"
+#include "common/operator.h"
 #include "forwarder/pathfinder.h"
 
 #include <dlfcn.h>
@@ -90,8 +91,13 @@ static void resolve(struct vgpu_dispatch *d)
     } else {
         for (unsigned i = 0; i < d->count; i++)
             d->real[i] = (void *)d->spec->nodriver_fn;
-        vgpu_error("no %s found (%s); every call fails as if no GPU were present. Set %s to the real %s.",
-                   d->spec->what, looked, d->spec->override_env, d->spec->soname);
+        if (vgpu_operator_locked(vgpu_operator()))
+            vgpu_error("no %s found (%s); every call fails as if no GPU were present. The operator sets the "
+                       "real %s in %s (real_libcuda, real_nvml).", d->spec->what, looked, d->spec->soname,
+                       VGPU_OPERATOR_CONFIG);
+        else
+            vgpu_error("no %s found (%s); every call fails as if no GPU were present. Set %s to the real %s.",
+                       d->spec->what, looked, d->spec->override_env, d->spec->soname);
     }
     /* While tracing, trampolines keep going through the stubs, which log. */
     if (!vgpu_trace_enabled())

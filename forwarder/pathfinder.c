@@ -3,6 +3,7 @@
 
 #include "common/identity.h"
 #include "common/log.h"
+#include "common/operator.h"
 #include "forwarder/elfcheck.h"
 #include "forwarder/ldso.h"
 
@@ -13,12 +14,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #define MAX_SEEN 64
 
 struct search {
     const struct vgpu_driver_spec *spec;
+    bool locked;          /* the operator's settings decide (common/operator.h) */
     struct vgpu_found *out;
     char *looked;
     size_t looked_len;
@@ -91,6 +94,11 @@ static int try_file(const char *path, void *ctx)
         snprintf(s->seen[s->nseen++], PATH_MAX, "%s", real);
 
     const char *why = vgpu_elf_check(real, s->spec);
+    struct stat st;
+    /* On a machine the operator locked, a driver a user could write could
+     * lie to vgpu about what it allocates. */
+    if (!why && s->locked && (stat(real, &st) != 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))))
+        why = "not root's, or writable by others, on a machine whose operator locked vgpu's settings";
     if (why) {
         note(s, "; refused %s (%s)", path, why);
         vgpu_debug("%s candidate %s refused: %s", s->spec->what, path, why);
@@ -194,9 +202,14 @@ static const char *const default_dirs =
 static int search(struct search *s)
 {
     const struct vgpu_driver_spec *spec = s->spec;
-    const char *forced = getenv(spec->override_env);
+    const struct vgpu_operator *op = vgpu_operator();
+    /* Under the operator's lock, the environment chooses no driver. */
+    s->locked = vgpu_operator_locked(op);
+    const char *forced = !s->locked ? getenv(spec->override_env)
+                         : spec == &vgpu_cuda_spec ? op->real_libcuda
+                                                   : op->real_nvml;
     if (forced && *forced) {
-        note(s, "%s=%s", spec->override_env, forced);
+        note(s, "%s=%s", s->locked ? "the operator's setting" : spec->override_env, forced);
         if (try_file(forced, s))
             return 0;
         if (access(forced, F_OK) != 0)
@@ -214,7 +227,7 @@ static int search(struct search *s)
     note(s, ", the loader's search for %s", spec->soname);
     if (try_loader_search(s))
         return 0;
-    const char *ldpath = getenv("LD_LIBRARY_PATH");
+    const char *ldpath = s->locked ? NULL : getenv("LD_LIBRARY_PATH");
     if (ldpath && *ldpath) {
         note(s, ", LD_LIBRARY_PATH");
         if (try_dir_list(s, ldpath))
@@ -224,9 +237,11 @@ static int search(struct search *s)
     if (vgpu_ldso_cache_paths("/etc/ld.so.cache", spec->file_prefix, try_file, s))
         return 0;
 
-    note(s, ", $CUDA_HOME, $CUDA_PATH");
-    if (try_toolkit(s, "CUDA_HOME") || try_toolkit(s, "CUDA_PATH"))
-        return 0;
+    if (!s->locked) {
+        note(s, ", $CUDA_HOME, $CUDA_PATH");
+        if (try_toolkit(s, "CUDA_HOME") || try_toolkit(s, "CUDA_PATH"))
+            return 0;
+    }
 
     note(s, ", /etc/ld.so.conf, %s", default_dirs);
     if (vgpu_ldso_conf_dirs("/etc/ld.so.conf", try_dir, s))

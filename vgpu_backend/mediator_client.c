@@ -3,6 +3,7 @@
 #include "vgpu_backend/mediator_client.h"
 
 #include "common/error.h"
+#include "common/operator.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -50,10 +51,21 @@ static void hang_up(struct vgpu_mediator_link *l)
  */
 static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
 {
-    const char *path = getenv("VGPU_MEDIATOR_SOCKET");
+    const char *path = l->required[0] ? l->required : getenv("VGPU_MEDIATOR_SOCKET");
     bool named = path && *path;
-    if (named && strcmp(path, "none") == 0)
+    if (named && strcmp(path, "none") == 0 && !l->required[0])
         return VGPU_MEDIATOR_NONE;
+    if (l->required[0]) {
+        snprintf(l->socket, sizeof(l->socket), "%s", path);
+        int e = vgpu_mediator_connect(path, &l->fd);
+        if (e == 0)
+            return 0;
+        return vgpu_fail(err, errlen, "the operator requires vgpu-mediatord (%s), and its socket %s %s: ask the "
+                         "operator to start it", VGPU_OPERATOR_CONFIG, path,
+                         e == ENOENT || e == ENOTDIR ? "is missing"
+                         : e == ECONNREFUSED         ? "is there, but no mediator answers on it"
+                                                     : strerror(e));
+    }
     if (!named)
         path = VGPU_MEDIATOR_DEFAULT_SOCKET;
     snprintf(l->socket, sizeof(l->socket), "%s", path);

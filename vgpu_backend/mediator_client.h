@@ -16,6 +16,7 @@
 
 struct vgpu_mediator_link {
     int fd;                   /* the connection; -1 when none */
+    char required[108];       /* the operator's socket (common/operator.h): used whatever the environment says */
     char socket[108];         /* sun_path */
     char vgpu[VGPU_NAME_LEN]; /* the vGPU admitted to */
     uint32_t epoch;           /* the mediator start this process is attached to (or gave up on) */
@@ -28,8 +29,9 @@ enum vgpu_mediator_answer {
 };
 
 /*
- * Connects to $VGPU_MEDIATOR_SOCKET (default /run/vgpu/mediator.sock; "none":
- * no mediator) and asks to be admitted (to $VGPU_NAME if set).  Admitted: m
+ * Connects to l->required when set (the operator's socket, which must be
+ * there), else to $VGPU_MEDIATOR_SOCKET (default /run/vgpu/mediator.sock;
+ * "none": no mediator), and asks to be admitted (to $VGPU_NAME if set).  Admitted: m
  * maps the vGPU's BAR0 (config read-only).  Returns an enum
  * vgpu_mediator_answer.  No mediator means the default socket is not there;
  * a socket named in VGPU_MEDIATOR_SOCKET must be.

@@ -3,6 +3,7 @@
 #include "vgpu_backend/pci_window.h"
 
 #include "common/log.h"
+#include "common/operator.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -58,7 +59,11 @@ static int peek(const char *path, const char *want_name, char *name, size_t name
 
 int vgpu_pci_attach(struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
-    const char *root = getenv("VGPU_SYSFS_ROOT"), *id = getenv("VGPU_PCI_ID"), *want = getenv("VGPU_NAME");
+    /* Under the operator's lock, the environment points at no other tree or device. */
+    const struct vgpu_operator *op = vgpu_operator();
+    bool locked = vgpu_operator_locked(op);
+    const char *root = locked ? NULL : getenv("VGPU_SYSFS_ROOT"), *id = locked ? op->pci_id : getenv("VGPU_PCI_ID"),
+               *want = getenv("VGPU_NAME");
     unsigned vendor, device;
     if (!id || !*id)
         id = IVSHMEM_ID;

@@ -3,6 +3,7 @@
 #include "vgpu_backend/self.h"
 
 #include "common/log.h"
+#include "common/operator.h"
 #include "vgpu_backend/pci_window.h"
 #include "vgpu_backend/real_nvml.h"
 
@@ -143,12 +144,32 @@ static bool env_set(const char *name)
     return v && *v;
 }
 
-/* Where the vGPU comes from (self.h); 0, or -1 having refused. */
+/* A process of a machine whose operator requires a source got none. */
+static int required_source_missing(const char *what)
+{
+    refuse("the operator requires %s (%s), and %s", vgpu_operator()->require == VGPU_REQUIRE_MEDIATOR
+                                                         ? "vgpu-mediatord"
+                                                         : "a vGPU's window on this VM's PCI bus",
+           VGPU_OPERATOR_CONFIG, what);
+    return -1;
+}
+
+/* Where the vGPU comes from (self.h), unless the operator decided
+ * (common/operator.h); 0, or -1 having refused. */
 static int find_vgpu(const struct vgpu_real_nvml **nvml)
 {
     char err[1536];
     const char *why = NULL;
-    switch (vgpu_mediator_join(&self.link, &self.bar0, err, sizeof(err))) {
+    const struct vgpu_operator *op = vgpu_operator();
+    if (op->refused) {
+        refuse("%s", op->why);
+        return -1;
+    }
+    if (op->require == VGPU_REQUIRE_MEDIATOR)
+        snprintf(self.link.required, sizeof(self.link.required), "%s", op->mediator_socket);
+    int mediator = op->require == VGPU_REQUIRE_GUEST ? VGPU_MEDIATOR_NONE
+                                                     : vgpu_mediator_join(&self.link, &self.bar0, err, sizeof(err));
+    switch (mediator) {
     case VGPU_MEDIATOR_ADMITTED:
         self.source = VGPU_SOURCE_MEDIATOR;
         if (env_set("VGPU_MEMORY_LIMIT") || env_set("VGPU_VISIBLE_DEVICES") || env_set("VGPU_BAR0"))
@@ -159,6 +180,8 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
         refuse("%s", err);
         return -1;
     default:
+        if (op->require == VGPU_REQUIRE_MEDIATOR)
+            return required_source_missing("no mediator answers");
         switch (vgpu_pci_attach(&self.bar0, err, sizeof(err))) {
         case VGPU_PCI_FOUND:
             self.source = VGPU_SOURCE_GUEST;
@@ -167,6 +190,8 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
             refuse("%s", err);
             return -1;
         default:
+            if (op->require == VGPU_REQUIRE_GUEST)
+                return required_source_missing("there is none");
             if (vgpu_settings_from_env(&self.settings, err, sizeof(err)) != 0) {
                 refuse("%s", err);
                 return -1;
