@@ -9,13 +9,17 @@
 # cuda.h and TOOLKIT_DIR's, whose outputs must be identical, and
 # prototypes.c, whose static assertions must hold against the toolkit's
 # cuda.h with and without __CUDA_API_VERSION_INTERNAL. Exits 77 (skipped)
-# where TOOLKIT_DIR has no cuda.h.
+# where TOOLKIT_DIR has no cuda.h or PYTHON no pycparser (CI installs both).
 set -u
 python=$1 gen=$2 header=$3 bundled=$4 toolkit=$5
 shift 5
 
 if [ ! -f "$toolkit/cuda.h" ]; then
     echo "no cuda.h in $toolkit to compare include/vgpu/cuda_abi.h with (meson configure -Dcudainclude=DIR)"
+    exit 77
+fi
+if ! "$python" -c 'import pycparser' 2>/dev/null; then
+    echo "the Python module pycparser is missing, to read the carried header (apt-get install python3-pycparser)"
     exit 77
 fi
 version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$toolkit/cuda.h")
