@@ -28,9 +28,14 @@ trap 'rm -rf "$work"' EXIT
 
 counts=$("$python" "$gen" --cc "$*" "$header" "$work") || exit 1
 status=0
-"$@" -std=gnu11 -Wall -D__CUDA_API_VERSION_INTERNAL -I"$bundled" -o "$work/layout-bundled" "$work/layout.c" &&
-    "$@" -std=gnu11 -Wall -D__CUDA_API_VERSION_INTERNAL -I"$toolkit" -o "$work/layout-toolkit" "$work/layout.c" &&
-    "$work/layout-bundled" >"$work/bundled.txt" && "$work/layout-toolkit" >"$work/toolkit.txt" || status=1
+for side in bundled toolkit; do
+    eval dir=\$$side
+    if ! { "$@" -std=gnu11 -Wall -D__CUDA_API_VERSION_INTERNAL -I"$dir" -o "$work/layout-$side" "$work/layout.c" 2>&1 &&
+           "$work/layout-$side" >"$work/$side.txt"; }; then
+        echo "FAIL: the layout program does not build or run against $dir/cuda.h (above); correct $header"
+        status=1
+    fi
+done
 if [ $status = 0 ] && ! diff -u --label "$header" --label "$toolkit/cuda.h" "$work/bundled.txt" "$work/toolkit.txt"; then
     echo "FAIL: the layouts or values above (-: carried, +: toolkit) differ; correct $header"
     status=1
