@@ -3,7 +3,7 @@
 # way of installing vgpu, on the fake driver.  Usage: ollama.sh CELL
 # Settings from meson (test/ollama/meson.build): OLLAMA_SERVER, OLLAMA_DIR
 # (the ggml stand-ins and the runner), FAKE_DIR, BUILD_DIR, MESON, and the
-# install's VGPU_PREFIX, VGPU_LIBDIR, VGPU_BINDIR, VGPU_DATADIR.
+# install's VGPU_LIBDIR, VGPU_BINDIR, VGPU_DATADIR.
 #
 # Each cell runs in a private mount namespace whose /etc/ld.so.cache lists
 # the fake driver's directory, as a real machine's cache lists the driver's,
@@ -35,23 +35,22 @@ cleanup() {
 }
 trap cleanup EXIT
 
+# What expect.sh checks against.  The vGPU is the fake's GPUs 1 and 0, in
+# that order: each with its own PCI id and UUID, and 2 GiB.
+. "$(dirname "$0")/expect.sh"
+out=$tmp/out
 GiB=$((1 << 30))
 quota=$((2 * GiB))
-whole=$((16 * GiB))  # the fake GPU's memory (FAKEGPU_MEMORY's default)
-layer=$((256 << 20)) # the runner's layer
-# The vGPU is physical GPUs 1 and 0, in that order: its device k is the
-# fake's physical GPU vgpu_physical[k], with that GPU's own PCI id and UUID.
+layer=$((256 << 20))
 vgpu_devices=1,0
 vgpu_pci=(0000:02:00.0 0000:01:00.0)
 vgpu_uuid=(GPU-fa4e0000-0000-0000-0000-000000000001 GPU-fa4e0000-0000-0000-0000-000000000000)
+whole_pci=0000:01:00.0
+whole=$((16 * GiB)) # FAKEGPU_MEMORY's default
 standalone=(VGPU_MEMORY_LIMIT=2G VGPU_VISIBLE_DEVICES=$vgpu_devices VGPU_BAR0=$tmp/bar0 VGPU_MEDIATOR_SOCKET=none)
-failed=0
 
-ok() { echo "ok - $*"; }
-bad() { echo "FAIL $cell: $*"; failed=1; }
-die() { bad "$@"; show; exit 1; }
 show() {
-    echo "--- server output"; cat "$tmp/out" 2>/dev/null
+    echo "--- server output"; cat "$out" 2>/dev/null
     echo "--- server stderr (vgpu's log)"; tail -n 40 "$tmp/err" 2>/dev/null
     [ -f "$tmp/med.log" ] && { echo "--- mediator log"; cat "$tmp/med.log"; }
 }
@@ -63,9 +62,9 @@ root=$tmp/root
     die "meson install --destdir failed: $(tail -n 5 "$tmp/install.log")"
 vgpu_dir=$root$VGPU_LIBDIR/vgpu # the symlink install's directory
 
-# ldconfig_cache [DIR]: /etc/ld.so.cache becomes one that lists DIR (an
-# ld.so.conf.d entry named to come first), then the driver's directory,
-# then the machine's own directories.
+# ldconfig_cache [DIR]: /etc/ld.so.cache becomes one that lists DIR first
+# (as /etc/ld.so.conf.d/000-vgpu.conf would, docs/install.md), then the
+# driver's directory, then the machine's own directories.
 ldconfig_cache() {
     { printf '%s\n' "$@" "$FAKE_DIR"; echo "include /etc/ld.so.conf"; } >"$tmp/ld.so.conf"
     # -X: make no links in the directories; only the cache is written.
@@ -79,7 +78,7 @@ serve_args=()
 serve() {
     env -i PATH="$PATH" HOME="$tmp" "$@" "$OLLAMA_SERVER" serve --lib-dir "$OLLAMA_DIR" \
         --lib-dir "$OLLAMA_DIR/cuda_v13" --runner "$OLLAMA_DIR/ollama-runner" --layer-mib $((layer >> 20)) \
-        "${serve_args[@]}" >"$tmp/out" 2>"$tmp/err"
+        "${serve_args[@]}" >"$out" 2>"$tmp/err"
     echo "server exited with $?" >>"$tmp/err"
 }
 
@@ -97,80 +96,6 @@ for line in open(conf):
         var, _, value = assignment.partition("=")
         print(var + "=" + re.sub(r"(^|[ :])/", lambda m: m.group(1) + root + "/", value))
 PY
-}
-
-# ---- reading what the server and its runners printed ----
-
-# line PREFIX: the first output line that starts with PREFIX (a regex), then a space.
-line() { grep -m1 -E -- "^$1( |\$)" "$tmp/out"; }
-# field LINE KEY: KEY's value in a line of KEY=VALUE words, quotes removed.
-field() {
-    local v
-    v=$(sed -n "s/.*\\b$2=\"\\([^\"]*\\)\".*/\\1/p" <<<"$1")
-    [ -n "$v" ] || v=$(sed -n "s/.*\\b$2=\\([^ \"]*\\).*/\\1/p" <<<"$1")
-    printf '%s' "$v"
-}
-# want WHAT LINE KEY EXPECTED
-want() {
-    local got
-    got=$(field "$2" "$3")
-    [ "$got" = "$4" ] || bad "$1: $3 is '$got', expected '$4' ($2)"
-}
-
-# expect_vgpu_discovery [NVML_NAME]: discovery found the vGPU in both
-# passes, in CUDA, in ggml's backend, and in NVML unless NVML_NAME, a
-# library that is not there, stood for NVML.
-expect_vgpu_discovery() {
-    local l k nvml_count=2 errors
-    l=$(line "discover pass=1 cuda_count=[0-9]+") || die "no discovery result"
-    [ $# = 1 ] && nvml_count=0
-    want "discovery" "$l" cuda_count 2
-    want "discovery" "$l" nvml_count $nvml_count
-    for k in 0 1; do
-        l=$(line "discover pass=1 index=$k") || { bad "discovery lists no device $k"; continue; }
-        want "device $k" "$l" total $quota
-        want "device $k" "$l" pci "${vgpu_pci[$k]}"
-        want "device $k, as ggml's backend sees it" "$l" ggml_total $quota
-        local free
-        free=$(field "$l" ggml_free)
-        [ "${free:-0}" -gt 0 ] && [ "$free" -le $quota ] || bad "device $k: ggml's free memory is '$free', not within the quota"
-        l=$(line "discover pass=2 id=$k count=[0-9]+") || { bad "no second pass for device $k"; continue; }
-        want "second pass, CUDA_VISIBLE_DEVICES=$k" "$l" count 1
-        want "second pass, CUDA_VISIBLE_DEVICES=$k" "$l" pci "${vgpu_pci[$k]}"
-        want "second pass, CUDA_VISIBLE_DEVICES=$k" "$l" total $quota
-    done
-    errors=$(grep '^discover.* error=' "$tmp/out" | grep -v "${1:-no NVML was left out}")
-    [ -z "$errors" ] || bad "discovery reported errors: $errors"
-    l=$(line "server library=[a-z]*") || die "the server chose nothing"
-    want "the server's choice" "$l" library cuda
-    want "the server's choice" "$l" gpus 0,1
-    [ $failed = 0 ] && ok "discovery shows 2 devices of $quota bytes in CUDA and ggml (NVML: $nvml_count), PCI ${vgpu_pci[*]}"
-}
-
-# expect_runner_in_vgpu LABEL: the runner saw the vGPU and stopped at its quota.
-expect_runner_in_vgpu() {
-    local l layers before=$failed
-    l=$(line "runner label=$1") || die "the $1 runner printed nothing"
-    want "$1 runner" "$l" devices 2
-    want "$1 runner" "$l" pci "${vgpu_pci[0]}"
-    want "$1 runner" "$l" total $quota
-    want "$1 runner" "$l" stop CUDA_ERROR_OUT_OF_MEMORY
-    layers=$(field "$l" layers)
-    [ "${layers:-0}" -ge 1 ] && [ $((layers * layer)) -le $quota ] ||
-        bad "$1 runner: $layers layers of $layer bytes do not fit the quota of $quota"
-    want "$1 runner" "$(line "server runner=$1")" exit 0
-    [ $failed = "$before" ] && ok "the $1 runner sees $quota bytes and gets $layers layers of $layer"
-}
-
-# expect_runner_outside LABEL: the runner saw the whole GPU, past the quota.
-expect_runner_outside() {
-    local l layers before=$failed
-    l=$(line "runner label=$1") || die "the $1 runner printed nothing"
-    want "$1 runner" "$l" pci 0000:01:00.0
-    want "$1 runner" "$l" total $whole
-    layers=$(field "$l" layers)
-    [ $((${layers:-0} * layer)) -gt $quota ] || bad "$1 runner: $layers layers of $layer bytes: it was held to the quota"
-    [ $failed = "$before" ] && ok "the $1 runner runs outside the vGPU: the whole GPU ($whole bytes), $layers layers"
 }
 
 # ---- the cells ----
@@ -249,8 +174,7 @@ previous-by-uuid | previous-fallback)
         want "device $k" "$l" uuid "${vgpu_uuid[$k]}"
         want "device $k" "$l" prev_source $source
         want "device $k" "$l" prev_total $quota
-        free=$(field "$l" prev_free)
-        [ "${free:-0}" -gt 0 ] && [ "$free" -le $quota ] || bad "device $k: free memory by $source is '$free', not within the quota"
+        within "device $k: free memory by $source" "$(field "$l" prev_free)"
     done
     [ $failed = 0 ] && ok "free memory by $source is within the quota of each device"
     ;;
