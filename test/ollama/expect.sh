@@ -10,7 +10,7 @@
 #   whole     that GPU's memory in bytes, or empty where it is not known exactly
 # and a function `show` that prints what helps to diagnose a failure.
 failed=0
-ok() { echo "ok - $*"; }
+ok() { echo "ok - $cell: $*"; }
 bad() { echo "FAIL $cell: $*"; failed=1; }
 die() { bad "$@"; show; exit 1; }
 
