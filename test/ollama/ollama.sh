@@ -68,7 +68,7 @@ vgpu_dir=$root$VGPU_LIBDIR/vgpu # the symlink install's directory
 ldconfig_cache() {
     { printf '%s\n' "$@" "$FAKE_DIR"; echo "include /etc/ld.so.conf"; } >"$tmp/ld.so.conf"
     # -X: make no links in the directories; only the cache is written.
-    ldconfig -X -f "$tmp/ld.so.conf" -C "$tmp/ld.so.cache" 2>/dev/null || die "ldconfig failed"
+    "$(command -v ldconfig || echo /sbin/ldconfig)" -X -f "$tmp/ld.so.conf" -C "$tmp/ld.so.cache" 2>/dev/null || die "ldconfig failed"
     mount --bind "$tmp/ld.so.cache" /etc/ld.so.cache || die "cannot bind-mount over /etc/ld.so.cache"
 }
 
