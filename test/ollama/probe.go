@@ -123,11 +123,11 @@ type library struct {
 func dlopen(path string, global bool) (library, error) {
 	cpath := C.CString(path)
 	defer C.free(unsafe.Pointer(cpath))
-	global_ := C.int(0)
+	mode := C.int(0)
 	if global {
-		global_ = 1
+		mode = 1
 	}
-	h := C.sd_dlopen(cpath, global_)
+	h := C.sd_dlopen(cpath, mode)
 	if h == nil {
 		return library{}, fmt.Errorf("dlopen %s: %s", path, C.GoString(C.sd_dlerror()))
 	}

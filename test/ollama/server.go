@@ -36,16 +36,15 @@ func (d *dirList) String() string     { return strings.Join(*d, ":") }
 func (d *dirList) Set(v string) error { *d = append(*d, v); return nil }
 
 type options struct {
-	libDirs   dirList
-	runner    string
-	nvml      string
-	previous  bool
-	layerMiB  int
-	discovery bool
+	libDirs  dirList
+	runner   string
+	nvml     string
+	previous bool
+	layerMiB int
 }
 
 func parse(args []string, discovery bool) options {
-	o := options{discovery: discovery}
+	var o options
 	fs := flag.NewFlagSet(args[0], flag.ExitOnError)
 	fs.Var(&o.libDirs, "lib-dir", "a library directory: ggml's first, then each GPU variant's")
 	fs.StringVar(&o.nvml, "nvml", "libnvidia-ml.so.1", "the NVML library to dlopen")
@@ -56,8 +55,12 @@ func parse(args []string, discovery bool) options {
 	}
 	fs.Parse(args[1:])
 	if len(o.libDirs) < 2 || (!discovery && o.runner == "") {
+		runner := " --runner PATH [--layer-mib N]"
+		if discovery {
+			runner = ""
+		}
 		fmt.Fprintf(os.Stderr, "usage: %s %s --lib-dir DIR --lib-dir GPUDIR%s [--previous] [--nvml NAME]\n",
-			filepath.Base(os.Args[0]), args[0], map[bool]string{false: " --runner PATH [--layer-mib N]", true: ""}[discovery])
+			filepath.Base(os.Args[0]), args[0], runner)
 		os.Exit(2)
 	}
 	return o
