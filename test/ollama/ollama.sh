@@ -133,11 +133,13 @@ mediator)
     env -i PATH="$PATH" VGPU_LOG=info "$BUILD_DIR/tools/vgpu-mediatord" --config "$tmp/mediatord.conf" --foreground \
         >"$tmp/med.log" 2>&1 &
     medpid=$!
+    smi=("$BUILD_DIR/tools/vgpu-smi" --socket /run/vgpu/mediator.sock)
     for _ in $(seq 1 500); do
-        "$BUILD_DIR/tools/vgpu-smi" >/dev/null 2>&1 && break
+        "${smi[@]}" >/dev/null 2>&1 && break
         kill -0 $medpid 2>/dev/null || die "the mediator exited"
         sleep 0.02
     done
+    "${smi[@]}" >/dev/null 2>&1 || die "the mediator did not answer within 10 s"
     serve
     ;;
 *)
