@@ -8,7 +8,7 @@
  * the program that will really run (following #! lines, and "#!/usr/bin/env
  * NAME" to NAME on PATH) and explains the cases in which LD_PRELOAD cannot
  * bring vgpu in: static programs, secure-execution mode, programs of another
- * architecture, and Go programs that rebuild their children's environment.
+ * architecture, and Go programs that may rebuild their children's environment.
  */
 #define _GNU_SOURCE
 #include <errno.h>
@@ -612,10 +612,11 @@ static int check_program(const char *command, const char *path, bool allow_stati
             "LD_PRELOAD entries that contain a slash: vgpu will not be loaded into it", what, secure);
 
     if (f.go)
-        say(L_INFO, "%s is a Go program. Go programs that start children with an explicitly built environment "
-            "(as some model servers do for their runner processes) drop LD_PRELOAD, and those children run "
-            "without vgpu; if that happens, install vgpu in place of libcuda.so.1 (docs/install.md) or have "
-            "the program pass its environment through.", what);
+        say(L_INFO, "%s is a Go program. Its children keep LD_PRELOAD and the VGPU_* settings when it passes its "
+            "environment on, as Ollama does (os.Environ() plus its library directories); a child whose "
+            "environment it builds from scratch loses them and runs outside the vGPU, on the whole GPU. For such "
+            "a server, list vgpu's library directory in /etc/ld.so.conf.d and run vgpu-mediatord "
+            "(docs/install.md): together they reach children whatever their environment.", what);
     return CONTINUE;
 }
 
