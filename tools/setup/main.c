@@ -14,7 +14,6 @@
  */
 #define _GNU_SOURCE
 #include "tools/setup/cdi.h"
-#include "tools/setup/record.h"
 #include "tools/setup/service.h"
 #include "tools/setup/setup.h"
 #include "tools/setup/status.h"
@@ -265,8 +264,6 @@ static int cmd_enable_disable(const struct args *a, const struct setup_ctx *c, b
     char err[4096], name[SETUP_UNIT_NAME_MAX];
     if (service && setup_unit_name(a->val[O_SERVICE], name, sizeof(name), err, sizeof(err)) != 0)
         return usage_error("%s", err);
-    if (setup_lock(c, err, sizeof(err)) != 0)
-        return failed(err);
     int rc;
     if (system) {
         rc = enable ? setup_enable_system(c, err, sizeof(err)) : setup_disable_system(c, err, sizeof(err));
@@ -321,7 +318,7 @@ int main(int argc, char **argv)
     if (strcmp(a.command, "enable") == 0 || strcmp(a.command, "disable") == 0)
         return cmd_enable_disable(&a, &c, a.command[0] == 'e');
     if (strcmp(a.command, "status") == 0) {
-        if (only(&a, BIT(O_ROOT) | BIT(O_LIBDIR), "status"))
+        if (only(&a, GLOBAL, "status"))
             return EXIT_USAGE;
         char err[1024];
         return setup_status(&c, err, sizeof(err)) == 0 ? 0 : failed(err);

@@ -26,11 +26,16 @@ static int state_file(const struct setup_ctx *c, const char *id, const char *suf
     return (size_t)snprintf(out, len, "%s%s/%s.%s", c->root, SETUP_STATE_DIR, id, suffix) < len ? 0 : -1;
 }
 
-int setup_lock(const struct setup_ctx *c, char *err, size_t errlen)
+int setup_lock(const struct setup_ctx *c, bool create, char *err, size_t errlen)
 {
+    static bool locked; /* this process's only lock, held until it exits */
+    if (locked)
+        return 0;
     char dir[PATH_MAX], lock[PATH_MAX + 8];
     setup_state_dir(c, dir, sizeof(dir));
     snprintf(lock, sizeof(lock), "%s/lock", dir);
+    if (!create && access(dir, F_OK) != 0)
+        return 0;
     if (setup_make_parents(lock, err, errlen) != 0)
         return -1;
     chmod(dir, 0700); /* backups of files that may hold secrets (a unit's Environment=) */
@@ -45,6 +50,7 @@ int setup_lock(const struct setup_ctx *c, char *err, size_t errlen)
         if (flock(fd, LOCK_EX) != 0)
             return vgpu_fail(err, errlen, "cannot lock %s: %s", lock, strerror(errno));
     }
+    locked = true;
     return 0;
 }
 
@@ -184,6 +190,8 @@ int setup_install(const struct setup_ctx *c, const char *id, const char *target,
     if (setup_path(c, target, real, sizeof(real)) != 0 || state_file(c, id, "before", before_copy, sizeof(before_copy)) ||
         state_file(c, id, "written", written, sizeof(written)))
         return vgpu_fail(err, errlen, "path too long: %s%s", c->root, target);
+    if (setup_lock(c, true, err, errlen) != 0)
+        return -1;
     struct setup_record r;
     int have = setup_record_read(c, id, &r, err, errlen);
     if (have < 0)
@@ -236,6 +244,8 @@ const char *setup_restored_what(enum setup_before was)
 
 int setup_restore(const struct setup_ctx *c, const char *id, enum setup_before *was, char *err, size_t errlen)
 {
+    if (setup_lock(c, false, err, errlen) != 0)
+        return -1;
     struct setup_record r;
     int have = setup_record_read(c, id, &r, err, errlen);
     if (have <= 0)

@@ -25,8 +25,10 @@ struct setup_record {
     char created[PATH_MAX];    /* target path of the topmost directory enable created, or "" */
 };
 
-/* Takes vgpu-setup's lock (held until exit): one run changes a system at a time. */
-int setup_lock(const struct setup_ctx *c, char *err, size_t errlen);
+/* Takes vgpu-setup's lock (held until exit; again is a no-op): one run
+ * changes a system at a time.  The state directory is made only when
+ * create (an enable): without it, nothing was enabled and nothing is locked. */
+int setup_lock(const struct setup_ctx *c, bool create, char *err, size_t errlen);
 
 enum setup_install_result { SETUP_INSTALLED, SETUP_UPDATED, SETUP_UNCHANGED };
 
