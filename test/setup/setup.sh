@@ -282,6 +282,35 @@ dropin-runs-the-service-in-its-vgpu | symlink-dropin-runs-the-service-in-its-vgp
     rm -f /dev/shm/vgpu-worker.service.bar0
     ;;
 
+mediator-dropin-runs-the-service-in-the-mediators-vgpu)
+    # The drop-in names the mediator's socket and the vGPU; the mediator decides the rest.
+    printf '[mediator]\nsocket = %s\nstate_dir = %s\n[vgpu.big]\ndevices = 0\nmemory = 3G\nuids = 0\n[vgpu.small]\ndevices = 1\nmemory = 1G\nuids = 0\n' \
+        "$tmp/med.sock" "$tmp/state" | install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
+    "$build/tools/vgpu-mediatord" --config "$R/etc/vgpu/mediatord.conf" --foreground >"$tmp/med.log" 2>&1 &
+    medpid=$!
+    trap 'kill -9 $medpid 2>/dev/null; rm -rf "$tmp"' EXIT
+    for _ in $(seq 1 500); do
+        "$build/tools/vgpu-smi" --socket "$tmp/med.sock" >/dev/null 2>&1 && break
+        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited: $(cat "$tmp/med.log")"
+        sleep 0.02
+    done
+    vs 0 enable --service worker --mediator --vgpu small
+    grep -qx "Wants=vgpu-mediatord.service" "$(dropin worker)" || fail "the drop-in does not pull in the mediator"
+    python3 "$src/test/setup/dropin_run.py" --machine "VGPU_REAL_LIBCUDA=$fake/libcuda.so.1" \
+        --machine "VGPU_REAL_NVML=$fake/libnvidia-ml.so.1" --machine "VGPU_SYSFS_ROOT=$tmp/no-sysfs" \
+        "$(dropin worker)" -- "$probe" >"$tmp/probe" 2>&1 || fail "the probe failed: $(cat "$tmp/probe")"
+    for line in libcuda=vgpu cuInit=0 devices=1 device0.total=1073741824 device0.pci=0000:02:00.0; do
+        grep -qx "$line" "$tmp/probe" || fail "the service's program does not see $line: $(cat "$tmp/probe")"
+    done
+    # With the mediator gone, the service is refused rather than run without its limits.
+    kill -9 "$medpid"
+    wait "$medpid" 2>/dev/null
+    python3 "$src/test/setup/dropin_run.py" --machine "VGPU_REAL_LIBCUDA=$fake/libcuda.so.1" \
+        --machine "VGPU_REAL_NVML=$fake/libnvidia-ml.so.1" --machine "VGPU_SYSFS_ROOT=$tmp/no-sysfs" \
+        "$(dropin worker)" -- "$probe" >"$tmp/probe" 2>&1
+    grep -qx "devices=0" "$tmp/probe" || fail "without its mediator the service still sees a GPU: $(cat "$tmp/probe")"
+    ;;
+
 cdi-spec-validates-against-the-schema)
     printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n' |
         install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
