@@ -138,10 +138,11 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
     snprintf(preload, sizeof(preload), "%s %s", cuda, nvml);
     setup_text_add(&t,
                    "# Container Device Interface spec for vgpu: one device per vGPU (docs/install.md,\n"
-                   "# \"Containers (CDI)\").  Written by vgpu-setup cdi%s%s; run it again after changing %s.\n"
+                   "# \"Containers (CDI)\"), written by vgpu-setup cdi%s%s.\n"
+                   "# Run it again after changing %s.  With the NVIDIA Container Toolkit's spec:\n"
                    "#   docker run --device nvidia.com/gpu=all --device %s=%s ...\n",
-                   o->standalone ? "" : " from ", o->standalone ? "" : c->config,
-                   o->standalone ? "its options" : "that file", SETUP_CDI_KIND, dev[0].name);
+                   o->standalone ? " --standalone" : " from ", o->standalone ? "" : c->config,
+                   o->standalone ? "the vGPU's settings" : "that file", SETUP_CDI_KIND, dev[0].name);
     setup_text_add(&t, "cdiVersion: \"%s\"\nkind: \"%s\"\ncontainerEdits:\n  env:\n", SETUP_CDI_VERSION,
                    SETUP_CDI_KIND);
     if (o->symlink)
