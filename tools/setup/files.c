@@ -70,6 +70,9 @@ static void sync_dir_of(const char *path)
     }
 }
 
+/* The new file's name until its rename: it ends in neither .conf, .yaml nor
+ * .json, so systemd, ldconfig and a CDI runtime reading the directory
+ * meanwhile never take a half-written file. */
 static int temp_beside(const char *path, char *tmp, size_t len, char *err, size_t errlen)
 {
     if ((size_t)snprintf(tmp, len, "%s.vgpu-setup.XXXXXX", path) >= len)
@@ -102,12 +105,13 @@ int setup_write_atomic(const char *path, const void *data, size_t len, const str
         return vgpu_fail(err, errlen, "cannot create a file beside %s: %s", path, strerror(errno));
     const char *step = "write";
     int ok = write_all(fd, data, len) == 0;
-    if (ok && !(ok = fchmod(fd, meta ? meta->mode : 0644) == 0))
-        step = "set the mode of";
+    /* The owner before the mode: chown clears set-user-ID and set-group-ID bits. */
     struct stat st;
     if (ok && meta && fstat(fd, &st) == 0 && (st.st_uid != meta->uid || st.st_gid != meta->gid) &&
         !(ok = fchown(fd, meta->uid, meta->gid) == 0))
         step = "set the owner of";
+    if (ok && !(ok = fchmod(fd, meta ? meta->mode : 0644) == 0))
+        step = "set the mode of";
     if (ok && meta && meta->mtime.tv_nsec != UTIME_OMIT) {
         struct timespec times[2] = { { .tv_nsec = UTIME_OMIT }, meta->mtime };
         if (!(ok = futimens(fd, times) == 0))

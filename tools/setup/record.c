@@ -282,7 +282,7 @@ int setup_restore(const struct setup_ctx *c, const char *id, enum setup_before *
     case SETUP_BEFORE_FILE: {
         char *bytes;
         size_t len;
-        int got = setup_read(before_copy, &bytes, &len, err, errlen);
+        int got = setup_make_parents(real, err, errlen) != 0 ? -1 : setup_read(before_copy, &bytes, &len, err, errlen);
         if (got == -ENOENT)
             return vgpu_fail(err, errlen, "the copy of %s that enable kept, %s, is missing", real, before_copy);
         if (got != 0)
@@ -294,7 +294,7 @@ int setup_restore(const struct setup_ctx *c, const char *id, enum setup_before *
         break;
     }
     case SETUP_BEFORE_SYMLINK:
-        if (setup_symlink_atomic(real, r.link, err, errlen) != 0)
+        if (setup_make_parents(real, err, errlen) != 0 || setup_symlink_atomic(real, r.link, err, errlen) != 0)
             return -1;
         break;
     }
