@@ -17,12 +17,7 @@ fi
 rm -rf "${out:?}/root" "${out:?}/lib"
 R=$out/root
 lib=$out/lib
-for d in "$R$lib" "$lib"; do
-    mkdir -p "$d/vgpu"
-    cp "$build/libvgpu-cuda.so" "$build/libvgpu-nvml.so" "$d/"
-    ln -s ../libvgpu-cuda.so "$d/vgpu/libcuda.so.1"
-    ln -s ../libvgpu-nvml.so "$d/vgpu/libnvidia-ml.so.1"
-done
+sh "$src/test/setup/install_vgpu.sh" "$build" "$R$lib" "$lib"
 mkdir -p "$R/usr/lib/systemd/system"
 printf '[Service]\nExecStart=/usr/bin/python3 -m server\n' >"$R/usr/lib/systemd/system/torch.service"
 quota=$((4 << 30))

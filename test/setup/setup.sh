@@ -51,13 +51,7 @@ chmod +x "$tmp/bin/systemctl" "$tmp/bin/ldconfig"
 make_root() {
     mkdir -p "$R/usr/lib/nvidia" "$R/etc/ld.so.conf.d" "$R/etc/systemd/system" "$R/usr/lib/systemd/system" \
         "$R/var/cache/ldconfig" "$R/var/lib" "$R/dev"
-    # Copies, not links: ldconfig -r resolves links inside the root.
-    for d in "$R$lib" "$lib"; do
-        mkdir -p "$d/vgpu"
-        cp "$build/libvgpu-cuda.so" "$build/libvgpu-nvml.so" "$d/"
-        ln -s ../libvgpu-cuda.so "$d/vgpu/libcuda.so.1"
-        ln -s ../libvgpu-nvml.so "$d/vgpu/libnvidia-ml.so.1"
-    done
+    sh "$src/test/setup/install_vgpu.sh" "$build" "$R$lib" "$lib" || fail "cannot install vgpu in the fake root"
     # The driver as its installer lays it out: versioned files, SONAME links, its own loader entry.
     cp "$fake/libcuda.so.1" "$R/usr/lib/nvidia/libcuda.so.580.00"
     cp "$fake/libnvidia-ml.so.1" "$R/usr/lib/nvidia/libnvidia-ml.so.580.00"

@@ -70,14 +70,18 @@ static void sync_dir_of(const char *path)
     }
 }
 
-/* The new file's name until its rename: it ends in neither .conf, .yaml nor
- * .json, so systemd, ldconfig and a CDI runtime reading the directory
- * meanwhile never take a half-written file. */
+/* A new file beside path, for a rename over it: a descriptor, or -1 with
+ * err.  Its name ends in neither .conf, .yaml nor .json, so systemd,
+ * ldconfig and a CDI runtime reading the directory meanwhile never take a
+ * half-written file. */
 static int temp_beside(const char *path, char *tmp, size_t len, char *err, size_t errlen)
 {
     if ((size_t)snprintf(tmp, len, "%s.vgpu-setup.XXXXXX", path) >= len)
         return vgpu_fail(err, errlen, "path too long: %s", path);
-    return 0;
+    int fd = mkostemp(tmp, O_CLOEXEC);
+    if (fd < 0)
+        return vgpu_fail(err, errlen, "cannot create a file beside %s: %s", path, strerror(errno));
+    return fd;
 }
 
 static int write_all(int fd, const char *data, size_t len)
@@ -98,11 +102,9 @@ int setup_write_atomic(const char *path, const void *data, size_t len, const str
                        size_t errlen)
 {
     char tmp[PATH_MAX];
-    if (temp_beside(path, tmp, sizeof(tmp), err, errlen) != 0)
-        return -1;
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    int fd = temp_beside(path, tmp, sizeof(tmp), err, errlen);
     if (fd < 0)
-        return vgpu_fail(err, errlen, "cannot create a file beside %s: %s", path, strerror(errno));
+        return -1;
     const char *step = "write";
     int ok = write_all(fd, data, len) == 0;
     /* The owner before the mode: chown clears set-user-ID and set-group-ID bits. */
@@ -136,12 +138,10 @@ int setup_write_atomic(const char *path, const void *data, size_t len, const str
 int setup_symlink_atomic(const char *path, const char *target, char *err, size_t errlen)
 {
     char tmp[PATH_MAX];
-    if (temp_beside(path, tmp, sizeof(tmp), err, errlen) != 0)
-        return -1;
-    /* mkstemp's name, freed for the link: a name no one else uses. */
-    int fd = mkostemp(tmp, O_CLOEXEC);
+    /* A temporary file's name, freed for the link: a name no one else uses. */
+    int fd = temp_beside(path, tmp, sizeof(tmp), err, errlen);
     if (fd < 0)
-        return vgpu_fail(err, errlen, "cannot create a file beside %s: %s", path, strerror(errno));
+        return -1;
     close(fd);
     unlink(tmp);
     if (symlink(target, tmp) != 0)

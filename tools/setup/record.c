@@ -242,6 +242,17 @@ const char *setup_restored_what(enum setup_before was)
                                       : "put back the symbolic link that was there before";
 }
 
+void setup_say_not_enabled(const struct setup_ctx *c, const char *what, const char *real, const char *then)
+{
+    char state[PATH_MAX];
+    setup_state_dir(c, state, sizeof(state));
+    if (access(real, F_OK) == 0)
+        setup_say("%s: vgpu-setup has not enabled it (no record in %s), so nothing was changed; %s was not written "
+                  "by vgpu-setup: remove it by hand, then %s", what, state, real, then);
+    else
+        setup_say("%s: vgpu-setup has not enabled it (no record in %s); nothing changed", what, state);
+}
+
 int setup_restore(const struct setup_ctx *c, const char *id, enum setup_before *was, char *err, size_t errlen)
 {
     if (setup_lock(c, false, err, errlen) != 0)

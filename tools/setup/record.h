@@ -44,6 +44,11 @@ int setup_restore(const struct setup_ctx *c, const char *id, enum setup_before *
 /* How a restore ends a sentence: "removed it (there was none before)", ... */
 const char *setup_restored_what(enum setup_before was);
 
+/* Tells the user that what (a service, "system") was never enabled, and
+ * what to do about a file at real that vgpu-setup did not write (remove it,
+ * then run then). */
+void setup_say_not_enabled(const struct setup_ctx *c, const char *what, const char *real, const char *then);
+
 /* Reads id's record: 1, 0 if there is none, -1 with err. */
 int setup_record_read(const struct setup_ctx *c, const char *id, struct setup_record *r, char *err, size_t errlen);
 

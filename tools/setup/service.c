@@ -182,7 +182,7 @@ out:
 
 int setup_disable_service(const struct setup_ctx *c, const char *name, char *err, size_t errlen)
 {
-    char id[SETUP_UNIT_NAME_MAX + 16], target[PATH_MAX], real[PATH_MAX], state[PATH_MAX];
+    char id[SETUP_UNIT_NAME_MAX + 16], target[PATH_MAX], real[PATH_MAX];
     record_id(name, id, sizeof(id));
     setup_unit_dropin(name, target, sizeof(target));
     setup_path(c, target, real, sizeof(real));
@@ -191,12 +191,7 @@ int setup_disable_service(const struct setup_ctx *c, const char *name, char *err
     if (done < 0)
         return -1;
     if (done == 0) {
-        setup_state_dir(c, state, sizeof(state));
-        if (access(real, F_OK) == 0)
-            setup_say("%s: vgpu-setup has not enabled it (no record in %s), so nothing was changed; %s was not "
-                      "written by vgpu-setup: remove it by hand, then systemctl daemon-reload", name, state, real);
-        else
-            setup_say("%s: vgpu-setup has not enabled it (no record in %s); nothing changed", name, state);
+        setup_say_not_enabled(c, name, real, "systemctl daemon-reload");
         return 0;
     }
     setup_say("%s: %s: %s", name, real, setup_restored_what(was));

@@ -9,7 +9,6 @@
 
 #include <stdio.h>
 #include <string.h>
-#include <unistd.h>
 
 #define RECORD_ID "system"
 
@@ -78,19 +77,14 @@ int setup_enable_system(const struct setup_ctx *c, char *err, size_t errlen)
 
 int setup_disable_system(const struct setup_ctx *c, char *err, size_t errlen)
 {
-    char real[PATH_MAX], state[PATH_MAX];
+    char real[PATH_MAX];
     setup_path(c, SETUP_LDSO_ENTRY, real, sizeof(real));
     enum setup_before was;
     int done = setup_restore(c, RECORD_ID, &was, err, errlen);
     if (done < 0)
         return -1;
     if (done == 0) {
-        setup_state_dir(c, state, sizeof(state));
-        if (access(real, F_OK) == 0)
-            setup_say("system: vgpu-setup has not enabled it (no record in %s), so nothing was changed; %s was not "
-                      "written by vgpu-setup: remove it by hand, then run ldconfig", state, real);
-        else
-            setup_say("system: vgpu-setup has not enabled it (no record in %s); nothing changed", state);
+        setup_say_not_enabled(c, "system", real, "run ldconfig");
         return 0;
     }
     setup_say("system: %s: %s", real, setup_restored_what(was));
