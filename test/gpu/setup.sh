@@ -25,7 +25,9 @@ setup() { "$build/tools/vgpu-setup" "$@" --root "$R" --libdir "$lib" --systemctl
 
 for mode in preload symlink; do
     flag=; [ $mode = symlink ] && flag=--symlink
-    if ! setup enable --service torch $flag --memory 4G --devices 0 >"$out/enable-$mode.txt" 2>&1; then
+    rm -f "$out/torch.bar0"
+    if ! setup enable --service torch $flag --memory 4G --devices 0 --bar0 "$out/torch.bar0" \
+        >"$out/enable-$mode.txt" 2>&1; then
         echo "FAIL vgpu-setup enable ($mode): $(cat "$out/enable-$mode.txt")"
         continue
     fi
@@ -37,7 +39,6 @@ for mode in preload symlink; do
     sed "s/^\(ok\|FAIL\) /\1 drop-in ($mode): /" "$out/torch-$mode.txt" | grep -E '^(ok|FAIL) '
     grep -qE '^(ok|FAIL) ' "$out/torch-$mode.txt" ||
         echo "FAIL drop-in ($mode): PyTorch printed no check: $(tail -5 "$out/torch-$mode.txt" | tr '\n' ' ')"
-    rm -f /dev/shm/vgpu-torch.service.bar0
     setup disable --service torch >/dev/null 2>&1
 done
 

@@ -87,18 +87,13 @@ static int mediator_settings(const struct setup_ctx *c, struct setup_service_opt
     return 0;
 }
 
-/* The standalone settings, checked as the libraries will read them. */
-static int standalone_settings(const char *name, struct setup_service_opts *o, char *err, size_t errlen)
+/* The standalone settings, checked as the libraries will read them.  The
+ * BAR0 file is left to the libraries' default unless named: they keep it
+ * where no other user can reach it. */
+static int standalone_settings(const struct setup_service_opts *o, char *err, size_t errlen)
 {
-    static char bar0[300];
     if (!o->memory && !o->devices && !o->bar0)
         return 0;
-    /* One quota per service unless asked otherwise: the default BAR0 is per
-     * user and device set, which two services of one user would share. */
-    if (!o->bar0) {
-        snprintf(bar0, sizeof(bar0), "/dev/shm/vgpu-%s.bar0", name);
-        o->bar0 = bar0;
-    }
     struct vgpu_settings s;
     char why[512];
     if (vgpu_settings_parse(o->devices, o->memory, o->bar0, 0, &s, why, sizeof(why)) != 0)
@@ -150,7 +145,7 @@ int setup_enable_service(const struct setup_ctx *c, const char *name, struct set
         goto out;
     }
     if (setup_check_libs(c, o->symlink, err, errlen) != 0 ||
-        (o->mediator && mediator_settings(c, o, err, errlen) != 0) || standalone_settings(name, o, err, errlen) != 0)
+        (o->mediator && mediator_settings(c, o, err, errlen) != 0) || standalone_settings(o, err, errlen) != 0)
         goto out;
     warn_env_files(c, u, o->symlink ? "LD_LIBRARY_PATH" : "LD_PRELOAD");
     if (!(text = setup_dropin_text(c, u, o, err, errlen)))
