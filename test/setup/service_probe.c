@@ -26,7 +26,8 @@ int main(void)
         CU(F(cuDeviceGetPCIBusId)(bus, sizeof(bus), d));
         printf("device%d.total=%zu\ndevice%d.pci=%s\n", i, total, i, bus);
     }
-    const char *vulkan = getenv("OLLAMA_VULKAN");
+    const char *vulkan = getenv("OLLAMA_VULKAN"), *bar0 = getenv("VGPU_BAR0");
     printf("OLLAMA_VULKAN=%s\n", vulkan ? vulkan : "(unset)");
+    printf("VGPU_BAR0=%s\n", bar0 ? bar0 : "(unset)");
     return failures ? 1 : 0;
 }

@@ -263,16 +263,19 @@ disable-of-what-was-never-enabled-changes-nothing)
 dropin-runs-the-service-in-its-vgpu | symlink-dropin-runs-the-service-in-its-vgpu)
     mode=
     [ "$scenario" = symlink-dropin-runs-the-service-in-its-vgpu ] && mode=--symlink
-    vs 0 enable --service worker $mode --memory 1G --devices 1 --bar0 "$tmp/worker.bar0"
+    # A BAR0 path with what systemd quoting must carry: a space, quotes, a % (a specifier unless doubled).
+    bar0="$tmp/the \"worker\" %i.bar0"
+    vs 0 enable --service worker $mode --memory 1G --devices 1 --bar0 "$bar0"
     # VGPU_REAL_* stand for the machine's loader finding its driver; the unit's own
     # LD_PRELOAD (jemalloc) is not on this machine, so the unit file is not layered in.
     python3 "$src/test/setup/dropin_run.py" --machine "VGPU_REAL_LIBCUDA=$fake/libcuda.so.1" \
         --machine "VGPU_REAL_NVML=$fake/libnvidia-ml.so.1" --machine VGPU_MEDIATOR_SOCKET=none \
         --machine "VGPU_SYSFS_ROOT=$tmp/no-sysfs" \
         "$(dropin worker)" -- "$probe" >"$tmp/probe" 2>&1 || fail "the probe failed: $(cat "$tmp/probe")"
-    for line in libcuda=vgpu cuInit=0 devices=1 device0.total=1073741824 device0.pci=0000:02:00.0; do
-        grep -qx "$line" "$tmp/probe" || fail "the service's program does not see $line: $(cat "$tmp/probe")"
+    for line in libcuda=vgpu cuInit=0 devices=1 device0.total=1073741824 device0.pci=0000:02:00.0 "VGPU_BAR0=$bar0"; do
+        grep -qxF "$line" "$tmp/probe" || fail "the service's program does not see $line: $(cat "$tmp/probe")"
     done
+    [ -f "$bar0" ] || fail "the vGPU's BAR0 is not at $bar0"
     ;;
 
 mediator-dropin-runs-the-service-in-the-mediators-vgpu)
