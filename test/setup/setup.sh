@@ -378,6 +378,7 @@ PY
 
 refuses-bad-arguments-with-a-clear-message)
     printf '[vgpu.train]\ndevices = 0\nuids = 0\n' >"$R/etc/med.conf"
+    printf '[mediator]\nsocket = /run/med.sock\n[vgpu.a]\ndevices = 0\nuids = 0\n' >"$R/etc/med-in-run.conf"
     snapshot >"$tmp/before"
     # refused STATUS "ARGS" "WHAT IT MUST SAY"
     refused() {
@@ -412,6 +413,7 @@ refuses-bad-arguments-with-a-clear-message)
     refused 1 "enable --service ollama --mediator --vgpu trian --config /etc/med.conf $common" "--vgpu trian: $R/etc/med.conf has no [vgpu.trian]; it has train"
     refused 1 "cdi $common" "$R/etc/vgpu/mediatord.conf: No such file or directory"
     refused 1 "cdi --standalone --devices 7 $common" "no GPU 7 on this machine: it has 2"
+    refused 1 "cdi --config /etc/med-in-run.conf $common" "the mediator's socket /run/med.sock is in /run, which a container cannot be given"
     snapshot >"$tmp/after"
     diff "$tmp/before" "$tmp/after" >&2 || fail "a refused command changed files (above)"
     ;;

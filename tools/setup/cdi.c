@@ -10,7 +10,6 @@
 #include "vgpu_backend/settings.h"
 
 #include <ctype.h>
-#include <libgen.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -119,6 +118,23 @@ static int from_config(const struct setup_ctx *c, struct med_config *conf, struc
     return 0;
 }
 
+/* The directory of the mediator's socket, which containers get mounted:
+ * one of the mediator's own, never a directory the system shares (it would
+ * hide the container's own /run or /tmp).  0, or -1 with err. */
+static int socket_dir(const struct med_config *conf, char *dir, size_t len, char *err, size_t errlen)
+{
+    static const char *const shared[] = { "", "/run", "/var/run", "/tmp", "/var/tmp", "/dev", "/dev/shm",
+                                          "/etc", "/var", "/usr", "/home", "/root", "/var/lib" };
+    const char *slash = strrchr(conf->socket, '/');
+    snprintf(dir, len, "%.*s", (int)(slash - conf->socket), conf->socket);
+    for (size_t i = 0; i < sizeof(shared) / sizeof(*shared); i++)
+        if (strcmp(dir, shared[i]) == 0)
+            return vgpu_fail(err, errlen, "%s: the mediator's socket %s is in %s, which a container cannot be given "
+                             "without hiding its own; give the socket a directory of its own (socket = "
+                             "/run/vgpu/mediator.sock)", conf->path, conf->socket, dir[0] ? dir : "/");
+    return 0;
+}
+
 static void warn_missing_node(const struct setup_ctx *c, const char *node)
 {
     char real[PATH_MAX];
@@ -129,7 +145,7 @@ static void warn_missing_node(const struct setup_ctx *c, const char *node)
 }
 
 static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o, const struct med_config *conf,
-                       const struct cdi_device *dev, int ndev)
+                       const char *sockdir, const struct cdi_device *dev, int ndev)
 {
     struct setup_text t = { 0 };
     char cuda[PATH_MAX + 32], nvml[PATH_MAX + 32], preload[2 * PATH_MAX + 80];
@@ -149,15 +165,8 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
         env_item(&t, "    ", "LD_LIBRARY_PATH", c->linkdir);
     else
         env_item(&t, "    ", "LD_PRELOAD", preload);
-    char sockdir[sizeof(conf->socket)];
-    if (o->standalone) {
-        env_item(&t, "    ", "VGPU_MEDIATOR_SOCKET", "none");
-    } else {
-        /* Named, so that a container whose mediator is away is refused, not run without limits. */
-        env_item(&t, "    ", "VGPU_MEDIATOR_SOCKET", conf->socket);
-        snprintf(sockdir, sizeof(sockdir), "%s", conf->socket);
-        dirname(sockdir);
-    }
+    /* Named, so that a container whose mediator is away is refused, not run without limits. */
+    env_item(&t, "    ", "VGPU_MEDIATOR_SOCKET", o->standalone ? "none" : conf->socket);
     setup_text_add(&t, "  deviceNodes:\n");
     for (size_t i = 0; i < sizeof(control_nodes) / sizeof(*control_nodes); i++)
         node_item(&t, "    ", control_nodes[i]);
@@ -198,6 +207,7 @@ int setup_cdi(const struct setup_ctx *c, const struct setup_cdi_opts *o, char *e
 {
     static struct med_config conf; /* 300 KiB: not on the stack; this run's only config */
     static struct cdi_device dev[MED_MAX_VGPUS];
+    char sockdir[sizeof(conf.socket)] = "";
     int ndev = 0;
     if (o->standalone) {
         if (!cdi_name(o->vgpu))
@@ -211,14 +221,15 @@ int setup_cdi(const struct setup_ctx *c, const struct setup_cdi_opts *o, char *e
         d->ngpus = vgpu_split_list(list, fields, VGPU_MAX_DEVICES);
         for (int k = 0; k < d->ngpus; k++)
             d->tokens[k] = fields[k];
-    } else if (from_config(c, &conf, dev, &ndev, err, errlen) != 0) {
+    } else if (from_config(c, &conf, dev, &ndev, err, errlen) != 0 ||
+               socket_dir(&conf, sockdir, sizeof(sockdir), err, errlen) != 0) {
         return -1;
     }
     for (int i = 0; i < ndev; i++)
         if (setup_gpus_resolve(dev[i].tokens, dev[i].ngpus, dev[i].gpu, err, errlen) != 0)
             return -1;
 
-    char *text = spec_text(c, o, &conf, dev, ndev);
+    char *text = spec_text(c, o, &conf, sockdir, dev, ndev);
     if (!text)
         return vgpu_fail(err, errlen, "out of memory");
     int rc = 0;

@@ -218,6 +218,7 @@ static int make_ctx(const struct args *a, struct setup_ctx *c)
     env = getenv("VGPU_SETUP_LDCONFIG");
     c->ldconfig = a->val[O_LDCONFIG] ? a->val[O_LDCONFIG] : env && *env ? env : "ldconfig";
     c->config = a->val[O_CONFIG] ? a->val[O_CONFIG] : SETUP_DEFAULT_CONFIG;
+    c->config_given = a->val[O_CONFIG] != NULL;
     return 0;
 }
 

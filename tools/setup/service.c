@@ -68,6 +68,8 @@ static int mediator_settings(const struct setup_ctx *c, struct setup_service_opt
     o->socket = SETUP_DEFAULT_SOCKET;
     if (setup_path(c, c->config, path, sizeof(path)) != 0)
         return vgpu_fail(err, errlen, "path too long: %s%s", c->root, c->config);
+    if (access(path, F_OK) != 0 && c->config_given)
+        return vgpu_fail(err, errlen, "--config %s: %s: %s", c->config, path, strerror(errno));
     if (access(path, F_OK) != 0) {
         setup_warn("no mediator config at %s: naming the default socket %s%s", path, SETUP_DEFAULT_SOCKET,
                    o->vgpu ? ", and --vgpu is not checked" : "");

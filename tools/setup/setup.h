@@ -22,6 +22,7 @@ struct setup_ctx {
     const char *systemctl;   /* NULL: systemd is not the target's (--root), so no reload */
     const char *ldconfig;
     const char *config;      /* vgpu-mediatord's config, target path */
+    bool config_given;       /* named with --config: it must be there */
 };
 
 /* root + path into out; -1 if it does not fit. */
