@@ -307,6 +307,19 @@ mediator-dropin-runs-the-service-in-the-mediators-vgpu)
     grep -qx "devices=0" "$tmp/probe" || fail "without its mediator the service still sees a GPU: $(cat "$tmp/probe")"
     ;;
 
+warns-when-the-mediator-would-refuse-the-services-user)
+    printf '[vgpu.a]\ndevices = 0\nuids = 0\n[vgpu.b]\ndevices = 1\ngids = 0\n' |
+        install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
+    printf '[Service]\nExecStart=/bin/true\nUser=nobody\n' >"$R/usr/lib/systemd/system/guest.service"
+    vs 0 enable --service guest --mediator
+    says err "guest.service's user nobody (uid $(id -u nobody)) is not admitted by any vGPU of $R/etc/vgpu/mediatord.conf"
+    vs 0 enable --service worker --mediator --vgpu b # root, admitted by its group
+    [ -s "$tmp/err" ] && fail "a warning for a service the mediator admits"
+    printf '[vgpu.a]\ndevices = 0\nuids = nobody\n[vgpu.b]\ndevices = 1\ngids = 0\n' >"$R/etc/vgpu/mediatord.conf"
+    vs 0 enable --service guest --mediator --vgpu b
+    says err "guest.service's user nobody (uid $(id -u nobody)) is not admitted by vGPU b"
+    ;;
+
 cdi-spec-validates-against-the-schema)
     printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n' |
         install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"

@@ -11,6 +11,8 @@
 #include "vgpu_backend/settings.h"
 
 #include <errno.h>
+#include <grp.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +61,35 @@ static void warn_env_files(const struct setup_ctx *c, const struct setup_unit *u
     }
 }
 
+/* The mediator admits a process by its user and groups: say so now if it
+ * would refuse the service's (this machine's user database; a DynamicUser=
+ * service has no user to check in advance). */
+static void check_admission(const struct med_config *conf, const struct setup_unit *u, const char *vgpu)
+{
+    const char *user = u->user[0] ? u->user : "root";
+    struct passwd pw, *found = NULL;
+    char buf[4096];
+    if (u->dynamic_user || getpwnam_r(user, &pw, buf, sizeof(buf), &found) != 0 || !found)
+        return;
+    gid_t groups[256];
+    int ngroups = 256;
+    if (getgrouplist(user, pw.pw_gid, groups, &ngroups) < 0)
+        ngroups = 0;
+    for (int i = 0; i < conf->nvgpus; i++) {
+        const struct med_vgpu_conf *v = &conf->vgpu[i];
+        if ((!vgpu || strcmp(v->name, vgpu) == 0) && med_config_admits(v, pw.pw_uid, pw.pw_gid, groups, ngroups))
+            return;
+    }
+    char which[64] = "any vGPU";
+    if (vgpu)
+        snprintf(which, sizeof(which), "vGPU %s", vgpu);
+    setup_warn("%s's user %s (uid %u) is not admitted by %s of %s: the mediator will refuse it; add it to uids = or "
+               "gids = of the vGPU's [vgpu.NAME] section", u->name, user, (unsigned)pw.pw_uid, which, conf->path);
+}
+
 /* With --mediator: the socket to name, and --vgpu checked against the config. */
-static int mediator_settings(const struct setup_ctx *c, struct setup_service_opts *o, char *err, size_t errlen)
+static int mediator_settings(const struct setup_ctx *c, const struct setup_unit *u, struct setup_service_opts *o,
+                             char *err, size_t errlen)
 {
     static struct med_config conf; /* 300 KiB: not on the stack */
     static char socket[sizeof(conf.socket)];
@@ -86,6 +115,10 @@ static int mediator_settings(const struct setup_ctx *c, struct setup_service_opt
         return vgpu_fail(err, errlen, "--vgpu %s: %s has no [vgpu.%s]; it has %s", o->vgpu, path, o->vgpu,
                          conf.nvgpus ? names : "none");
     }
+    if (o->vgpu && med_config_find(&conf, o->vgpu)->guest)
+        return vgpu_fail(err, errlen, "--vgpu %s: a VM's vGPU (guest = yes in %s); its processes run in the VM",
+                         o->vgpu, path);
+    check_admission(&conf, u, o->vgpu);
     return 0;
 }
 
@@ -147,7 +180,7 @@ int setup_enable_service(const struct setup_ctx *c, const char *name, struct set
         goto out;
     }
     if (setup_check_libs(c, o->symlink, err, errlen) != 0 ||
-        (o->mediator && mediator_settings(c, o, err, errlen) != 0) || standalone_settings(o, err, errlen) != 0)
+        (o->mediator && mediator_settings(c, u, o, err, errlen) != 0) || standalone_settings(o, err, errlen) != 0)
         goto out;
     warn_env_files(c, u, o->symlink ? "LD_LIBRARY_PATH" : "LD_PRELOAD");
     if (!(text = setup_dropin_text(c, u, o, err, errlen)))

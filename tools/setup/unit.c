@@ -158,6 +158,11 @@ static void apply_file(char *text, struct setup_unit *u)
                 u->ollama = false;
             else if (names_ollama(value))
                 u->ollama = true;
+        } else if (strcmp(key, "User") == 0) {
+            snprintf(u->user, sizeof(u->user), "%s", value);
+        } else if (strcmp(key, "DynamicUser") == 0) {
+            u->dynamic_user = strcmp(value, "yes") == 0 || strcmp(value, "true") == 0 || strcmp(value, "1") == 0 ||
+                              strcmp(value, "on") == 0;
         } else if (strcmp(key, "EnvironmentFile") == 0) {
             if (!*value)
                 u->nenv_files = 0;

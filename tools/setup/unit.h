@@ -20,6 +20,8 @@ struct setup_unit {
     char file[PATH_MAX];              /* target path of its unit file; "" if none */
     bool masked;                      /* its unit file is a link to /dev/null */
     bool ollama;                      /* an ExecStart= runs a program named ollama */
+    char user[64];                    /* its User=, "" for root */
+    bool dynamic_user;                /* DynamicUser=yes: no user known in advance */
     bool has_preload, has_libpath;
     char preload[4096];               /* its LD_PRELOAD, when has_preload */
     char libpath[4096];               /* its LD_LIBRARY_PATH, when has_libpath */
