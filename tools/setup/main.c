@@ -86,6 +86,7 @@ static const char usage_text[] =
     "  --symlink             LD_LIBRARY_PATH with vgpu's symlink directory first, not LD_PRELOAD\n"
     "  --mediator            the vGPU comes from vgpu-mediatord: names its socket, starts after it\n"
     "  --vgpu NAME           VGPU_NAME: which vGPU, where the service's user may use several\n"
+    "  --config FILE         with --mediator: its config (default " SETUP_DEFAULT_CONFIG ")\n"
     "  --memory SIZE         standalone: VGPU_MEMORY_LIMIT (20G, 512M, or per device 0:20G,1:8G)\n"
     "  --devices LIST        standalone: VGPU_VISIBLE_DEVICES (indexes as nvidia-smi numbers them,\n"
     "                        or GPU-... UUIDs)\n"
@@ -111,7 +112,8 @@ static const char usage_text[] =
     "  --ldconfig CMD        the ldconfig to run (default $VGPU_SETUP_LDCONFIG, else ldconfig)\n"
     "  -h, --help            this help;  --version: the version\n"
     "\n"
-    "Exit status: 0 done (also: nothing to disable); 1 failed, nothing half-done; 2 usage error.\n";
+    "Exit status: 0 done (also: nothing to disable); 1 failed (the message says what to do);\n"
+    "2 a usage error.\n";
 
 static int usage_error(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int usage_error(const char *fmt, ...)
