@@ -31,6 +31,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #ifndef VGPU_VERSION
 #error "build with -DVGPU_VERSION=\"...\" (meson does)"
@@ -267,6 +268,10 @@ static int cmd_enable_disable(const struct args *a, const struct setup_ctx *c, b
     char err[4096], name[SETUP_UNIT_NAME_MAX];
     if (service && setup_unit_name(a->val[O_SERVICE], name, sizeof(name), err, sizeof(err)) != 0)
         return usage_error("%s", err);
+    if (!c->root[0] && geteuid() != 0) {
+        fprintf(stderr, "vgpu-setup: %s changes files in /etc: run it as root (sudo vgpu-setup %s ...)\n", cmd, cmd);
+        return EXIT_FAILED;
+    }
     int rc;
     if (system) {
         rc = enable ? setup_enable_system(c, err, sizeof(err)) : setup_disable_system(c, err, sizeof(err));
