@@ -233,10 +233,13 @@ static int check_settings(const struct args *a)
     if (a->val[O_LOG] && strcasecmp(a->val[O_LOG], "error") != 0 && strcasecmp(a->val[O_LOG], "warn") != 0 &&
         strcasecmp(a->val[O_LOG], "info") != 0 && strcasecmp(a->val[O_LOG], "debug") != 0)
         return usage_error("--log %s: error, warn, info or debug", a->val[O_LOG]);
+    /* Checked as the libraries will read them.  The BAR0 file is left to the
+     * libraries' default unless named: they keep it where no other user can
+     * reach it. */
     struct vgpu_settings s;
     char why[512];
-    if ((a->val[O_MEMORY] || a->val[O_DEVICES]) &&
-        vgpu_settings_parse(a->val[O_DEVICES], a->val[O_MEMORY], NULL, 0, &s, why, sizeof(why)) != 0)
+    if ((a->val[O_MEMORY] || a->val[O_DEVICES] || a->val[O_BAR0]) &&
+        vgpu_settings_parse(a->val[O_DEVICES], a->val[O_MEMORY], a->val[O_BAR0], 0, &s, why, sizeof(why)) != 0)
         return usage_error("%s", why);
     return 0;
 }

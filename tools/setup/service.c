@@ -8,7 +8,6 @@
 #include "tools/setup/files.h"
 #include "tools/setup/record.h"
 #include "tools/setup/unit.h"
-#include "vgpu_backend/settings.h"
 
 #include <errno.h>
 #include <grp.h>
@@ -122,20 +121,6 @@ static int mediator_settings(const struct setup_ctx *c, const struct setup_unit 
     return 0;
 }
 
-/* The standalone settings, checked as the libraries will read them.  The
- * BAR0 file is left to the libraries' default unless named: they keep it
- * where no other user can reach it. */
-static int standalone_settings(const struct setup_service_opts *o, char *err, size_t errlen)
-{
-    if (!o->memory && !o->devices && !o->bar0)
-        return 0;
-    struct vgpu_settings s;
-    char why[512];
-    if (vgpu_settings_parse(o->devices, o->memory, o->bar0, 0, &s, why, sizeof(why)) != 0)
-        return vgpu_fail(err, errlen, "%s", why);
-    return 0;
-}
-
 static void describe(const struct setup_service_opts *o, bool ollama, char *out, size_t len)
 {
     snprintf(out, len, "%s", o->symlink ? "LD_LIBRARY_PATH" : "LD_PRELOAD");
@@ -180,7 +165,7 @@ int setup_enable_service(const struct setup_ctx *c, const char *name, struct set
         goto out;
     }
     if (setup_check_libs(c, o->symlink, err, errlen) != 0 ||
-        (o->mediator && mediator_settings(c, u, o, err, errlen) != 0) || standalone_settings(o, err, errlen) != 0)
+        (o->mediator && mediator_settings(c, u, o, err, errlen) != 0))
         goto out;
     warn_env_files(c, u, o->symlink ? "LD_LIBRARY_PATH" : "LD_PRELOAD");
     if (!(text = setup_dropin_text(c, u, o, err, errlen)))
