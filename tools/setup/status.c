@@ -52,7 +52,8 @@ static void report_dropin(const struct setup_ctx *c, const char *name)
     int have = setup_record_read(c, id, &r, err, sizeof(err));
     bool exists = access(real, F_OK) == 0;
     summarize(real, settings, sizeof(settings));
-    const char *who = have <= 0 ? "not written by vgpu-setup"
+    const char *who = have < 0   ? "vgpu-setup's records cannot be read: run status as root to see who wrote it"
+                      : have == 0 ? "not written by vgpu-setup"
                       : !exists ? "written by vgpu-setup, but the file is gone: `vgpu-setup disable` cleans up"
                       : setup_record_intact(c, &r) ? "written by vgpu-setup"
                                                    : "written by vgpu-setup, changed since";
@@ -127,7 +128,8 @@ static void report_system(const struct setup_ctx *c)
             if (line[0] == '/')
                 snprintf(dirs + strlen(dirs), sizeof(dirs) - strlen(dirs), "%s%s", dirs[0] ? ", " : "", line);
         setup_say("system: %s names %s (%s)", real, dirs[0] ? dirs : "no directory",
-                  have <= 0                     ? "not written by vgpu-setup"
+                  have < 0                      ? "vgpu-setup's records cannot be read: run status as root"
+                  : have == 0                   ? "not written by vgpu-setup"
                   : setup_record_intact(c, &r) ? "written by vgpu-setup"
                                                : "written by vgpu-setup, changed since");
         free(text);
