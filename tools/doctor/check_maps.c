@@ -61,7 +61,7 @@ static void report(struct doc_ctx *c, enum doc_which w, const struct mapped *m)
         doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) in front of the driver (%s)", label, m->vgpu,
                 m->driver);
     else if (m->vgpu[0])
-        doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) is loaded; it loads the driver at the first call",
+        doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) is loaded, the driver not yet: vgpu loads it at the first call it forwards",
                 label, m->vgpu);
     else if (m->driver[0])
         doc_fix(doc_add(&c->report, DOC_PROBLEM, "libraries",
