@@ -20,6 +20,8 @@
 #define POLL_US 5000
 #define MAX_TREE 512
 #define MAX_LOG_LINES 20
+/* How long a joined process may take to load the driver behind vgpu before it is inspected anyway. */
+#define DRIVER_GRACE_S 1.0
 
 static double now(void)
 {
@@ -91,23 +93,49 @@ int doc_run_start(struct doc_run *r, char **argv, const struct vgpu_libs *preloa
     return 0;
 }
 
-static bool has_record(pid_t pid)
+/* The process's status record: 0 none, 1 there, 2 there and "mode on". */
+static int has_record(pid_t pid)
 {
     char dir[64];
     snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
     DIR *d = opendir(dir);
     struct dirent *e;
-    bool found = false;
+    int found = 0;
     while (d && !found && (e = readdir(d))) {
         char link[128];
         ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-        if (n > 0) {
-            link[n] = '\0';
-            found = strcmp(link, VGPU_STATUS_PAGE_LINK) == 0;
+        if (n <= 0)
+            continue;
+        link[n] = '\0';
+        if (strcmp(link, VGPU_STATUS_PAGE_LINK) != 0)
+            continue;
+        char text[512] = "";
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+        if (fd >= 0) {
+            ssize_t got = pread(fd, text, sizeof(text) - 1, 0);
+            text[got > 0 ? got : 0] = '\0';
+            close(fd);
         }
+        found = strstr(text, "\nmode on\n") ? 2 : 1;
     }
     if (d)
         closedir(d);
+    return found;
+}
+
+/* A driver's libcuda is mapped (by name: vgpu's own files are libvgpu-*). */
+static bool driver_mapped(pid_t pid)
+{
+    char path[64], line[4096];
+    snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+    FILE *f = fopen(path, "re");
+    bool found = false;
+    while (f && !found && fgets(line, sizeof(line), f)) {
+        const char *base = strrchr(line, '/');
+        found = base && strncmp(base + 1, "libcuda.so", 10) == 0;
+    }
+    if (f)
+        fclose(f);
     return found;
 }
 
@@ -161,15 +189,22 @@ pid_t doc_run_wait_ready(struct doc_run *r, double timeout)
 {
     pid_t *pids = malloc(MAX_TREE * sizeof(*pids));
     pid_t found = 0;
+    double joined = 0; /* when a record saying "on" was first seen */
     while (pids && !found) {
         if (gone(r)) {
             reap(r, 0);
             break;
         }
         int n = tree(r->pid, pids, MAX_TREE);
-        for (int i = 0; i < n && !found; i++)
-            if (has_record(pids[i]))
+        for (int i = 0; i < n && !found; i++) {
+            /* A process is recorded as joined before vgpu loads the driver behind itself: a
+             * moment's grace shows it with both. */
+            int record = has_record(pids[i]);
+            if (record == 2 && !joined)
+                joined = now();
+            if (record == 1 || (record == 2 && (driver_mapped(pids[i]) || now() - joined >= DRIVER_GRACE_S)))
                 found = pids[i];
+        }
         if (!found && now() - r->started >= timeout)
             found = r->pid;
         if (!found)
