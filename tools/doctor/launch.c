@@ -30,6 +30,22 @@ static double now(void)
     return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
+/* The command being run, for the signal handler: set once it has started,
+ * by doc_run_start (the doctor runs one command). */
+static const struct doc_run *running;
+
+/* Interrupted: the command, in its own process group, would outlive the doctor. */
+static void stop_and_exit(int sig)
+{
+    if (running) {
+        kill(-running->pid, SIGKILL);
+        unlink(running->log);
+        unlink(running->out);
+        rmdir(running->dir);
+    }
+    _exit(128 + sig);
+}
+
 int doc_run_start(struct doc_run *r, char **argv, const struct vgpu_libs *preload, char *err, size_t errlen)
 {
     memset(r, 0, sizeof(*r));
@@ -60,6 +76,11 @@ int doc_run_start(struct doc_run *r, char **argv, const struct vgpu_libs *preloa
     if (r->pid == 0) {
         close(ready[0]);
         setpgid(0, 0);
+        /* Its own process group, so stopping it stops its children; reading a
+         * terminal from there would stop it, so it reads nothing. */
+        int null = open("/dev/null", O_RDONLY | O_CLOEXEC);
+        if (null >= 0)
+            dup2(null, 0);
         dup2(out, 1);
         dup2(out, 2);
         setenv("VGPU_LOG", "info", 1);
@@ -90,6 +111,12 @@ int doc_run_start(struct doc_run *r, char **argv, const struct vgpu_libs *preloa
         r->pid = 0;
         return vgpu_fail(err, errlen, "%s: %s", argv[0], e == ENOENT ? "command not found" : strerror(e));
     }
+    running = r;
+    struct sigaction sa = { .sa_handler = stop_and_exit };
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, NULL);
+    sigaction(SIGTERM, &sa, NULL);
+    sigaction(SIGHUP, &sa, NULL);
     return 0;
 }
 
