@@ -296,7 +296,8 @@ int main(int argc, char **argv)
         return status;
     vgpu_log_set_program("vgpu-doctor");
 
-    static struct doc_ctx c; /* large; one per run */
+    /* Large, so static; main's, for the one run. */
+    static struct doc_ctx c;
     char err[8192];
     if (doc_fs_init(&c.host, o.root, err, sizeof(err)) != 0)
         return usage_error("%s", err);
@@ -320,7 +321,7 @@ int main(int argc, char **argv)
             c.program = command_program(o.command[0], program, sizeof(program));
     }
 
-    static struct doc_proc proc;
+    static struct doc_proc proc; /* main's: what c.proc points at */
     if (o.pid > 0) {
         int e = doc_proc_load(&c.host, o.pid, &proc);
         if (e == 0)

@@ -55,14 +55,6 @@ int doc_count(const struct doc_report *r, enum doc_level level)
     return n;
 }
 
-int doc_has(const struct doc_report *r, const char *check, enum doc_level level)
-{
-    for (int i = 0; i < r->n; i++)
-        if (r->items[i].level == level && strcmp(r->items[i].check, check) == 0)
-            return 1;
-    return 0;
-}
-
 void doc_print_text(FILE *f, const struct doc_report *r)
 {
     for (int i = 0; i < r->n; i++) {

@@ -33,9 +33,6 @@ void doc_fix(struct doc_finding *f, const char *fmt, ...) __attribute__((format(
 
 int doc_count(const struct doc_report *r, enum doc_level level);
 
-/* True if check reported a finding of level (for checks that build on earlier ones). */
-int doc_has(const struct doc_report *r, const char *check, enum doc_level level);
-
 void doc_print_text(FILE *f, const struct doc_report *r);
 /* "findings": [...] and the counts, as members of an open JSON object. */
 void doc_print_json(FILE *f, const struct doc_report *r);
