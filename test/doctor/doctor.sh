@@ -269,6 +269,9 @@ socket-without-mediator)
     ;;
 
 user-not-admitted)
+    # Root and the mediator's own user see every vGPU in STATUS: the process
+    # must be someone else, which only root can arrange.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root, to run the mediator and ask as another user"; exit 77; }
     make_root
     mkdir -p "$root/run/vgpu" "$tmp/state"
     chmod 755 "$tmp" # a root doctor asks as the process's user, who must reach the socket
@@ -277,8 +280,7 @@ user-not-admitted)
     env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/med.conf" --foreground >"$tmp/med.log" 2>&1 &
     pids="$pids $!"
     for _ in $(seq 1 500); do [ -S "$root/run/vgpu/mediator.sock" ] && break; sleep 0.02; done
-    # Root sees every vGPU in STATUS, so as root the process is someone else.
-    if [ "$(id -u)" = 0 ]; then uid=65534; else uid=$(id -u); fi
+    uid=65534
     UID_OF=$uid GID_OF=$uid fake_proc 200 1 vgpu "$PRELOAD"
     doc 1 --root "$root" 200
     problem mediator "no vGPU of vgpu-mediatord at /run/vgpu/mediator.sock admits uid $uid" \

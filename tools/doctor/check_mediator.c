@@ -113,7 +113,8 @@ static int ask_as(const struct doc_proc *p, const char *path, struct seen *s, ch
     return r;
 }
 
-static void report_admission(struct doc_ctx *c, const char *socket, const char *path)
+/* owner: the socket's owner, normally the mediator's user, who sees every vGPU as root does. */
+static void report_admission(struct doc_ctx *c, const char *socket, const char *path, uid_t owner)
 {
     struct seen *s = calloc(1, sizeof(*s));
     if (!s)
@@ -147,9 +148,10 @@ static void report_admission(struct doc_ctx *c, const char *socket, const char *
     bool wanted_seen = !want || !*want;
     for (int i = 0; i < s->n && !wanted_seen; i++)
         wanted_seen = strcmp(s->names[i], want) == 0;
-    if (uid == 0)
-        doc_add(&c->report, DOC_INFO, "mediator", "vgpu-mediatord answers at %s; root sees every vGPU (%s), and is "
-                "admitted to the first that lists it (or its groups)", socket, s->n ? names : "none");
+    if (uid == 0 || uid == owner)
+        doc_add(&c->report, DOC_INFO, "mediator", "vgpu-mediatord answers at %s; uid %u (%s) sees every vGPU (%s), "
+                "and is admitted to the first that lists it (or its groups)", socket, (unsigned)uid,
+                uid == 0 ? "root" : "the socket's owner", s->n ? names : "none");
     else if (s->n == 0)
         doc_fix(doc_add(&c->report, DOC_PROBLEM, "mediator",
                         "no vGPU of vgpu-mediatord at %s admits uid %u: vgpu refuses its processes, which see no "
@@ -205,7 +207,7 @@ void doc_check_mediator(struct doc_ctx *c)
     int fd, e = vgpu_mediator_connect(path, &fd);
     if (e == 0) {
         close(fd);
-        report_admission(c, socket, path);
+        report_admission(c, socket, path, st.st_uid);
         return;
     }
     if (e == ECONNREFUSED) {
