@@ -7,50 +7,22 @@
 
 #include "vgpu_backend/settings.h"
 
-#include <dirent.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* Reads the record of pid into c->record: 0, ENOENT when there is none, or an errno. */
+/* Reads the record of the process into c->record: 0, ENOENT when there is none, or an errno. */
 static int find_record(struct doc_ctx *c, char *err, size_t errlen)
 {
-    char dir[64], full[PATH_MAX * 2];
-    snprintf(dir, sizeof(dir), "/proc/%d/fd", c->proc->pid);
-    DIR *d = opendir(doc_fs_path(&c->host, dir, full, sizeof(full)));
-    if (!d)
-        return errno;
-    int result = ENOENT;
-    struct dirent *e;
-    while (result == ENOENT && (e = readdir(d))) {
-        char link[256];
-        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-        if (n <= 0)
-            continue;
-        link[n] = '\0';
-        if (strcmp(link, VGPU_STATUS_PAGE_LINK) != 0)
-            continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-        if (fd < 0) {
-            result = errno;
-            snprintf(err, errlen, "%s", strerror(result));
-            break;
-        }
-        char text[VGPU_STATUS_PAGE_MAX];
-        ssize_t got = pread(fd, text, sizeof(text), 0);
-        close(fd);
-        if (got < 0) {
-            result = errno;
-            snprintf(err, errlen, "%s", strerror(result));
-        } else {
-            result = vgpu_status_page_parse(text, (size_t)got, &c->record, err, errlen) == 0 ? 0 : EINVAL;
-        }
+    char text[VGPU_STATUS_PAGE_MAX];
+    int n = doc_proc_record(&c->host, c->proc->pid, text, sizeof(text));
+    if (n < 0) {
+        snprintf(err, errlen, "%s", strerror(-n));
+        return -n;
     }
-    closedir(d);
-    return result;
+    return vgpu_status_page_parse(text, (size_t)n, &c->record, err, errlen) == 0 ? 0 : EINVAL;
 }
 
 static void report_on(struct doc_ctx *c)

@@ -3,6 +3,7 @@
 #include "tools/doctor/launch.h"
 
 #include "common/error.h"
+#include "tools/doctor/proc.h"
 #include "tools/json_out.h"
 #include "vgpu_backend/status_page.h"
 
@@ -123,31 +124,11 @@ int doc_run_start(struct doc_run *r, char **argv, const struct vgpu_libs *preloa
 /* The process's status record: 0 none, 1 there, 2 there and "mode on". */
 static int has_record(pid_t pid)
 {
-    char dir[64];
-    snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pid);
-    DIR *d = opendir(dir);
-    struct dirent *e;
-    int found = 0;
-    while (d && !found && (e = readdir(d))) {
-        char link[128];
-        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-        if (n <= 0)
-            continue;
-        link[n] = '\0';
-        if (strcmp(link, VGPU_STATUS_PAGE_LINK) != 0)
-            continue;
-        char text[512] = "";
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-        if (fd >= 0) {
-            ssize_t got = pread(fd, text, sizeof(text) - 1, 0);
-            text[got > 0 ? got : 0] = '\0';
-            close(fd);
-        }
-        found = strstr(text, "\nmode on\n") ? 2 : 1;
-    }
-    if (d)
-        closedir(d);
-    return found;
+    static const struct doc_fs real = { "" }; /* the command runs on this machine, whatever --root says */
+    char text[VGPU_STATUS_PAGE_MAX];
+    if (doc_proc_record(&real, (int)pid, text, sizeof(text)) < 0)
+        return 0;
+    return strstr(text, "\nmode on\n") ? 2 : 1;
 }
 
 /* A driver's libcuda is mapped (by name: vgpu's own files are libvgpu-*). */

@@ -2,10 +2,15 @@
 #define _GNU_SOURCE
 #include "tools/doctor/proc.h"
 
+#include "vgpu_backend/status_page.h"
+
+#include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void doc_shell_word(char *out, size_t len, const char *w)
 {
@@ -150,4 +155,32 @@ int doc_proc_auxv(const struct doc_fs *fs, int pid, unsigned long type, unsigned
     }
     free(data);
     return found;
+}
+
+int doc_proc_record(const struct doc_fs *fs, int pid, char *text, size_t len)
+{
+    char dir[64], full[PATH_MAX * 2];
+    snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
+    DIR *d = opendir(doc_fs_path(fs, dir, full, sizeof(full)));
+    if (!d)
+        return -errno;
+    int result = -ENOENT;
+    struct dirent *e;
+    while (result == -ENOENT && (e = readdir(d))) {
+        char link[256];
+        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
+        if (n <= 0)
+            continue;
+        link[n] = '\0';
+        if (strcmp(link, VGPU_STATUS_PAGE_LINK) != 0)
+            continue;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
+        ssize_t got = fd >= 0 ? pread(fd, text, len - 1, 0) : -1;
+        result = got >= 0 ? (int)got : -errno;
+        text[got > 0 ? got : 0] = '\0';
+        if (fd >= 0)
+            close(fd);
+    }
+    closedir(d);
+    return result;
 }

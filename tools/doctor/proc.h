@@ -32,5 +32,12 @@ const char *doc_proc_getenv(const struct doc_proc *p, const char *name);
 /* The value of auxv entry type (AT_SECURE...): 0/1 and *value, -1 if unknown. */
 int doc_proc_auxv(const struct doc_fs *fs, int pid, unsigned long type, unsigned long *value);
 
+/*
+ * Reads pid's status record (vgpu_backend/status_page.h), found among its
+ * descriptors, into text (len bytes, NUL-terminated): its length, or
+ * -ENOENT when it has none, or another -errno.
+ */
+int doc_proc_record(const struct doc_fs *fs, int pid, char *text, size_t len);
+
 /* Appends word to out (len bytes), quoted so that a POSIX shell reads it back as one word. */
 void doc_shell_word(char *out, size_t len, const char *word);
