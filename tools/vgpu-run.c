@@ -11,11 +11,13 @@
  * architecture, and Go programs that may rebuild their children's environment.
  */
 #define _GNU_SOURCE
+#include "tools/elf_facts.h"
+#include "tools/find_libs.h"
+#include "tools/find_program.h"
+
 #include <errno.h>
 #include <fcntl.h>
-#include <gelf.h>
 #include <getopt.h>
-#include <libelf.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdbool.h>
@@ -34,12 +36,6 @@
 #ifndef VGPU_LIBDIR
 #error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
 #endif
-
-#define CUDA_LIB "libvgpu-cuda.so"
-#define NVML_LIB "libvgpu-nvml.so"
-
-/* The kernel's limit on nested #! interpreters (BINPRM_MAX_RECURSION). */
-#define MAX_SCRIPT_DEPTH 4
 
 /* Exit statuses: those of env(1) and the shell. */
 enum {
@@ -122,10 +118,10 @@ static const char help_text[] =
     "  --trace              set VGPU_TRACE=1: one line per driver call\n"
     "  --log LEVEL          set VGPU_LOG: error, warn, info or debug\n"
     "  --log-file FILE      set VGPU_LOG_FILE\n"
-    "  --lib-dir DIR        take " CUDA_LIB " and " NVML_LIB " from DIR\n"
+    "  --lib-dir DIR        take " VGPU_CUDA_LIB " and " VGPU_NVML_LIB " from DIR\n"
     "                       (default: $VGPU_LIB_DIR, then next to vgpu-run, then\n"
     "                       " VGPU_LIBDIR ")\n"
-    "  --no-nvml            preload only " CUDA_LIB "\n"
+    "  --no-nvml            preload only " VGPU_CUDA_LIB "\n"
     "  --allow-static       run COMMAND even if it is statically linked\n"
     "  --dry-run            print the variables and the command instead of running it\n"
     "  -h, --help           show this help\n"
@@ -139,21 +135,6 @@ struct options {
     const char *lib_dir;
     bool no_nvml, allow_static, dry_run;
     char **command;
-};
-
-/* Sized for a directory realpath() returned plus a library's name. */
-struct libs {
-    char cuda[PATH_MAX + sizeof(CUDA_LIB) + 1];
-    char nvml[PATH_MAX + sizeof(NVML_LIB) + 1]; /* empty with --no-nvml */
-};
-
-/* What the ELF headers of the program that will run say about it. */
-struct elf_facts {
-    bool program;     /* an ELF executable or shared object */
-    bool x86_64;      /* the only architecture vgpu's libraries are built for */
-    bool has_interp;  /* PT_INTERP: the kernel starts the dynamic loader */
-    bool has_soname;  /* DT_SONAME: a library */
-    bool go;
 };
 
 static void vsay(enum level level, const char *fmt, va_list ap)
@@ -276,153 +257,21 @@ static void set_verbosity(const struct options *o)
 
 /* ---- finding vgpu's libraries ---- */
 
-static void note_tried(char *tried, size_t len, const char *dir, const char *why)
+static int find_libs(const struct options *o, struct vgpu_libs *libs)
 {
-    size_t used = strlen(tried);
-    snprintf(tried + used, len - used, "%s%s%s%s%s", used ? ", " : "", dir, why ? " (" : "", why ? why : "",
-             why ? ")" : "");
-}
-
-/* True if dir holds libvgpu-cuda.so; canon is then dir's absolute, canonical path. */
-static bool try_lib_dir(const char *dir, char *canon, char *tried, size_t tried_len)
-{
-    char path[PATH_MAX];
-    if ((size_t)snprintf(path, sizeof(path), "%s/" CUDA_LIB, dir) >= sizeof(path) || access(path, F_OK) != 0) {
-        note_tried(tried, tried_len, dir, NULL);
-        return false;
-    }
-    if (!realpath(dir, canon)) {
-        note_tried(tried, tried_len, dir, strerror(errno));
-        return false;
-    }
-    /* The loader splits LD_PRELOAD at both, with no way to quote them. */
-    if (strpbrk(canon, " :")) {
-        note_tried(tried, tried_len, dir, "a space or colon in its path, which LD_PRELOAD cannot hold");
-        return false;
-    }
-    return true;
-}
-
-/* The directory above this executable's: build/ in the build tree (the
- * executable is build/tools/vgpu-run), the install prefix once installed.
- * /proc/self/exe, unlike argv[0], has symlinks to vgpu-run resolved. */
-static int exe_prefix(char *prefix, size_t len)
-{
-    ssize_t n = readlink("/proc/self/exe", prefix, len - 1);
-    if (n <= 0 || (size_t)n >= len - 1)
-        return -1;
-    prefix[n] = '\0';
-    for (int i = 0; i < 2; i++) {
-        char *slash = strrchr(prefix, '/');
-        if (!slash)
-            return -1;
-        slash[slash == prefix] = '\0'; /* keeps "/" for the root */
-    }
-    return 0;
-}
-
-static bool search_lib_dirs(char *dir, char *tried, size_t tried_len)
-{
-    const char *env = getenv("VGPU_LIB_DIR");
-    if (env && *env && try_lib_dir(env, dir, tried, tried_len))
-        return true;
-
-    char prefix[PATH_MAX];
-    if (exe_prefix(prefix, sizeof(prefix)) == 0) {
-        static const char *const subdirs[] = { "", "/lib/x86_64-linux-gnu", "/lib64", "/lib" };
-        for (size_t i = 0; i < sizeof(subdirs) / sizeof(*subdirs); i++) {
-            char candidate[PATH_MAX];
-            if ((size_t)snprintf(candidate, sizeof(candidate), "%s%s", prefix, subdirs[i]) < sizeof(candidate) &&
-                try_lib_dir(candidate, dir, tried, tried_len))
-                return true;
-        }
-    } else {
-        note_tried(tried, tried_len, "the directories next to vgpu-run", "/proc/self/exe cannot be read");
-    }
-    return try_lib_dir(VGPU_LIBDIR, dir, tried, tried_len);
-}
-
-static int find_libs(const struct options *o, struct libs *libs)
-{
-    char tried[8192] = "", dir[PATH_MAX];
-    bool found = o->lib_dir ? try_lib_dir(o->lib_dir, dir, tried, sizeof(tried))
-                            : search_lib_dirs(dir, tried, sizeof(tried));
-    if (!found) {
-        say(L_ERROR, "cannot find " CUDA_LIB "; looked in %s. Name its directory with --lib-dir or VGPU_LIB_DIR.",
-            tried);
-        return -1;
-    }
-    snprintf(libs->cuda, sizeof(libs->cuda), "%s/" CUDA_LIB, dir);
-    libs->nvml[0] = '\0';
-    if (o->no_nvml)
+    char err[8192 + 256];
+    if (vgpu_find_libs(o->lib_dir, !o->no_nvml, libs, err, sizeof(err)) == 0)
         return 0;
-    snprintf(libs->nvml, sizeof(libs->nvml), "%s/" NVML_LIB, dir);
-    if (access(libs->nvml, F_OK) != 0) {
-        say(L_ERROR, "%s holds " CUDA_LIB " but not " NVML_LIB "; use --no-nvml to preload only the CUDA library",
-            dir);
-        return -1;
-    }
-    return 0;
+    say(L_ERROR, "%s%s", err, libs->dir[0] && !o->no_nvml ? "; use --no-nvml to preload only the CUDA library" : "");
+    return -1;
 }
 
 /* ---- finding and inspecting COMMAND ---- */
 
-/* 0 if path is a file this process may execute, else the errno execve would give. */
-static int check_executable(const char *path)
-{
-    struct stat st;
-    if (stat(path, &st) != 0)
-        return errno;
-    if (S_ISDIR(st.st_mode))
-        return EISDIR;
-    if (faccessat(AT_FDCWD, path, X_OK, AT_EACCESS) != 0)
-        return errno;
-    return 0;
-}
-
-/* Searches PATH as execvp does: an empty entry is the current directory,
- * and a match that cannot be executed only counts if nothing later can. */
-static int search_path(const char *name, char *out, size_t len)
-{
-    const char *path = getenv("PATH");
-    char default_path[256];
-    if (!path) {
-        size_t n = confstr(_CS_PATH, default_path, sizeof(default_path));
-        path = n > 0 && n <= sizeof(default_path) ? default_path : "/bin:/usr/bin";
-    }
-    if (!*name)
-        return ENOENT;
-    int err = ENOENT;
-    for (const char *p = path;; p++) {
-        const char *end = strchrnul(p, ':');
-        int dirlen = (int)(end - p);
-        if ((size_t)snprintf(out, len, "%.*s%s%s", dirlen, p, dirlen ? "/" : "", name) < len) {
-            int e = check_executable(out);
-            if (e == 0)
-                return 0;
-            if (e == EACCES)
-                err = EACCES;
-        }
-        if (!*end)
-            return err;
-        p = end;
-    }
-}
-
-/* Finds the file execvp would run for name: 0, or an errno. */
-static int find_program(const char *name, char *out, size_t len)
-{
-    if (!strchr(name, '/'))
-        return search_path(name, out, len);
-    if ((size_t)snprintf(out, len, "%s", name) >= len)
-        return ENAMETOOLONG;
-    return check_executable(out);
-}
-
 /* Finds COMMAND; returns CONTINUE, or reports it as a shell would and returns its exit status. */
 static int resolve_command(const char *name, char *out, size_t len)
 {
-    int err = find_program(name, out, len);
+    int err = vgpu_find_program(name, out, len);
     if (err == 0)
         return CONTINUE;
     if (!strchr(name, '/') && err == ENOENT)
@@ -430,129 +279,6 @@ static int resolve_command(const char *name, char *out, size_t len)
     else
         say(L_ERROR, "%s: %s", name, strerror(err));
     return err == ENOENT ? EXIT_NOT_FOUND : EXIT_CANNOT_RUN;
-}
-
-/* Reads path's "#!INTERP [ARG]" line as the kernel does (fs/binfmt_script.c):
- * INTERP is the first word, ARG the trimmed rest of the line, one string. */
-static bool read_shebang(const char *path, char *interp, size_t interp_len, char *arg, size_t arg_len)
-{
-    char head[257];
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return false;
-    ssize_t n = read(fd, head, sizeof(head) - 1);
-    close(fd);
-    if (n < 2 || head[0] != '#' || head[1] != '!')
-        return false;
-    head[n] = '\0';
-    char *line = head + 2;
-    line[strcspn(line, "\n")] = '\0';
-    line += strspn(line, " \t");
-    size_t word = strcspn(line, " \t");
-    if (word == 0 || word >= interp_len)
-        return false;
-    memcpy(interp, line, word);
-    interp[word] = '\0';
-    char *rest = line + word + strspn(line + word, " \t");
-    size_t rest_len = strlen(rest);
-    while (rest_len && (rest[rest_len - 1] == ' ' || rest[rest_len - 1] == '\t'))
-        rest_len--;
-    snprintf(arg, arg_len, "%.*s", (int)rest_len, rest);
-    return true;
-}
-
-/* The PROGRAM of "env [OPTION]... [NAME=VALUE]... PROGRAM [ARG]...", from
- * the words of a #! argument; NULL if there is none. */
-static const char *env_program(char *words)
-{
-    char *save = NULL;
-    for (char *w = strtok_r(words, " \t", &save); w; w = strtok_r(NULL, " \t", &save)) {
-        if (strcmp(w, "-u") == 0 || strcmp(w, "--unset") == 0 || strcmp(w, "-C") == 0 || strcmp(w, "--chdir") == 0)
-            strtok_r(NULL, " \t", &save); /* the option's argument */
-        else if (w[0] != '-' && !strchr(w, '='))
-            return w;
-    }
-    return NULL;
-}
-
-/* Follows #! lines from prog to the program that really runs: the kernel
- * starts a script's interpreter, and "#!/usr/bin/env NAME" starts NAME from
- * PATH.  LD_PRELOAD only matters to that last program. */
-static void follow_interpreters(char *prog, size_t len)
-{
-    for (int depth = 0; depth < MAX_SCRIPT_DEPTH; depth++) {
-        char interp[PATH_MAX], arg[256], found[PATH_MAX];
-        if (!read_shebang(prog, interp, sizeof(interp), arg, sizeof(arg)))
-            return;
-        const char *base = strrchr(interp, '/');
-        const char *name = strcmp(base ? base + 1 : interp, "env") == 0 ? env_program(arg) : NULL;
-        snprintf(prog, len, "%s", name && find_program(name, found, sizeof(found)) == 0 ? found : interp);
-    }
-}
-
-static void scan_program_headers(Elf *elf, struct elf_facts *f)
-{
-    size_t n;
-    if (elf_getphdrnum(elf, &n) != 0)
-        return;
-    for (size_t i = 0; i < n; i++) {
-        GElf_Phdr ph;
-        if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_INTERP)
-            f->has_interp = true;
-    }
-}
-
-static bool has_soname(Elf_Scn *scn, const GElf_Shdr *sh)
-{
-    Elf_Data *data = elf_getdata(scn, NULL);
-    size_t count = sh->sh_entsize ? sh->sh_size / sh->sh_entsize : 0;
-    for (size_t i = 0; data && i < count; i++) {
-        GElf_Dyn d;
-        if (gelf_getdyn(data, (int)i, &d) && d.d_tag == DT_SONAME)
-            return true;
-    }
-    return false;
-}
-
-static void scan_sections(Elf *elf, struct elf_facts *f)
-{
-    size_t shstrndx;
-    if (elf_getshdrstrndx(elf, &shstrndx) != 0)
-        return;
-    Elf_Scn *scn = NULL;
-    while ((scn = elf_nextscn(elf, scn))) {
-        GElf_Shdr sh;
-        if (!gelf_getshdr(scn, &sh))
-            continue;
-        const char *name = elf_strptr(elf, shstrndx, sh.sh_name);
-        if (name && (strcmp(name, ".go.buildinfo") == 0 || strcmp(name, ".note.go.buildid") == 0))
-            f->go = true;
-        if (sh.sh_type == SHT_DYNAMIC && has_soname(scn, &sh))
-            f->has_soname = true;
-    }
-}
-
-/* Fills f from path's ELF headers; f stays all false for anything else. */
-static void read_elf_facts(const char *path, struct elf_facts *f)
-{
-    memset(f, 0, sizeof(*f));
-    if (elf_version(EV_CURRENT) == EV_NONE)
-        return;
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return; /* execute-only: nothing to learn, and exec may still work */
-    Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
-    GElf_Ehdr eh;
-    if (elf && elf_kind(elf) == ELF_K_ELF && gelf_getehdr(elf, &eh) &&
-        (eh.e_type == ET_EXEC || eh.e_type == ET_DYN)) {
-        f->program = true;
-        f->x86_64 = eh.e_ident[EI_CLASS] == ELFCLASS64 && eh.e_machine == EM_X86_64;
-        scan_program_headers(elf, f);
-        scan_sections(elf, f);
-    }
-    if (elf)
-        elf_end(elf);
-    close(fd);
 }
 
 /* Why exec'ing path would put the loader in secure-execution mode (AT_SECURE),
@@ -579,17 +305,15 @@ static int check_program(const char *command, const char *path, bool allow_stati
 {
     char prog[PATH_MAX], what[2 * PATH_MAX + 32];
     snprintf(prog, sizeof(prog), "%s", path);
-    follow_interpreters(prog, sizeof(prog));
+    vgpu_follow_interpreters(prog, sizeof(prog));
     if (strcmp(prog, path) == 0)
         snprintf(what, sizeof(what), "%s", command);
     else
         snprintf(what, sizeof(what), "%s (the interpreter of %s)", prog, command);
 
-    struct elf_facts f;
-    read_elf_facts(prog, &f);
-    /* ld.so run as a program has no PT_INTERP either, but it is a library
-     * (DT_SONAME) and honours LD_PRELOAD for the program it loads. */
-    if (f.program && !f.has_interp && !f.has_soname) {
+    struct vgpu_elf_facts f;
+    vgpu_read_elf_facts(prog, &f);
+    if (vgpu_elf_is_static(&f)) {
         if (!allow_static) {
             say(L_ERROR,
                 "%s is statically linked, so LD_PRELOAD cannot load vgpu into it and it would run without "
@@ -621,50 +345,6 @@ static int check_program(const char *command, const char *path, bool allow_stati
 }
 
 /* ---- the new environment ---- */
-
-static const char *base_name(const char *path)
-{
-    const char *slash = strrchr(path, '/');
-    return slash ? slash + 1 : path;
-}
-
-/* Appends word to the space-separated list s, which has room for it. */
-static void append_word(char *s, const char *word)
-{
-    if (*s)
-        strcat(s, " ");
-    strcat(s, word);
-}
-
-/* vgpu's libraries first, then the entries of old.  An old entry naming
- * either library, in any directory, is left out: a second copy of vgpu
- * would be loaded beside the first and fight it for the same symbols. */
-static char *build_preload(const struct libs *libs, const char *old)
-{
-    if (!old)
-        old = "";
-    char *copy = strdup(old);
-    char *out = malloc(strlen(libs->cuda) + strlen(libs->nvml) + strlen(old) + 3);
-    if (!copy || !out) {
-        free(copy);
-        free(out);
-        return NULL;
-    }
-    *out = '\0';
-    append_word(out, libs->cuda);
-    if (libs->nvml[0])
-        append_word(out, libs->nvml);
-
-    char *rest = copy, *entry;
-    while ((entry = strsep(&rest, " :"))) { /* the loader's separators */
-        const char *base = base_name(entry);
-        if (*entry && strcmp(base, base_name(libs->cuda)) != 0 &&
-            !(libs->nvml[0] && strcmp(base, base_name(libs->nvml)) == 0))
-            append_word(out, entry);
-    }
-    free(copy);
-    return out;
-}
 
 /* Prints w so that a POSIX shell reads it back as one word. */
 static void print_word(const char *w)
@@ -722,7 +402,7 @@ int main(int argc, char **argv)
         return status;
     set_verbosity(&o);
 
-    struct libs libs;
+    struct vgpu_libs libs;
     if (find_libs(&o, &libs) != 0)
         return EXIT_NOT_FOUND;
 
@@ -733,7 +413,7 @@ int main(int argc, char **argv)
     if (status != CONTINUE)
         return status;
 
-    char *preload = build_preload(&libs, getenv("LD_PRELOAD"));
+    char *preload = vgpu_preload_list(&libs, getenv("LD_PRELOAD"));
     if (!preload) {
         say(L_ERROR, "out of memory");
         return EXIT_INTERNAL;

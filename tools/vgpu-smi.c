@@ -5,10 +5,11 @@
  *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
  */
 #define _GNU_SOURCE
+#include "tools/json_out.h"
+#include "tools/mediator_query.h"
 #include "vgpu_backend/mediator_client.h"
 #include "vgpu_backend/protocol.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -27,16 +28,6 @@ static void usage(FILE *to)
                 "  --json             one JSON document (one per refresh with --watch)\n"
                 "  --watch [SECONDS]  refresh every SECONDS (default 2) until interrupted\n",
             VGPU_MEDIATOR_DEFAULT_SOCKET);
-}
-
-static int dial(const char *path)
-{
-    int fd, e = vgpu_mediator_connect(path, &fd);
-    if (e == 0)
-        return fd;
-    fprintf(stderr, "vgpu-smi: cannot reach vgpu-mediatord at %s: %s%s\n", path, strerror(e),
-            e == ENOENT || e == ECONNREFUSED ? " (is it running? --socket names another socket)" : "");
-    return -1;
 }
 
 static char *mib(uint64_t bytes, char *buf, size_t len)
@@ -90,45 +81,29 @@ static void print_table(const struct vgpu_msg *m, const char *socket)
     }
 }
 
-/* A JSON string: quotes, backslashes and control characters escaped. */
-static void json_string(const char *s)
-{
-    putchar('"');
-    for (; *s; s++) {
-        unsigned char ch = (unsigned char)*s;
-        if (ch == '"' || ch == '\\')
-            printf("\\%c", ch);
-        else if (ch < 0x20)
-            printf("\\u%04x", ch);
-        else
-            putchar(ch);
-    }
-    putchar('"');
-}
-
 static void print_json(const struct vgpu_msg *m, const char *socket)
 {
     struct vgpu_status_header h;
     vgpu_proto_status_header(m, &h);
     printf("{\"mediator\":{\"version\":");
-    json_string(h.version);
+    vgpu_json_string(stdout, h.version);
     printf(",\"socket\":");
-    json_string(socket);
+    vgpu_json_string(stdout, socket);
     printf(",\"start\":%u,\"refused_admissions\":%llu},\"vgpus\":[", h.epoch,
            (unsigned long long)h.refused_admissions);
     for (uint32_t i = 0; i < h.nvgpus; i++) {
         struct vgpu_status_vgpu v;
         vgpu_proto_status_vgpu(m, i, &v);
         printf("%s{\"name\":", i ? "," : "");
-        json_string(v.name);
+        vgpu_json_string(stdout, v.name);
         printf(",\"guest\":%s,\"retired\":%s,\"processes\":%u,\"refused_admissions\":%llu,\"devices\":[",
                v.flags & VGPU_STATUS_GUEST ? "true" : "false", v.flags & VGPU_STATUS_RETIRED ? "true" : "false",
                v.processes, (unsigned long long)v.refused_admissions);
         for (uint32_t d = 0; d < v.ndev; d++) {
             printf("%s{\"index\":%u,\"uuid\":", d ? "," : "", d);
-            json_string(v.dev[d].uuid);
+            vgpu_json_string(stdout, v.dev[d].uuid);
             printf(",\"gpu\":");
-            json_string(v.dev[d].gpu_name);
+            vgpu_json_string(stdout, v.dev[d].gpu_name);
             printf(",\"memory_total\":%llu,\"memory_quota\":%llu,\"memory_used\":%llu,\"refusals\":%llu,"
                    "\"compute\":%u}",
                    (unsigned long long)v.dev[d].physical_total,
@@ -144,16 +119,16 @@ static void print_json(const struct vgpu_msg *m, const char *socket)
         vgpu_proto_status_proc(m, i, &p);
         vgpu_proto_status_vgpu(m, p.vgpu, &v);
         printf("%s{\"vgpu\":", i ? "," : "");
-        json_string(v.name);
+        vgpu_json_string(stdout, v.name);
         printf(",\"pid\":%u,\"uid\":", p.pid);
         if (p.uid == UINT32_MAX)
             printf("null");
         else
             printf("%u", p.uid);
         printf(",\"user\":");
-        json_string(p.user);
+        vgpu_json_string(stdout, p.user);
         printf(",\"command\":");
-        json_string(p.comm);
+        vgpu_json_string(stdout, p.comm);
         printf(",\"slot\":%u,\"memory\":[", p.slot);
         for (uint32_t d = 0; d < v.ndev; d++)
             printf("%s%llu", d ? "," : "", (unsigned long long)p.held[d]);
@@ -198,20 +173,18 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
-    int fd = dial(socket);
-    if (fd < 0)
+    char err[512];
+    int fd = vgpu_tool_dial(socket, err, sizeof(err));
+    if (fd < 0) {
+        fprintf(stderr, "vgpu-smi: %s\n", err);
         return 1;
+    }
     uint8_t *buf = NULL;
     size_t cap = 0;
     for (;;) {
-        struct vgpu_msg m = { 0 };
-        char err[256] = "";
-        int nfds = 0;
-        int r = vgpu_proto_send(fd, VGPU_MSG_STATUS_REQUEST, NULL, 0, NULL, 0);
-        if (r != 0 || vgpu_proto_recv(fd, &buf, &cap, VGPU_PROTO_MAX_REPLY, 5000, &m, NULL, &nfds, err,
-                                      sizeof(err)) != 0 || m.type != VGPU_MSG_STATUS) {
-            fprintf(stderr, "vgpu-smi: vgpu-mediatord at %s: %s\n", socket,
-                    r ? strerror(-r) : m.type == VGPU_MSG_REFUSE ? m.u.refuse.reason : err);
+        struct vgpu_msg m;
+        if (vgpu_tool_status(fd, socket, &buf, &cap, &m, err, sizeof(err)) != 0) {
+            fprintf(stderr, "vgpu-smi: %s\n", err);
             return 1;
         }
         if (every > 0 && !json)

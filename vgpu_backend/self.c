@@ -6,6 +6,7 @@
 #include "common/operator.h"
 #include "vgpu_backend/pci_window.h"
 #include "vgpu_backend/real_nvml.h"
+#include "vgpu_backend/status_page.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -360,6 +361,7 @@ const struct vgpu_self *vgpu_self_join(bool take_slot)
         /* Only now: until the slot exists, other threads wait on the lock. */
         __atomic_store_n(&entered, true, __ATOMIC_RELEASE);
     }
+    vgpu_status_page_publish(&self);
     pthread_mutex_unlock(&join_lock);
     return &self;
 }

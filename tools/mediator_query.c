@@ -1,0 +1,32 @@
+/* STATUS requests for the tools; see mediator_query.h. */
+#define _GNU_SOURCE
+#include "tools/mediator_query.h"
+
+#include "common/error.h"
+#include "vgpu_backend/mediator_client.h"
+
+#include <errno.h>
+#include <string.h>
+
+int vgpu_tool_dial(const char *path, char *err, size_t errlen)
+{
+    int fd, e = vgpu_mediator_connect(path, &fd);
+    if (e == 0)
+        return fd;
+    return vgpu_fail(err, errlen, "cannot reach vgpu-mediatord at %s: %s%s", path, strerror(e),
+                     e == ENOENT || e == ECONNREFUSED ? " (is it running? --socket names another socket)" : "");
+}
+
+int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                     size_t errlen)
+{
+    char why[256] = "";
+    int nfds = 0;
+    memset(m, 0, sizeof(*m));
+    int r = vgpu_proto_send(fd, VGPU_MSG_STATUS_REQUEST, NULL, 0, NULL, 0);
+    if (r == 0 && vgpu_proto_recv(fd, buf, cap, VGPU_PROTO_MAX_REPLY, 5000, m, NULL, &nfds, why, sizeof(why)) == 0 &&
+        m->type == VGPU_MSG_STATUS)
+        return 0;
+    return vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", path,
+                     r ? strerror(-r) : m->type == VGPU_MSG_REFUSE ? m->u.refuse.reason : why);
+}

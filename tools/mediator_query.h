@@ -1,0 +1,22 @@
+/*
+ * A tool's side of vgpu-mediatord's STATUS (docs/protocol.md): the vGPUs
+ * the asking user may see, their use and processes.  vgpu-smi shows it;
+ * vgpu-doctor asks it whether a user is admitted anywhere.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "vgpu_backend/protocol.h"
+
+/* Connects to the mediator at path: the descriptor, or -1 with err saying what to check. */
+int vgpu_tool_dial(const char *path, char *err, size_t errlen);
+
+/*
+ * One STATUS request on fd and its answer within 5 seconds: 0 with m
+ * (pointing into *buf, grown as needed; the caller frees it), or -1 with
+ * err.  A refusal is an error carrying the mediator's reason.
+ */
+int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                     size_t errlen);
