@@ -72,11 +72,18 @@ ldconfig_cache() {
     mount --bind "$tmp/ld.so.cache" /etc/ld.so.cache || die "cannot bind-mount over /etc/ld.so.cache"
 }
 
+# The sanitizers' settings of a sanitized test run (CI's), for processes
+# started from nothing: without them a sanitized library cannot load.
+sanitizers=()
+for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
+    [ -n "${!v:-}" ] && sanitizers+=("$v=${!v}")
+done
+
 # serve ENV...: runs the server with exactly ENV (and PATH), from nothing,
 # as systemd starts a service; its arguments come from $serve_args.
 serve_args=()
 serve() {
-    env -i PATH="$PATH" HOME="$tmp" "$@" "$OLLAMA_SERVER" serve --lib-dir "$OLLAMA_DIR" \
+    env -i PATH="$PATH" HOME="$tmp" "${sanitizers[@]}" "$@" "$OLLAMA_SERVER" serve --lib-dir "$OLLAMA_DIR" \
         --lib-dir "$OLLAMA_DIR/cuda_v13" --runner "$OLLAMA_DIR/ollama-runner" --layer-mib $((layer >> 20)) \
         "${serve_args[@]}" >"$out" 2>"$tmp/err"
     echo "server exited with $?" >>"$tmp/err"
@@ -130,7 +137,7 @@ mediator)
     mount -t tmpfs tmpfs /run && mkdir -p /run/vgpu || die "cannot mount a tmpfs on /run"
     printf '[mediator]\nsocket = /run/vgpu/mediator.sock\nstate_dir = /run/vgpu\n[vgpu.ollama]\ndevices = %s\nmemory = 2G\nuids = %s\n' \
         "$vgpu_devices" "$(id -u)" >"$tmp/mediatord.conf"
-    env -i PATH="$PATH" VGPU_LOG=info "$BUILD_DIR/tools/vgpu-mediatord" --config "$tmp/mediatord.conf" --foreground \
+    env -i PATH="$PATH" "${sanitizers[@]}" VGPU_LOG=info "$BUILD_DIR/tools/vgpu-mediatord" --config "$tmp/mediatord.conf" --foreground \
         >"$tmp/med.log" 2>&1 &
     medpid=$!
     smi=("$BUILD_DIR/tools/vgpu-smi" --socket /run/vgpu/mediator.sock)

@@ -233,7 +233,9 @@ func runnerEnv(mode string, libDirs []string, extra map[string]string) []string 
 			}
 		}
 	} else {
-		for _, k := range []string{"PATH", "HOME"} {
+		// The sanitizers' settings are the test run's, not the server's
+		// choice: a sanitized build's children need them to start at all.
+		for _, k := range []string{"PATH", "HOME", "ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS", "TSAN_OPTIONS"} {
 			if v, ok := os.LookupEnv(k); ok {
 				set[k] = v
 			}

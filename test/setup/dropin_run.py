@@ -53,6 +53,9 @@ def main():
     files, command = args[:split], args[split + 1:]
     # systemd's manager environment for a system service: a PATH, nothing of the caller's.
     env = {"PATH": "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"}
+    # ...and a sanitized test run's settings, without which a sanitized library cannot load.
+    env.update({k: v for k, v in os.environ.items() if k in ("ASAN_OPTIONS", "UBSAN_OPTIONS", "LSAN_OPTIONS",
+                                                          "TSAN_OPTIONS")})
     env.update(machine)
     env.update(environment(files))
     os.execve(command[0], command, env)
