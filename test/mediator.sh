@@ -796,6 +796,49 @@ restart-with-a-lower-quota-reaches-running-processes)
     grep -q "pid $held .*reattached to vGPU a" "$tmp/med.log" || fail "no reattachment logged"
     ;;
 
+forged-epoch-drops-no-slot)
+    # A tenant moves its window's epoch as a restart would: the vGPU's other
+    # processes, still connected, must not give up their slots for it.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 512M a 256M
+    tenant epoch 99 || fail "the tenant could not write the epoch"
+    touch "$tmp/a.go" # it allocates, and sees the epoch moved
+    wait_file "$tmp/a.ready.more"
+    [ "$(py "[(p['pid'], p['memory'][0]) for p in s['processes']]")" = "[($held, $((768 * MiB + OVH)))]" ] ||
+        fail "the process lost its slot to a forged epoch: $(smi_json)"
+    grep -q "refused pid $held" "$tmp/med.log" && fail "the process was refused: $(grep "refused pid" "$tmp/med.log")"
+    run kill-time "$held" a 0 0 # its connection still speaks for it
+    ;;
+
+guest-breaking-its-window-stops-nothing)
+    # A VM writes every byte of its window: a header broken, registers that
+    # claim 1000 devices.  vgpu-smi, a restart and the guest's next process
+    # all go on.
+    config "[vgpu.vm]" "devices = 1" "memory = 2G" "guest = yes" "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    python3 - "$state/vm.bar0" <<'PYEOF' || fail "cannot write the VM's window"
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(0x100)
+    f.write(struct.pack("<I", 1000))  # config.device_count
+    f.seek(0x100 + 256 + 48)
+    f.write(struct.pack("<Q", 1 << 50))  # device 0's memory_limit
+PYEOF
+    [ "$(py "[(v['name'], len(v['devices']), v['devices'][0]['memory_quota']) for v in s['vgpus']]")" = \
+      "[('vm', 1, $((2 * GiB))), ('a', 1, $GiB)]" ] || fail "vgpu-smi took the VM's word: $(smi_json)"
+    printf '\0\0\0\0\0\0\0\0' | dd of="$state/vm.bar0" bs=1 seek=0 conv=notrunc status=none # the magic
+    stop_mediator TERM
+    start_mediator
+    grep -q "vGPU vm: the header of $state/vm.bar0 is broken" "$tmp/med.log" || fail "the broken header was not said"
+    sys=$tmp/sys/bus/pci/devices
+    mkdir -p "$sys/0000:00:05.0"
+    echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
+    ln -s "$state/vm.bar0" "$sys/0000:00:05.0/resource2"
+    VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=none run admitted 2G
+    run admitted 1G
+    ;;
+
 *)
     echo "mediator.sh: unknown scenario $scenario" >&2
     exit 2

@@ -7,6 +7,8 @@
   mediator_tenant.py SOCKET forge SLOT PID
       admitted, writes a LIVE owner for PID (with PID's start time) into
       SLOT of its vGPU's process table, and leaves
+  mediator_tenant.py SOCKET epoch VALUE
+      admitted, writes VALUE into its window's mediator_epoch, and leaves
   mediator_tenant.py SOCKET slots N
       one process asks for N process slots over N connections; prints
       "entered K" and the first refusal
@@ -33,6 +35,7 @@ HELLO, ADMIT, REFUSE, ENTER, ENTERED, STATUS_REQUEST, STATUS = 1, 2, 3, 4, 5, 6,
 CONFIG_PAGE = 0x1000
 PROC_SIZE = 160
 PROCS_IN_STATUS = 0x1000  # the process table, from the start of the status part
+EPOCH_IN_STATUS = 12
 
 
 def frame(t, payload=b""):
@@ -137,6 +140,13 @@ def forge(path, slot, pid):
     at = PROCS_IN_STATUS + slot * PROC_SIZE
     window[at + 8:at + 16] = struct.pack("<Q", start_time(pid))
     window[at:at + 8] = struct.pack("<Q", pid << 8 | 1)
+    s.close()
+
+
+def epoch(path, value):
+    s, config, status = admitted(path)
+    window = mmap.mmap(status, os.fstat(status).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    window[EPOCH_IN_STATUS:EPOCH_IN_STATUS + 4] = struct.pack("<I", value)
     s.close()
 
 
@@ -247,6 +257,8 @@ def main():
         truncate(path)
     elif what == "forge":
         forge(path, int(args[0]), int(args[1]))
+    elif what == "epoch":
+        epoch(path, int(args[0]))
     elif what == "slots":
         slots(path, int(args[0]))
     elif what == "connections":
