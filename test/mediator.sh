@@ -663,6 +663,8 @@ caps-connections-per-uid)
     grep -q "^admitted 8$" "$tmp/conns" || fail "not 8 connections admitted"
     grep -q "^refused: uid $me ($(id -un)) has 8 connections to vgpu-mediatord, the most one user may have.*max_connections_per_uid" \
         "$tmp/conns" || fail "the 9th connection was not refused with the cap and how to raise it"
+    # A process of that user is told the same, in its one error line.
+    expect_refused "has 8 connections to vgpu-mediatord, the most one user may have" "max_connections_per_uid"
     touch "$tmp/conns.go"
     wait "$tpid"
     sleep 0.2 # the mediator sees the connections close
@@ -679,6 +681,7 @@ caps-connections-in-all)
     grep -q "^admitted 4$" "$tmp/conns" || fail "not 4 connections admitted"
     grep -q "^refused: vgpu-mediatord has 4 connections, its most.*max_connections" "$tmp/conns" ||
         fail "the 5th connection was not refused with the cap and how to raise it"
+    expect_refused "vgpu-mediatord has 4 connections, its most" "raises max_connections"
     ;;
 
 one-pid-cannot-take-every-slot)

@@ -53,6 +53,15 @@ def connect(path, timeout=5):
     return s
 
 
+def send(s, data):
+    """Sends, unless the mediator already said no and closed (its REFUSE
+    waits to be read)."""
+    try:
+        s.sendall(data)
+    except (BrokenPipeError, ConnectionResetError):
+        pass
+
+
 def receive(s):
     """One message: (type, payload, descriptors); (None, b"", []) if closed."""
     data, fds, _, _ = socket.recv_fds(s, 12, 8)
@@ -80,7 +89,7 @@ def reason(payload):
 def admitted(path, name=""):
     """An admitted connection and the window's two descriptors, or exits saying why."""
     s = connect(path)
-    s.sendall(hello(name))
+    send(s, hello(name))
     t, payload, fds = receive(s)
     if t != ADMIT or len(fds) != 2:
         sys.exit("not admitted: %s" % (reason(payload) if t == REFUSE else "message %s, %d fds" % (t, len(fds))))
@@ -172,7 +181,7 @@ def connections(path, n, go):
     for _ in range(n):
         try:
             s = connect(path)
-            s.sendall(hello())
+            send(s, hello())
             t, payload, fds = receive(s)
         except OSError as e:
             t, payload, fds = None, b"", []

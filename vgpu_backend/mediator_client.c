@@ -17,6 +17,8 @@
 
 /* How long a process waits for the mediator before giving up on it. */
 #define ANSWER_MS 5000
+/* A refusal sent before the connection closed is already there to read. */
+#define REFUSAL_MS 100
 
 /* ask()'s answers besides 0: the mediator said no, or there was no answer. */
 enum { ASK_REFUSED = 1, ASK_NO_ANSWER = -1 };
@@ -84,18 +86,25 @@ static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
 static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload, uint32_t len, struct vgpu_msg *answer,
                int *fds, int *nfds, char *err, size_t errlen)
 {
-    int r = l->fd >= 0 ? vgpu_proto_send(l->fd, type, payload, len, NULL, 0) : -ENOTCONN;
-    if (r != 0) {
-        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
+    int sent = l->fd >= 0 ? vgpu_proto_send(l->fd, type, payload, len, NULL, 0) : -ENOTCONN;
+    /* A mediator that refuses a connection as it comes (a cap on
+     * connections) says why and closes before reading: the request meets
+     * a closed socket, and the refusal waits to be read. */
+    if (sent != 0 && sent != -EPIPE && sent != -ECONNRESET) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-sent));
         return ASK_NO_ANSWER;
     }
     uint8_t *buf = NULL;
     size_t cap = 0;
     char why[256];
     /* An answer is at most a REFUSE: a STATUS is for tools. */
-    r = vgpu_proto_recv(l->fd, &buf, &cap, sizeof(struct vgpu_msg_refuse), ANSWER_MS, answer, fds, nfds, why,
-                        sizeof(why));
+    int r = vgpu_proto_recv(l->fd, &buf, &cap, sizeof(struct vgpu_msg_refuse), sent ? REFUSAL_MS : ANSWER_MS,
+                            answer, fds, nfds, why, sizeof(why));
     free(buf);
+    if (r != 0 && sent != 0) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-sent));
+        return ASK_NO_ANSWER;
+    }
     if (r != 0) {
         vgpu_fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
         return ASK_NO_ANSWER;
