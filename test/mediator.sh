@@ -842,6 +842,20 @@ PYEOF
     run admitted 1G
     ;;
 
+removes-an-older-mediators-window-files)
+    # An older mediator kept a host vGPU's window in two files; nothing can
+    # be taken back from them: they go, said once, and the vGPU starts anew.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    mkdir -m 0755 "$state"
+    head -c 4096 /dev/zero >"$state/a.config"
+    head -c 4096 /dev/zero >"$state/a.status"
+    start_mediator
+    grep -q "vGPU a: removed $state/a.config and .status, an older vgpu-mediatord's window" "$tmp/med.log" ||
+        fail "the old files' removal was not said"
+    [ -e "$state/a.config" ] || [ -e "$state/a.status" ] && fail "the old files are still there"
+    run admitted 2G
+    ;;
+
 *)
     echo "mediator.sh: unknown scenario $scenario" >&2
     exit 2

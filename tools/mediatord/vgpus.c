@@ -302,7 +302,7 @@ static int adopt_orphan(struct med_vgpus *all, const struct med_gpus *g, const c
 static void remove_old_layout(struct med_vgpus *all, const char *file, const char *name)
 {
     if (unlinkat(all->dir, file, 0) == 0 && strstr(file, ".status"))
-        vgpu_warn("vGPU %s: removed %s/%s.config and .status, the window of a vgpu-mediatord before 0.2; processes "
+        vgpu_warn("vGPU %s: removed %s/%s.config and .status, an older vgpu-mediatord's window; processes "
                   "still running from before the upgrade keep their vGPU but are no longer counted: start them again",
                   name, all->dir_path, name);
 }
