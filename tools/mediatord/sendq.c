@@ -25,23 +25,12 @@ static size_t queued;
 /* Sends from m what the socket takes now: 0 (all of it), 1 (some left), -errno. */
 static int push(int fd, struct med_sendq_msg *m, const int *fds, int nfds)
 {
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 2)];
-    } control;
+    union vgpu_proto_control control;
     while (m->sent < m->len) {
         struct iovec iov = { m->bytes + m->sent, m->len - m->sent };
         struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-        if (m->sent == 0 && nfds > 0) {
-            memset(&control, 0, sizeof(control));
-            mh.msg_control = control.buf;
-            mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-            struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-            c->cmsg_level = SOL_SOCKET;
-            c->cmsg_type = SCM_RIGHTS;
-            c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-            memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-        }
+        if (m->sent == 0 && nfds > 0)
+            vgpu_proto_attach_fds(&mh, &control, fds, nfds);
         ssize_t n = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
         if (n < 0 && errno == EINTR)
             continue;
