@@ -89,21 +89,22 @@ void med_client_refuse_fd(int fd, uint32_t code, const char *reason)
 static bool over_cap(struct med_world *w, uid_t uid, char *reason, size_t len)
 {
     const struct med_config *c = w->config;
+    struct med_client *one = NULL; /* its name is looked up once per connection, not per refusal */
     int mine = 0;
     for (int i = 0; i < w->nclients; i++)
-        mine += w->clients[i]->uid == uid;
+        if (w->clients[i]->uid == uid) {
+            one = w->clients[i];
+            mine++;
+        }
     if (w->nclients >= w->max_connections)
         snprintf(reason, len, "vgpu-mediatord has %d connections, its most: the operator raises max_connections in "
                  "[mediator] of %.200s (and the descriptor limit with it, now %d: LimitNOFILE= under systemd)",
                  w->nclients, c->path, w->fd_limit);
-    else if (mine >= c->max_connections_per_uid) {
-        struct passwd pw, *r = NULL;
-        char buf[4096];
+    else if (one && mine >= c->max_connections_per_uid)
         snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord, the most one user may have: end "
                  "some of its processes, or the operator raises max_connections_per_uid in [mediator] of %.200s",
-                 (unsigned)uid, getpwuid_r(uid, &pw, buf, sizeof(buf), &r) == 0 && r ? r->pw_name : "?", mine,
-                 c->path);
-    } else
+                 (unsigned)uid, med_client_user(one), mine, c->path);
+    else
         return false;
     return true;
 }
