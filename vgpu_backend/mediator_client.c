@@ -218,17 +218,23 @@ static bool connected(const struct vgpu_mediator_link *l)
 static int take_config_page(const struct vgpu_mediator_link *l, struct vgpu_bar0 *b, int config_fd, char *err,
                             size_t errlen)
 {
-    /* Looked at first where it hurts no one: only the first page is read. */
-    struct vgpu_bar0 *fresh = mmap(NULL, VGPU_BAR0_CONFIG_PAGE, PROT_READ, MAP_SHARED, config_fd, 0);
-    if (fresh == MAP_FAILED)
-        return vgpu_fail(err, errlen, "cannot map vgpu-mediatord's new config page: %s", strerror(errno));
+    /* Looked at first in a whole window of its own, so that the checks
+     * may read any of it. */
+    struct vgpu_bar0 *fresh = calloc(1, sizeof(*fresh));
+    void *page = mmap(NULL, VGPU_BAR0_CONFIG_PAGE, PROT_READ, MAP_SHARED, config_fd, 0);
+    if (!fresh || page == MAP_FAILED) {
+        free(fresh);
+        return vgpu_fail(err, errlen, "cannot read vgpu-mediatord's new config page: %s", strerror(errno));
+    }
+    memcpy(fresh, page, VGPU_BAR0_CONFIG_PAGE);
+    munmap(page, VGPU_BAR0_CONFIG_PAGE);
     char why[512] = "not a mediated window";
     bool same = vgpu_bar0_validate(fresh, sizeof(struct vgpu_bar0), why, sizeof(why)) == 0 &&
                 fresh->header.flags == VGPU_BAR0_MEDIATED && strcmp(fresh->header.name, l->vgpu) == 0 &&
                 fresh->config.device_count == b->config.device_count;
     for (uint32_t d = 0; same && d < fresh->config.device_count; d++)
         same = strcmp(fresh->config.device[d].physical, b->config.device[d].physical) == 0;
-    munmap(fresh, VGPU_BAR0_CONFIG_PAGE);
+    free(fresh);
     if (!same)
         return vgpu_fail(err, errlen, "vgpu-mediatord's new config page is not vGPU %s's with its devices (%s)", l->vgpu,
                          why);
