@@ -301,10 +301,12 @@ static void out_of_descriptors(int lfd, struct source *src, bool http, uint64_t 
                   world.nclients, world.fd_limit, held + refused);
 }
 
+/* Clients' sockets are non-blocking (sendq.h); a scrape's stays blocking,
+ * its page sent whole within its send timeout (metrics.c). */
 static void accept_some(int lfd, struct source *src, bool http, uint64_t now)
 {
     for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | (http ? 0 : SOCK_NONBLOCK));
         if (fd >= 0) {
             if (http)
                 add_scrape(fd, now);
