@@ -8,6 +8,7 @@
 set -u
 scenario=$1
 build=$2
+here=$(dirname "$(realpath "$0")")
 med=$build/tools/vgpu-mediatord
 smi=$build/tools/vgpu-smi
 client=$build/test/mediator_client
@@ -57,8 +58,24 @@ py() {
     smi_json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
 }
 
+tenant() { # ACTION ARGS...: test/mediator_tenant.py against this mediator
+    python3 "$here/mediator_tenant.py" "$tmp/sock" "$@"
+}
+
+# gone PID: the process has ended (a daemon's zombie, reaped by someone else, counts).
+gone() {
+    [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) [ZX] ' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_log TEXT [SECONDS]: until the mediator's log holds TEXT.
+wait_log() {
+    for _ in $(seq 1 $((${2:-10} * 50))); do grep -q -- "$1" "$tmp/med.log" && return 0; sleep 0.02; done
+    fail "no \"$1\" in the log"
+}
+
+# start_mediator [ARGS...]; $wrap, if set, runs it (e.g. under prlimit).
 start_mediator() {
-    env -u LD_PRELOAD VGPU_LOG=info "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
+    ${wrap:-} env -u LD_PRELOAD VGPU_LOG=info "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do
         "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && return 0
@@ -188,7 +205,7 @@ reclaim-after-kill-9)
     start_mediator
     hold 1G a
     [ "$(py "s['vgpus'][0]['devices'][0]['memory_used']")" = $((GiB + OVH)) ] || fail "use before: $(smi_json)"
-    run kill-time "$held" "$state/a.status" 0 0
+    run kill-time "$held" a 0 0
     [ "$(py "len(s['processes'])")" = 0 ] || fail "vgpu-smi still lists the killed process"
     ;;
 
@@ -208,7 +225,7 @@ restart-with-live-clients)
     [ "$(py "s['vgpus'][0]['devices'][0]['memory_used'], s['processes'][0]['user']")" = \
       "$((GiB + 512 * MiB + OVH)) $(id -un)" ] || fail "after reattaching: $(smi_json)"
     grep -q "pid $held .*reattached to vGPU a, slot" "$tmp/med.log" || fail "no reattachment logged"
-    run kill-time "$held" "$state/a.status" 0 0 # its connection is back: reclaim at once
+    run kill-time "$held" a 0 0 # its connection is back: reclaim at once
     ;;
 
 config-errors)
@@ -445,7 +462,7 @@ fork-child-has-its-own-slot)
     [ "$(py "sorted((p['pid'], p['memory'][0]) for p in s['processes'])")" = \
       "[($parent, $((512 * MiB + OVH))), ($child, $((512 * MiB)))]" ] || fail "two slots expected: $(smi_json)"
     # The child inherited the parent's connection, and closed it: the parent's end is seen at once.
-    run kill-time "$parent" "$state/a.status" 0 $((512 * MiB))
+    run kill-time "$parent" a 0 $((512 * MiB))
     ;;
 
 stopped-mediator-refuses)
@@ -495,8 +512,8 @@ reload-admission-and-vgpus)
     [ "$(py "[(v['name'], v['retired']) for v in s['vgpus']]")" = "[('a', True), ('b', False)]" ] ||
         fail "a is not shown retired: $(smi_json)"
     kill -9 "$held"
-    for _ in $(seq 1 300); do [ -e "$state/a.config" ] || break; sleep 0.01; done
-    [ -e "$state/a.config" ] || [ -e "$state/a.status" ] && fail "a's files outlived it"
+    for _ in $(seq 1 300); do [ -e "$state/a.journal" ] || break; sleep 0.01; done
+    [ -e "$state/a.journal" ] && fail "a's journal outlived it"
     [ "$(py "[v['name'] for v in s['vgpus']]")" = "['b']" ] || fail "a is still shown: $(smi_json)"
     ;;
 
@@ -512,8 +529,8 @@ restart-keeps-a-removed-vgpu)
     [ "$(py "[(v['name'], v['retired'], v['processes']) for v in s['vgpus']]")" = "[('b', False, 0), ('a', True, 1)]" ] ||
         fail "a is not kept, retired: $(smi_json)"
     kill -9 "$held"
-    for _ in $(seq 1 300); do [ -e "$state/a.status" ] || break; sleep 0.01; done
-    [ -e "$state/a.status" ] && fail "a was not removed once its process died"
+    for _ in $(seq 1 300); do [ -e "$state/a.journal" ] || break; sleep 0.01; done
+    [ -e "$state/a.journal" ] && fail "a was not removed once its process died"
     # A vGPU whose running process uses other GPUs than a new config gives it stops the start.
     VGPU_NAME=b "$client" hold 256M "$tmp/y.ready" "$tmp/y.go" >>"$tmp/client.out" 2>&1 &
     pids="$pids $!"
@@ -523,6 +540,322 @@ restart-keeps-a-removed-vgpu)
     env -u LD_PRELOAD "$med" --config "$conf" --foreground >"$tmp/out" 2>&1 && fail "it started with b moved"
     grep -q "$conf:5: vGPU b: its 1 running process(es) use other GPUs" "$tmp/out" ||
         fail "the refusal does not say why: $(cat "$tmp/out")"
+    ;;
+
+survives-a-client-truncating-its-window)
+    # A tenant resizes or writes what it was given, every way its
+    # descriptors allow: the mediator and the vGPU's other processes go on.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 512M a 256M
+    tenant truncate >"$tmp/attack" 2>&1
+    attack=$?
+    cat "$tmp/attack"
+    "$smi" --socket "$tmp/sock" >/dev/null 2>&1 || fail "vgpu-smi gets no answer after the attack"
+    kill -0 "$medpid" 2>/dev/null || fail "the mediator died: $(wait "$medpid"; echo "exit $?")"
+    touch "$tmp/a.go" # the vGPU's other process allocates again
+    for _ in $(seq 1 500); do [ -e "$tmp/a.ready.more" ] || ! kill -0 "$held" 2>/dev/null && break; sleep 0.02; done
+    [ -e "$tmp/a.ready.more" ] || fail "the vGPU's other process did not allocate after the attack: $(cat "$tmp/client.out")"
+    run admitted 4G # and new processes are admitted
+    [ $attack = 0 ] || fail "a tenant could resize or write its window: $(grep WORKED "$tmp/attack")"
+    # A restart finds the window again, with the process's use.
+    stop_mediator KILL
+    start_mediator
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used'], [p['pid'] for p in s['processes']]")" = \
+      "$((768 * MiB + OVH)) [$held]" ] || fail "after the restart: $(smi_json)"
+    ;;
+
+daemonized-stops-on-sigterm-within-1s)
+    # Started as a user starts it outside systemd: no --foreground.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    env -u LD_PRELOAD VGPU_LOG=info VGPU_LOG_FILE="$tmp/med.log" "$med" --config "$conf" ||
+        fail "vgpu-mediatord exited $? starting in the background"
+    wait_log "serving"
+    medpid=$(sed -n 's/^vgpu-mediatord\[\([0-9]*\)\]: info: vgpu-mediatord .* serving .*/\1/p' "$tmp/med.log")
+    [ -n "$medpid" ] || fail "the log does not say which process serves"
+    "$smi" --socket "$tmp/sock" >/dev/null || fail "the daemon does not answer"
+    kill -TERM "$medpid"
+    for _ in $(seq 1 50); do gone "$medpid" && break; sleep 0.02; done
+    gone "$medpid" || fail "still running 1 s after SIGTERM ($(grep -E 'ShdPnd|SigBlk' "/proc/$medpid/status" | tr '\n' ' '))"
+    medpid=
+    ;;
+
+daemonized-reloads-on-sighup)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    env -u LD_PRELOAD VGPU_LOG=info VGPU_LOG_FILE="$tmp/med.log" "$med" --config "$conf" ||
+        fail "vgpu-mediatord exited $? starting in the background"
+    wait_log "serving"
+    medpid=$(sed -n 's/^vgpu-mediatord\[\([0-9]*\)\]: info: vgpu-mediatord .* serving .*/\1/p' "$tmp/med.log")
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    kill -HUP "$medpid"
+    wait_log "reloaded" 1
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_quota']")" = $GiB ] || fail "the reload did not apply: $(smi_json)"
+    ;;
+
+out-of-descriptors-keeps-serving-and-stops-on-sigterm)
+    # 64 descriptors, and a limit on connections the operator set above
+    # what they allow: a tenant that opens connections as fast as it can
+    # runs the mediator out of descriptors.
+    config "max_connections = 100000" "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    wrap="prlimit --nofile=64:64" start_mediator
+    tenant flood 3 >"$tmp/flood" 2>&1 &
+    flood=$!
+    pids="$pids $flood"
+    sleep 1.5 # out of descriptors by now, and the flood goes on
+    ticks() { awk '{ print $14 + $15 }' "/proc/$medpid/stat"; }
+    lines() { grep -c "out of file descriptors" "$tmp/med.log"; }
+    t0=$(ticks) l0=$(lines) ms0=$(date +%s%3N)
+    sleep 1
+    t1=$(ticks) l1=$(lines) ms=$(($(date +%s%3N) - ms0))
+    wait "$flood"
+    cat "$tmp/flood"
+    echo "in $ms ms out of descriptors: $((t1 - t0)) ticks of CPU, $((l1 - l0)) log line(s)"
+    # A spinning loop takes what it can of a core (100 ticks a second; 57 here before the fix, with 41k
+    # log lines); refusing the flood's connections takes a tenth.  Log lines: one a second, and one at the start.
+    [ $((t1 - t0)) -le $((ms / 40)) ] || fail "the mediator spun: $((t1 - t0)) ticks of CPU in $ms ms"
+    [ $((l1 - l0)) -le $((ms / 1000 + 1)) ] || fail "$((l1 - l0)) log lines about it in $ms ms; at most one a second"
+    grep -q "refused with a reason [1-9]" "$tmp/flood" || fail "no refused connection was told why"
+    grep -q "reason: .*out of file descriptors" "$tmp/flood" || fail "the refusal does not say why: $(cat "$tmp/flood")"
+    run admitted 2G # the flood's connections are closed: it serves again
+    tenant flood 5 >/dev/null 2>&1 &
+    pids="$pids $!"
+    sleep 1.5
+    kill -TERM "$medpid"
+    for _ in $(seq 1 50); do gone "$medpid" && break; sleep 0.02; done
+    gone "$medpid" || fail "still running 1 s after SIGTERM while out of descriptors"
+    medpid=
+    ;;
+
+forged-slot-blocks-no-reload-or-restart)
+    # A tenant writes a live slot for pid 1 into its vGPU's process table.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me" "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    start_mediator
+    hold 256M x # a process of a: it keeps the window alive across the restart
+    tenant forge 5 1 || fail "the tenant could not forge a slot"
+    [ "$(py "[p['pid'] for p in s['processes']]")" = "[$held]" ] || fail "a forged slot is listed: $(smi_json)"
+    stop_mediator KILL
+    start_mediator
+    [ "$(py "[p['pid'] for p in s['processes']]")" = "[$held]" ] ||
+        fail "after a restart, a forged slot is listed: $(smi_json)"
+    kill -9 "$held"
+    wait "$held" 2>/dev/null
+    for _ in $(seq 1 100); do [ "$(py "len(s['processes'])")" = 0 ] && break; sleep 0.02; done
+    # Nobody uses a: its devices move, and once removed it goes.
+    config "[vgpu.a]" "devices = 1" "memory = 2G" "compute = 50" "uids = $me" \
+           "[vgpu.b]" "devices = 1" "memory = 1G" "compute = 50" "uids = $me"
+    kill -HUP "$medpid"
+    wait_log "reload"
+    grep -q "reload refused" "$tmp/med.log" && fail "the forged slot blocked the reload: $(grep 'reload refused' "$tmp/med.log")"
+    [ "$(py "s['vgpus'][0]['devices'][0]['uuid']")" = GPU-fa4e0000-0000-0000-0000-000000000001 ] ||
+        fail "a did not move: $(smi_json)"
+    config "[vgpu.b]" "devices = 1" "memory = 1G" "uids = $me"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 150); do [ "$(py "[v['name'] for v in s['vgpus']]")" = "['b']" ] && break; sleep 0.02; done
+    [ "$(py "[v['name'] for v in s['vgpus']]")" = "['b']" ] || fail "the forged slot keeps a removed vGPU: $(smi_json)"
+    ;;
+
+caps-connections-per-uid)
+    config "max_connections_per_uid = 8" "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    tenant connections 9 "$tmp/conns.go" >"$tmp/conns" 2>&1 &
+    tpid=$!
+    pids="$pids $tpid"
+    for _ in $(seq 1 500); do grep -q "^refused" "$tmp/conns" && break; sleep 0.02; done
+    cat "$tmp/conns"
+    grep -q "^admitted 8$" "$tmp/conns" || fail "not 8 connections admitted"
+    grep -q "^refused: uid $me ($(id -un)) has 8 connections to vgpu-mediatord, the most one user may have.*max_connections_per_uid" \
+        "$tmp/conns" || fail "the 9th connection was not refused with the cap and how to raise it"
+    # A process of that user is told the same, in its one error line.
+    expect_refused "has 8 connections to vgpu-mediatord, the most one user may have" "max_connections_per_uid"
+    touch "$tmp/conns.go"
+    wait "$tpid"
+    sleep 0.2 # the mediator sees the connections close
+    run admitted 2G # once the tenant's connections close, its user connects again
+    ;;
+
+caps-connections-in-all)
+    config "max_connections = 4" "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    tenant connections 5 "$tmp/conns.go" >"$tmp/conns" 2>&1 &
+    pids="$pids $!"
+    for _ in $(seq 1 500); do grep -q "^refused" "$tmp/conns" && break; sleep 0.02; done
+    cat "$tmp/conns"
+    grep -q "^admitted 4$" "$tmp/conns" || fail "not 4 connections admitted"
+    grep -q "^refused: vgpu-mediatord has 4 connections, its most.*max_connections" "$tmp/conns" ||
+        fail "the 5th connection was not refused with the cap and how to raise it"
+    expect_refused "vgpu-mediatord has 4 connections, its most" "raises max_connections"
+    ;;
+
+one-pid-cannot-take-every-slot)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    tenant slots 6 >"$tmp/slots" 2>&1 || fail "the tenant failed: $(cat "$tmp/slots")"
+    cat "$tmp/slots"
+    grep -q "^entered 4$" "$tmp/slots" || fail "one process took other than 4 slots"
+    grep -q "^refused: pid [0-9]* (python3) holds 4 process slots of vGPU a, the most one process may" "$tmp/slots" ||
+        fail "the 5th slot was not refused saying why"
+    run admitted 2G
+    ;;
+
+unreadable-config-is-refused-not-empty)
+    # A directory, then (on reload) an empty file: refused, never 0 vGPUs.
+    rm -f "$conf"
+    mkdir "$conf"
+    for mode in --check-config --foreground; do
+        env -u LD_PRELOAD timeout 10 "$med" --config "$conf" $mode >"$tmp/out" 2>&1
+        rc=$?
+        [ $rc = 1 ] || fail "vgpu-mediatord $mode exited $rc on a directory: $(cat "$tmp/out")"
+        grep -q "$conf: .*not a regular file (a directory)" "$tmp/out" || fail "$mode on a directory: $(cat "$tmp/out")"
+    done
+    rmdir "$conf"
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    : >"$conf"
+    kill -HUP "$medpid"
+    wait_log "reload refused"
+    grep -q "reload refused, the running configuration stays: $conf: defines no vGPU" "$tmp/med.log" ||
+        fail "the empty file was not refused saying why"
+    rm -f "$conf"
+    mkdir "$conf"
+    kill -HUP "$medpid"
+    wait_log "reload refused.*not a regular file"
+    [ "$(py "[v['name'] for v in s['vgpus']]")" = "['a']" ] || fail "vGPU a is gone: $(smi_json)"
+    run admitted 2G
+    ;;
+
+fifo-config-does-not-block)
+    rm -f "$conf"
+    mkfifo "$conf"
+    env -u LD_PRELOAD timeout 5 "$med" --config "$conf" --check-config >"$tmp/out" 2>&1
+    rc=$?
+    [ $rc = 1 ] || fail "--check-config of a FIFO exited $rc: $(cat "$tmp/out")"
+    grep -q "$conf: .*not a regular file (a FIFO)" "$tmp/out" || fail "a FIFO config: $(cat "$tmp/out")"
+    rm -f "$conf"
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    rm -f "$conf"
+    mkfifo "$conf"
+    kill -HUP "$medpid"
+    wait_log "reload refused.*not a regular file (a FIFO)" 2
+    timeout 1 "$smi" --socket "$tmp/sock" >/dev/null || fail "the mediator does not answer after a FIFO reload"
+    ;;
+
+refuses-foreign-owned-state-dir)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    refused_start() { # WORDS...: a start is refused, saying each of WORDS
+        env -u LD_PRELOAD timeout 10 "$med" --config "$conf" --foreground >"$tmp/out" 2>&1
+        rc=$?
+        [ $rc = 1 ] || fail "vgpu-mediatord started (exit $rc) with: $*: $(cat "$tmp/out")"
+        for want in "$@"; do grep -qF -- "$want" "$tmp/out" || fail "the refusal does not say \"$want\": $(cat "$tmp/out")"; done
+        echo "refused: $(cat "$tmp/out")"
+    }
+    mkdir -m 0777 "$state"
+    refused_start "state_dir $state" "mode 0777" "chmod go-w $state"
+    chmod 0755 "$state"
+    if [ "$me" = 0 ]; then
+        chown 65534 "$state"
+        refused_start "state_dir $state" "owned by uid 65534" "chown 0 $state"
+        chown 0 "$state"
+    fi
+    mv "$state" "$tmp/real-state"
+    ln -s "$tmp/real-state" "$state"
+    refused_start "state_dir $state" "symbolic link"
+    rm "$state"
+    mv "$tmp/real-state" "$state"
+    start_mediator # the same directory, its own again: taken
+    stop_mediator TERM
+    # A file in it that is not the mediator's: refused, named.
+    if [ "$me" = 0 ]; then
+        chown 65534 "$state/a.journal"
+        refused_start "$state/a.journal" "owned by uid 65534"
+        chown 0 "$state/a.journal"
+    fi
+    chmod 0666 "$state/a.journal"
+    refused_start "$state/a.journal" "mode 0666"
+    ;;
+
+non-reading-clients-do-not-stall-admission)
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    tenant deaf 50 >"$tmp/deaf" 2>&1 || fail "the tenant failed: $(cat "$tmp/deaf")"
+    cat "$tmp/deaf"
+    ms=$(sed -n 's/^admitted in \([0-9]*\)\..* ms$/\1/p' "$tmp/deaf")
+    [ -n "$ms" ] && [ "$ms" -lt 100 ] || fail "a new process waited ${ms:-?} ms to be admitted behind 50 deaf clients"
+    ;;
+
+restart-with-a-lower-quota-reaches-running-processes)
+    # Limits live in the window's first page, which each mediator start
+    # makes anew: a running process takes the new one when it reattaches.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    "$client" hold-refused 1G "$tmp/a.ready" "$tmp/a.go" 1G >>"$tmp/client.out" 2>&1 &
+    held=$!
+    pids="$pids $held"
+    wait_file "$tmp/a.ready"
+    stop_mediator KILL
+    config "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    touch "$tmp/a.go"
+    for _ in $(seq 1 500); do [ -e "$tmp/a.ready.more" ] || ! kill -0 "$held" 2>/dev/null && break; sleep 0.02; done
+    [ -e "$tmp/a.ready.more" ] || fail "the running process did not see the new quota: $(cat "$tmp/client.out")"
+    grep -q "pid $held .*reattached to vGPU a" "$tmp/med.log" || fail "no reattachment logged"
+    ;;
+
+forged-epoch-drops-no-slot)
+    # A tenant moves its window's epoch as a restart would: the vGPU's other
+    # processes, still connected, must not give up their slots for it.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 512M a 256M
+    tenant epoch 99 || fail "the tenant could not write the epoch"
+    touch "$tmp/a.go" # it allocates, and sees the epoch moved
+    wait_file "$tmp/a.ready.more"
+    [ "$(py "[(p['pid'], p['memory'][0]) for p in s['processes']]")" = "[($held, $((768 * MiB + OVH)))]" ] ||
+        fail "the process lost its slot to a forged epoch: $(smi_json)"
+    grep -q "refused pid $held" "$tmp/med.log" && fail "the process was refused: $(grep "refused pid" "$tmp/med.log")"
+    run kill-time "$held" a 0 0 # its connection still speaks for it
+    ;;
+
+guest-breaking-its-window-stops-nothing)
+    # A VM writes every byte of its window: a header broken, registers that
+    # claim 1000 devices.  vgpu-smi, a restart and the guest's next process
+    # all go on.
+    config "[vgpu.vm]" "devices = 1" "memory = 2G" "guest = yes" "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    python3 - "$state/vm.bar0" <<'PYEOF' || fail "cannot write the VM's window"
+import struct, sys
+with open(sys.argv[1], "r+b") as f:
+    f.seek(0x100)
+    f.write(struct.pack("<I", 1000))  # config.device_count
+    f.seek(0x100 + 256 + 48)
+    f.write(struct.pack("<Q", 1 << 50))  # device 0's memory_limit
+PYEOF
+    [ "$(py "[(v['name'], len(v['devices']), v['devices'][0]['memory_quota']) for v in s['vgpus']]")" = \
+      "[('vm', 1, $((2 * GiB))), ('a', 1, $GiB)]" ] || fail "vgpu-smi took the VM's word: $(smi_json)"
+    printf '\0\0\0\0\0\0\0\0' | dd of="$state/vm.bar0" bs=1 seek=0 conv=notrunc status=none # the magic
+    stop_mediator TERM
+    start_mediator
+    grep -q "vGPU vm: the header of $state/vm.bar0 is broken" "$tmp/med.log" || fail "the broken header was not said"
+    sys=$tmp/sys/bus/pci/devices
+    mkdir -p "$sys/0000:00:05.0"
+    echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
+    ln -s "$state/vm.bar0" "$sys/0000:00:05.0/resource2"
+    VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=none run admitted 2G
+    run admitted 1G
+    ;;
+
+removes-an-older-mediators-window-files)
+    # An older mediator kept a host vGPU's window in two files; nothing can
+    # be taken back from them: they go, said once, and the vGPU starts anew.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    mkdir -m 0755 "$state"
+    head -c 4096 /dev/zero >"$state/a.config"
+    head -c 4096 /dev/zero >"$state/a.status"
+    start_mediator
+    grep -q "vGPU a: removed $state/a.config and .status, an older vgpu-mediatord's window" "$tmp/med.log" ||
+        fail "the old files' removal was not said"
+    [ -e "$state/a.config" ] || [ -e "$state/a.status" ] && fail "the old files are still there"
+    run admitted 2G
     ;;
 
 *)

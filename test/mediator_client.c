@@ -10,12 +10,15 @@
  *   hold BYTES READY GO [MORE]  allocate BYTES, write READY (our pid), wait
  *                             for GO; exit, or allocate MORE (must succeed),
  *                             write READY.more and wait to be killed
+ *   hold-refused BYTES READY GO MORE  the same, but allocating MORE must be
+ *                             refused (OUT_OF_MEMORY)
  *   hold-fork BYTES READY     allocate BYTES, fork a child that allocates
  *                             BYTES too and waits forever; write READY
  *                             ("PARENT CHILD"), wait forever
- *   kill-time PID STATUS DEV BYTES  kill -9 PID, then time until the vGPU's
- *                             use on DEV (read raw from the mediator's
- *                             NAME.status file) is BYTES: at most 100 ms
+ *   kill-time PID VGPU DEV BYTES  kill -9 PID, then time until vGPU VGPU's
+ *                             use on DEV (read raw from the window this
+ *                             process is given, as a member of VGPU) is
+ *                             BYTES: at most 100 ms
  *   expect-quota-refusal BYTES  a new context, or else allocating BYTES,
  *                             is refused
  */
@@ -25,7 +28,6 @@
 
 #include <fcntl.h>
 #include <signal.h>
-#include <sys/mman.h>
 #include <sys/wait.h>
 
 static void start(void)
@@ -78,7 +80,7 @@ static void signal_pid(const char *path, const char *extra)
     signal_file(path, text);
 }
 
-static void scenario_hold(int argc, char **argv)
+static void scenario_hold(int argc, char **argv, bool more_refused)
 {
     start();
     CUdeviceptr p = 0, q = 0;
@@ -87,7 +89,14 @@ static void scenario_hold(int argc, char **argv)
     CHECK(wait_file(argv[4], 120) == 0, "no %s within 120 s", argv[4]);
     if (argc > 5) {
         char more[PATH_MAX];
-        CU(F(cuMemAlloc_v2)(&q, parse_size(argv[5])));
+        CUresult r = F(cuMemAlloc_v2)(&q, parse_size(argv[5]));
+        if (more_refused)
+            CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "allocating %s more returned %d, want CUDA_ERROR_OUT_OF_MEMORY",
+                  argv[5], (int)r);
+        else
+            CU(r);
+        if (atomic_load(&failures))
+            exit(1);
         snprintf(more, sizeof(more), "%s.more", argv[3]);
         signal_pid(more, "");
         pause(); /* until killed */
@@ -121,6 +130,25 @@ static void scenario_hold_fork(int argc, char **argv)
     pause();
 }
 
+/* The status part of vGPU name's window as this process maps it (vgpu maps
+ * it on joining; the mediator names its memfd "vgpu:NAME:status"), or NULL. */
+static const struct vgpu_bar0_status *own_status(const char *name)
+{
+    char want[96], line[4096];
+    snprintf(want, sizeof(want), "/memfd:vgpu:%s:status", name);
+    FILE *maps = fopen("/proc/self/maps", "re");
+    const struct vgpu_bar0_status *st = NULL;
+    while (maps && !st && fgets(line, sizeof(line), maps)) {
+        unsigned long start;
+        char path[4096] = "";
+        if (sscanf(line, "%lx-%*x %*s %*s %*s %*s %4095s", &start, path) == 2 && strcmp(path, want) == 0)
+            st = (const struct vgpu_bar0_status *)start;
+    }
+    if (maps)
+        fclose(maps);
+    return st;
+}
+
 static void scenario_kill_time(char **argv)
 {
     pid_t pid = atoi(argv[2]);
@@ -130,15 +158,12 @@ static void scenario_kill_time(char **argv)
         CHECK(0, "kill-time: no such process %s or device %s", argv[2], argv[4]);
         return;
     }
-    int fd = open(argv[3], O_RDONLY | O_CLOEXEC);
-    CHECK(fd >= 0, "cannot open %s", argv[3]);
-    if (fd < 0)
-        return;
-    /* The status file is the window from 0x1000: status first. */
-    const struct vgpu_bar0_status *st = mmap(NULL, sizeof(*st), PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    CHECK(st != MAP_FAILED, "cannot map %s", argv[3]);
-    if (st == MAP_FAILED)
+    /* Joining the vGPU maps its window: the use is read there, raw. */
+    setenv("VGPU_NAME", argv[3], 1);
+    CU(F(cuInit)(0));
+    const struct vgpu_bar0_status *st = own_status(argv[3]);
+    CHECK(st, "this process maps no window of vGPU %s (is it admitted to it?)", argv[3]);
+    if (!st)
         return;
     uint64_t before = atomic_load(&st->device[dev].memory_used);
     CHECK(before > want, "the vGPU uses %llu before the kill, no more than the %llu it should come back to",
@@ -187,7 +212,9 @@ int main(int argc, char **argv)
     else if (strcmp(s, "refused") == 0)
         scenario_refused();
     else if (strcmp(s, "hold") == 0 && (argc == 5 || argc == 6))
-        scenario_hold(argc, argv);
+        scenario_hold(argc, argv, false);
+    else if (strcmp(s, "hold-refused") == 0 && argc == 6)
+        scenario_hold(argc, argv, true);
     else if (strcmp(s, "hold-fork") == 0 && argc == 4)
         scenario_hold_fork(argc, argv);
     else if (strcmp(s, "kill-time") == 0 && argc == 6)
@@ -195,8 +222,9 @@ int main(int argc, char **argv)
     else if (strcmp(s, "expect-quota-refusal") == 0 && argc == 3)
         scenario_expect_refusal(argv[2]);
     else {
-        fprintf(stderr, "usage: mediator_client admitted QUOTA | refused | hold BYTES READY GO [MORE] | hold-fork "
-                        "BYTES READY | kill-time PID STATUS DEV BYTES | expect-quota-refusal BYTES\n");
+        fprintf(stderr, "usage: mediator_client admitted QUOTA | refused | hold BYTES READY GO [MORE] | hold-refused "
+                        "BYTES READY GO MORE | hold-fork BYTES READY | kill-time PID VGPU DEV BYTES | "
+                        "expect-quota-refusal BYTES\n");
         return 2;
     }
     if (atomic_load(&failures)) {

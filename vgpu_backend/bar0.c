@@ -98,22 +98,27 @@ static void sub_saturating(_Atomic uint64_t *v, uint64_t n)
         ;
 }
 
+void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time)
+{
+    struct vgpu_bar0_proc *p = &b->procs[slot];
+    /* The caller serialises claims, so no one else takes this slot;
+     * reapers skip it until it turns LIVE, after start_time.  Whatever a
+     * process left in it (a process killed while busy) goes. */
+    p->start_time = start_time;
+    for (int d = 0; d < VGPU_MAX_DEVICES; d++)
+        atomic_store(&p->held[d], 0);
+    atomic_store(&p->busy, 0);
+    atomic_fetch_add(&b->status.processes, 1);
+    atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
+}
+
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
 {
-    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
-        struct vgpu_bar0_proc *p = &b->procs[i];
-        if (atomic_load(&p->owner) != 0)
-            continue;
-        /* The caller serialises claims, so no one else takes this slot;
-         * reapers skip it until it turns LIVE, after start_time. */
-        p->start_time = start_time;
-        for (int d = 0; d < VGPU_MAX_DEVICES; d++)
-            atomic_store(&p->held[d], 0);
-        atomic_store(&p->busy, 0); /* a process killed while busy left it set */
-        atomic_fetch_add(&b->status.processes, 1);
-        atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
-        return i;
-    }
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++)
+        if (atomic_load(&b->procs[i].owner) == 0) {
+            vgpu_bar0_claim_slot_at(b, i, pid, start_time);
+            return i;
+        }
     return -1;
 }
 

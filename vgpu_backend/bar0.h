@@ -11,9 +11,10 @@
  * Who owns it (header flags):
  *   standalone  a file the first process creates (VGPU_BAR0); processes
  *               write config when the vGPU is idle and reap each other.
- *   mediated    vgpu-mediatord's: two files, the first page (header and
- *               config) handed out read-only, the rest read-write; the
- *               mediator writes config, assigns slots and reaps.
+ *   mediated    vgpu-mediatord's: two sealed memfds, the first page (header
+ *               and config) writable by the mediator alone, the rest by
+ *               every process; neither can be resized.  The mediator writes
+ *               config, assigns slots and reaps, by its own records.
  *   guest       vgpu-mediatord's, for a VM: one file behind an ivshmem BAR;
  *               the mediator writes config, the guest's processes take
  *               slots and reap each other (they share the guest's pids).
@@ -174,7 +175,9 @@ int vgpu_bar0_reopen(const struct vgpu_bar0_map *m, struct vgpu_bar0_map *fresh,
  * Maps a window from its two parts: the first page (header and config)
  * read-only unless config_writable, the rest read-write, as one contiguous
  * struct vgpu_bar0.  Returns it, or NULL with the reason in err.  _split
- * also validates a mediated window; _parts does not (a new one is empty).
+ * also validates a mediated window, and refuses one whose parts are not
+ * sealed against resizing (and the first page against writes); _parts
+ * does neither (the mediator's own, new window).
  */
 struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err,
                                       size_t errlen);
@@ -200,6 +203,9 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
  * the table is full.  The caller serialises claims (flock, or the mediator).
  */
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time);
+/* Claims slot for pid, whatever its owner word says: the mediator, which
+ * keeps its own records of whose each slot is (the caller serialises). */
+void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time);
 
 /*
  * Frees slot if its owner is still owner, returning what it held to the

@@ -288,8 +288,22 @@ struct vgpu_bar0 *vgpu_bar0_map_parts(int config_fd, int status_fd, bool config_
     return (struct vgpu_bar0 *)base;
 }
 
+/* Can no one resize fd (and, unless writable, write it)?  A part that a
+ * co-tenant could cut short would fault this process where it touches it. */
+static bool sealed(int fd, bool writable)
+{
+    int seals = fcntl(fd, F_GET_SEALS);
+    return seals >= 0 && (seals & (F_SEAL_SHRINK | F_SEAL_GROW)) == (F_SEAL_SHRINK | F_SEAL_GROW) &&
+           (writable || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)));
+}
+
 struct vgpu_bar0 *vgpu_bar0_map_split(int config_fd, int status_fd, bool config_writable, char *err, size_t errlen)
 {
+    if (!sealed(config_fd, config_writable) || !sealed(status_fd, true)) {
+        vgpu_fail(err, errlen, "the mediator's BAR0 is not sealed: any process of the vGPU could resize it and crash "
+                  "the others (an older vgpu-mediatord?); run a vgpu-mediatord of this vgpu's version");
+        return NULL;
+    }
     struct vgpu_bar0 *b = vgpu_bar0_map_parts(config_fd, status_fd, config_writable, err, errlen);
     char why[512] = "not a mediated window"; /* unless validation says worse */
     if (b && (vgpu_bar0_validate(b, sizeof(*b), why, sizeof(why)) != 0 || b->header.flags != VGPU_BAR0_MEDIATED)) {

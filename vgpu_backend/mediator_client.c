@@ -6,15 +6,20 @@
 #include "common/operator.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
 
 /* How long a process waits for the mediator before giving up on it. */
 #define ANSWER_MS 5000
+/* A refusal sent before the connection closed is already there to read. */
+#define REFUSAL_MS 100
 
 /* ask()'s answers besides 0: the mediator said no, or there was no answer. */
 enum { ASK_REFUSED = 1, ASK_NO_ANSWER = -1 };
@@ -93,18 +98,25 @@ static int dial(struct vgpu_mediator_link *l, char *err, size_t errlen)
 static int ask(struct vgpu_mediator_link *l, uint16_t type, const void *payload, uint32_t len, struct vgpu_msg *answer,
                int *fds, int *nfds, char *err, size_t errlen)
 {
-    int r = l->fd >= 0 ? vgpu_proto_send(l->fd, type, payload, len, NULL, 0) : -ENOTCONN;
-    if (r != 0) {
-        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-r));
+    int sent = l->fd >= 0 ? vgpu_proto_send(l->fd, type, payload, len, NULL, 0) : -ENOTCONN;
+    /* A mediator that refuses a connection as it comes (a cap on
+     * connections) says why and closes before reading: the request meets
+     * a closed socket, and the refusal waits to be read. */
+    if (sent != 0 && sent != -EPIPE && sent != -ECONNRESET) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-sent));
         return ASK_NO_ANSWER;
     }
     uint8_t *buf = NULL;
     size_t cap = 0;
     char why[256];
     /* An answer is at most a REFUSE: a STATUS is for tools. */
-    r = vgpu_proto_recv(l->fd, &buf, &cap, sizeof(struct vgpu_msg_refuse), ANSWER_MS, answer, fds, nfds, why,
-                        sizeof(why));
+    int r = vgpu_proto_recv(l->fd, &buf, &cap, sizeof(struct vgpu_msg_refuse), sent ? REFUSAL_MS : ANSWER_MS,
+                            answer, fds, nfds, why, sizeof(why));
     free(buf);
+    if (r != 0 && sent != 0) {
+        vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", l->socket, strerror(-sent));
+        return ASK_NO_ANSWER;
+    }
     if (r != 0) {
         vgpu_fail(err, errlen, "vgpu-mediatord at %s did not answer: %s", l->socket, why);
         return ASK_NO_ANSWER;
@@ -150,8 +162,9 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
         return vgpu_fail(err, errlen, "vgpu-mediatord at %s answered HELLO with message %u and %d descriptors",
                          l->socket, answer.type, nfds);
     }
-    char why[512];
-    m->bar = vgpu_bar0_map_split(fds[0], fds[1], false, why, sizeof(why));
+    char why[512] = "cannot read the descriptors vgpu-mediatord sent";
+    struct stat st;
+    m->bar = fstat(fds[1], &st) == 0 ? vgpu_bar0_map_split(fds[0], fds[1], false, why, sizeof(why)) : NULL;
     close_all(fds, nfds);
     if (!m->bar) {
         hang_up(l);
@@ -159,6 +172,8 @@ int vgpu_mediator_join(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, ch
     }
     snprintf(l->vgpu, sizeof(l->vgpu), "%s", answer.u.admit.vgpu);
     l->epoch = answer.u.admit.epoch;
+    l->status_dev = (uint64_t)st.st_dev;
+    l->status_ino = (uint64_t)st.st_ino;
     snprintf(m->path, sizeof(m->path), "\"%s\" (vgpu-mediatord)", l->vgpu);
     return VGPU_MEDIATOR_ADMITTED;
 }
@@ -203,8 +218,50 @@ int vgpu_mediator_enter(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, c
     return 0;
 }
 
+/* Is the connection still open, the mediator at its other end? */
+static bool connected(const struct vgpu_mediator_link *l)
+{
+    struct pollfd p = { .fd = l->fd, .events = POLLIN | POLLRDHUP };
+    return l->fd >= 0 && poll(&p, 1, 0) >= 0 && !(p.revents & (POLLHUP | POLLRDHUP | POLLERR | POLLNVAL));
+}
+
+/* Maps the new start's config page (config_fd) over the window's first
+ * page, once it says it is the same vGPU with the same devices. */
+static int take_config_page(const struct vgpu_mediator_link *l, struct vgpu_bar0 *b, int config_fd, char *err,
+                            size_t errlen)
+{
+    /* Looked at first in a whole window of its own, so that the checks
+     * may read any of it. */
+    struct vgpu_bar0 *fresh = calloc(1, sizeof(*fresh));
+    void *page = mmap(NULL, VGPU_BAR0_CONFIG_PAGE, PROT_READ, MAP_SHARED, config_fd, 0);
+    if (!fresh || page == MAP_FAILED) {
+        free(fresh);
+        return vgpu_fail(err, errlen, "cannot read vgpu-mediatord's new config page: %s", strerror(errno));
+    }
+    memcpy(fresh, page, VGPU_BAR0_CONFIG_PAGE);
+    munmap(page, VGPU_BAR0_CONFIG_PAGE);
+    char why[512] = "not a mediated window";
+    bool same = vgpu_bar0_validate(fresh, sizeof(struct vgpu_bar0), why, sizeof(why)) == 0 &&
+                fresh->header.flags == VGPU_BAR0_MEDIATED && strcmp(fresh->header.name, l->vgpu) == 0 &&
+                fresh->config.device_count == b->config.device_count;
+    for (uint32_t d = 0; same && d < fresh->config.device_count; d++)
+        same = strcmp(fresh->config.device[d].physical, b->config.device[d].physical) == 0;
+    free(fresh);
+    if (!same)
+        return vgpu_fail(err, errlen, "vgpu-mediatord's new config page is not vGPU %s's with its devices (%s)", l->vgpu,
+                         why);
+    /* One call replaces the page: another thread reading it meanwhile
+     * waits on the fault and reads the new one. */
+    if (mmap(b, VGPU_BAR0_CONFIG_PAGE, PROT_READ, MAP_SHARED | MAP_FIXED, config_fd, 0) == MAP_FAILED)
+        return vgpu_fail(err, errlen, "cannot map vgpu-mediatord's new config page: %s", strerror(errno));
+    return 0;
+}
+
 int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
+    if (connected(l))
+        return vgpu_fail(err, errlen, "vgpu-mediatord did not restart (this process's connection to it is open): "
+                         "another process of vGPU %s changed its window's epoch", l->vgpu);
     hang_up(l);
     int r = dial(l, err, errlen);
     if (r == VGPU_MEDIATOR_NONE)
@@ -219,10 +276,20 @@ int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_
         hang_up(l);
         return -1;
     }
-    close_all(fds, nfds); /* this process keeps the mapping it has */
-    if (answer.type != VGPU_MSG_ADMIT || answer.u.admit.slot != (uint32_t)m->slot) {
+    struct stat st;
+    if (answer.type != VGPU_MSG_ADMIT || answer.u.admit.slot != (uint32_t)m->slot || nfds != 2) {
+        r = vgpu_fail(err, errlen, "vgpu-mediatord did not take slot %d back", m->slot);
+    } else if (fstat(fds[1], &st) != 0 || (uint64_t)st.st_dev != l->status_dev ||
+               (uint64_t)st.st_ino != l->status_ino) {
+        /* It made the vGPU a new window: this one is no longer counted. */
+        r = vgpu_fail(err, errlen, "vgpu-mediatord gave vGPU %s a new window, not the one this process uses", l->vgpu);
+    } else {
+        r = take_config_page(l, m->bar, fds[0], err, errlen);
+    }
+    close_all(fds, nfds);
+    if (r != 0) {
         hang_up(l);
-        return vgpu_fail(err, errlen, "vgpu-mediatord did not take slot %d back", m->slot);
+        return -1;
     }
     l->epoch = answer.u.admit.epoch;
     return 0;

@@ -20,6 +20,7 @@ struct vgpu_mediator_link {
     char socket[108];         /* sun_path */
     char vgpu[VGPU_NAME_LEN]; /* the vGPU admitted to */
     uint32_t epoch;           /* the mediator start this process is attached to (or gave up on) */
+    uint64_t status_dev, status_ino; /* the window's status part, as fstat names it */
 };
 
 enum vgpu_mediator_answer {
@@ -47,8 +48,12 @@ int vgpu_mediator_enter(struct vgpu_mediator_link *l, struct vgpu_bar0_map *m, c
 
 /*
  * The mediator restarted (BAR0's epoch moved): reconnects and has it adopt
- * this process's slot again.  0 or -1 with err (the process goes on with
- * its slot; the mediator still returns its memory when it dies).
+ * this process's slot again, and maps the new start's config page over the
+ * old one (same address: pointers into the window stay valid).  Nothing is
+ * done while this process's connection is still open: the mediator did
+ * not restart, another process of the vGPU wrote the epoch.  0 or -1 with
+ * err (the process goes on with its slot; the mediator still returns its
+ * memory when it dies).
  */
 int vgpu_mediator_reattach(struct vgpu_mediator_link *l, const struct vgpu_bar0_map *m, char *err, size_t errlen);
 

@@ -167,28 +167,29 @@ void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len
                                        .length = len };
 }
 
+void vgpu_proto_attach_fds(struct msghdr *mh, union vgpu_proto_control *control, const int *fds, int nfds)
+{
+    memset(control, 0, sizeof(*control));
+    mh->msg_control = control->buf;
+    mh->msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
+    struct cmsghdr *c = CMSG_FIRSTHDR(mh);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
+    memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
+}
+
 int vgpu_proto_send(int sock, uint16_t type, const void *payload, uint32_t len, const int *fds, int nfds)
 {
     struct vgpu_proto_header h;
     vgpu_proto_frame(&h, type, len);
     struct iovec iov[2] = { { &h, sizeof(h) }, { (void *)payload, len } };
-    union {
-        struct cmsghdr align;
-        char buf[CMSG_SPACE(sizeof(int) * 4)];
-    } control;
+    union vgpu_proto_control control;
     struct msghdr mh = { .msg_iov = iov, .msg_iovlen = len ? 2 : 1 };
-    if (nfds > 0) {
-        if (nfds > 4)
-            return -EINVAL;
-        memset(&control, 0, sizeof(control));
-        mh.msg_control = control.buf;
-        mh.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)nfds);
-        struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
-        c->cmsg_level = SOL_SOCKET;
-        c->cmsg_type = SCM_RIGHTS;
-        c->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)nfds);
-        memcpy(CMSG_DATA(c), fds, sizeof(int) * (size_t)nfds);
-    }
+    if (nfds > 4)
+        return -EINVAL;
+    if (nfds > 0)
+        vgpu_proto_attach_fds(&mh, &control, fds, nfds);
     size_t total = sizeof(h) + len, sent = 0;
     while (sent < total) {
         ssize_t n = sendmsg(sock, &mh, MSG_NOSIGNAL);

@@ -16,6 +16,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/socket.h>
 #include <sys/types.h>
 
 #define VGPU_PROTO_MAGIC 0x4d504756u /* "VGPM" */
@@ -156,6 +157,15 @@ void vgpu_proto_status_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_st
 
 /* Writes a frame header for a payload of len bytes of type into out. */
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len);
+
+/* Room for a control message of up to 4 descriptors, aligned as one. */
+union vgpu_proto_control {
+    struct cmsghdr align;
+    char buf[CMSG_SPACE(sizeof(int) * 4)];
+};
+
+/* Puts nfds descriptors (1 to 4) into mh as SCM_RIGHTS, in control. */
+void vgpu_proto_attach_fds(struct msghdr *mh, union vgpu_proto_control *control, const int *fds, int nfds);
 
 /*
  * Sends one message, with nfds descriptors as SCM_RIGHTS.  Blocking; 0 or

@@ -72,11 +72,14 @@ for line, name, quota in ((a_line, "big", 8 * GiB), (b_line, "small", 4 * GiB)):
           "nvidia-smi: %s MiB for pid %d (vgpu counts %d MiB)" % (real, pid, used >> 20))
 PY
 # Killing the 8 GiB vGPU's process frees its memory at once: timed on the
-# vGPU's BAR0 status, which vgpu-smi reads through the mediator.
+# vGPU's BAR0 status, read raw from the window mediator_client is given as a
+# member of vGPU big (vgpu preloaded), the window vgpu-smi reads through the
+# mediator.
 a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])" 2>/dev/null)
 if [ -z "$a_pid" ]; then
     echo "FAIL vgpu-smi lists no process in vGPU big to kill"
-elif timing=$("$build/test/mediator_client" kill-time "$a_pid" "$out/state/big.status" 0 0 2>&1); then
+elif timing=$(LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_LOG=warn \
+        "$build/test/mediator_client" kill-time "$a_pid" big 0 0 2>&1); then
     echo "ok killing vGPU big's process returned its memory: $(echo "$timing" | head -1)"
 else
     echo "FAIL killing vGPU big's process: $timing"

@@ -12,6 +12,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 /* What a parse has seen so far: inih's reader and handler share it. */
 struct parse {
@@ -20,7 +23,7 @@ struct parse {
     int line;               /* the line inih was last given */
     bool in_mediator;       /* [mediator] is the current section */
     struct med_vgpu_conf *v; /* the current [vgpu.NAME], or NULL */
-    bool seen_mediator_key[8];
+    bool seen_mediator_key[9];
     char err[1024];         /* the first error */
 };
 
@@ -37,7 +40,7 @@ static int error_at(struct parse *p, int line, const char *fmt, ...)
     return 0; /* inih: stop calling us useful names, report this line */
 }
 
-static bool valid_name(const char *s)
+bool med_config_valid_name(const char *s)
 {
     size_t n = strlen(s);
     if (n == 0 || n >= VGPU_NAME_LEN)
@@ -73,7 +76,7 @@ static void section(struct parse *p, char *text)
         return;
     }
     const char *name = text + 5;
-    if (!valid_name(name)) {
+    if (!med_config_valid_name(name)) {
         error_at(p, p->line, "[vgpu.%s]: a vGPU name is 1 to %d letters, digits, '_', '-' or '.'", name,
                  VGPU_NAME_LEN - 1);
         return;
@@ -90,7 +93,7 @@ static void section(struct parse *p, char *text)
     }
     p->v = &c->vgpu[c->nvgpus++];
     memset(p->v, 0, sizeof(*p->v));
-    snprintf(p->v->name, sizeof(p->v->name), "%s", name);
+    snprintf(p->v->name, sizeof(p->v->name), "%.*s", VGPU_NAME_LEN - 1, name);
     p->v->line = p->line;
     p->v->compute = 100;
 }
@@ -192,8 +195,9 @@ static bool group_id(const char *v, gid_t *out)
 
 static int mediator_key(struct parse *p, const char *name, const char *value)
 {
-    static const char *const keys[] = { "socket", "socket_mode", "socket_owner", "socket_group", "state_dir",
-                                        "metrics", "oversubscribe" };
+    static const char *const keys[] = { "socket",  "socket_mode",   "socket_owner",    "socket_group",
+                                        "state_dir", "metrics",     "oversubscribe", "max_connections",
+                                        "max_connections_per_uid" };
     struct med_config *c = p->c;
     int k = -1;
     for (int i = 0; i < (int)(sizeof(keys) / sizeof(*keys)); i++)
@@ -201,7 +205,8 @@ static int mediator_key(struct parse *p, const char *name, const char *value)
             k = i;
     if (k < 0)
         return error_at(p, p->line, "unknown key %s in [mediator]; known: socket, socket_mode, socket_owner, "
-                        "socket_group, state_dir, metrics, oversubscribe", name);
+                        "socket_group, state_dir, metrics, oversubscribe, max_connections, max_connections_per_uid",
+                        name);
     if (p->seen_mediator_key[k])
         return error_at(p, p->line, "%s is set twice in [mediator]", name);
     p->seen_mediator_key[k] = true;
@@ -242,6 +247,12 @@ static int mediator_key(struct parse *p, const char *name, const char *value)
     case 6:
         if (!parse_bool(value, &c->oversubscribe))
             return error_at(p, p->line, "oversubscribe = %s: yes or no", value);
+        break;
+    case 7:
+    case 8:
+        if (!parse_uint(value, 1 << 24, &n) || n == 0)
+            return error_at(p, p->line, "%s = %s: a number of connections, 1 to %d", name, value, 1 << 24);
+        *(k == 7 ? &c->max_connections : &c->max_connections_per_uid) = (int)n;
         break;
     }
     return 1;
@@ -355,6 +366,34 @@ static int check(struct parse *p)
     return 0;
 }
 
+/* The file at path if it is a regular file, opened without ever blocking
+ * (a FIFO would wait for a writer, in the mediator's one loop), or NULL
+ * with err. */
+static FILE *open_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (%s); name the config file itself", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
 int med_config_load(const char *path, struct med_config *c, char *err, size_t errlen)
 {
     memset(c, 0, sizeof(*c));
@@ -364,18 +403,29 @@ int med_config_load(const char *path, struct med_config *c, char *err, size_t er
     c->socket_mode = 0660;
     c->socket_uid = (uid_t)-1;
     c->socket_gid = (gid_t)-1;
+    c->max_connections_per_uid = MED_DEFAULT_CONNECTIONS_PER_UID;
     struct parse p = { .c = c };
-    p.file = fopen(path, "re");
-    if (!p.file) {
-        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+    if (!(p.file = open_regular(path, err, errlen)))
+        return -1;
+    int r = ini_parse_stream(reader, &p, handler, &p);
+    bool unreadable = ferror(p.file);
+    int read_errno = errno;
+    fclose(p.file);
+    if (unreadable) {
+        snprintf(err, errlen, "%s: cannot be read: %s", path, strerror(read_errno));
         return -1;
     }
-    int r = ini_parse_stream(reader, &p, handler, &p);
-    fclose(p.file);
     if (!p.err[0] && r > 0)
         error_at(&p, r, "not an INI line (KEY = VALUE, [SECTION] or ; comment)");
     if (!p.err[0] && r < 0)
         error_at(&p, 0, "cannot be read");
+    if (!p.err[0] && c->nvgpus == 0) {
+        /* An editor that truncates the file before writing it would
+         * otherwise retire every vGPU on a reload. */
+        snprintf(err, errlen, "%s: defines no vGPU; a config has at least one [vgpu.NAME] section (an empty file, "
+                 "one being written, is refused)", path);
+        return -1;
+    }
     if (!p.err[0])
         check(&p);
     if (p.err[0]) {

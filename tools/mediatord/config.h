@@ -15,6 +15,9 @@
 
 #define MED_MAX_VGPUS 64
 #define MED_MAX_IDS 64
+/* Connections one user may hold at once, unless the config says otherwise:
+ * one a process, and a machine's tenants seldom run more. */
+#define MED_DEFAULT_CONNECTIONS_PER_UID 1024
 
 struct med_vgpu_conf {
     char name[VGPU_NAME_LEN];
@@ -43,12 +46,18 @@ struct med_config {
     char state_dir[4096];
     char metrics[128];            /* "HOST:PORT", "" = off */
     bool oversubscribe;
+    int max_connections;          /* 0: as the descriptor limit allows (main.c) */
+    int max_connections_per_uid;
     int nvgpus;
     struct med_vgpu_conf vgpu[MED_MAX_VGPUS];
 };
 
-/* Parses path into c (defaults first).  0, or -1 with "FILE:LINE: reason". */
+/* Parses path into c (defaults first).  0, or -1 with "FILE:LINE: reason"
+ * (or "FILE: reason": not a regular file, unreadable, or no vGPU in it). */
 int med_config_load(const char *path, struct med_config *c, char *err, size_t errlen);
+
+/* Is s a vGPU name: 1 to 31 letters, digits, '_', '-' or '.'? */
+bool med_config_valid_name(const char *s);
 
 /* The vGPU named name, or NULL. */
 const struct med_vgpu_conf *med_config_find(const struct med_config *c, const char *name);

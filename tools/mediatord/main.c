@@ -6,16 +6,22 @@
  *
  * One thread, one epoll loop: the listening socket, every connection, the
  * metrics socket and its scrapes, and a signalfd (SIGHUP reloads the config,
- * SIGTERM/SIGINT stop).  A tick every second returns the memory of
- * processes that died holding no connection (after a restart, until they
- * reattach) and closes connections that sit idle without being admitted.
+ * SIGTERM/SIGINT stop).  Nothing in it blocks: sockets are non-blocking,
+ * answers a slow reader has not taken wait in its queue, and a wakeup
+ * accepts a bounded number of connections.  A tick every second returns
+ * the memory of processes that died holding no connection (after a
+ * restart, until they reattach) and closes connections that sit idle
+ * without being admitted, or do not take their answers.
  */
 #define _GNU_SOURCE
 #include "common/log.h"
 #include "tools/mediatord/clients.h"
 #include "tools/mediatord/config.h"
+#include "tools/mediatord/daemon.h"
 #include "tools/mediatord/gpus.h"
 #include "tools/mediatord/metrics.h"
+#include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/state_dir.h"
 #include "tools/mediatord/vgpus.h"
 
 #include <errno.h>
@@ -42,13 +48,21 @@
 #define DEFAULT_CONFIG "/etc/vgpu/mediatord.conf"
 /* A connection that is not admitted and asks nothing this long is closed. */
 #define IDLE_MS 30000
+/* Connections accepted in one wakeup, at most: signals and clients wait no longer. */
+#define ACCEPTS_PER_WAKEUP 64
+/* Out of descriptors with none to spare: how long the socket is left unwatched. */
+#define LISTEN_PAUSE_MS 100
+/* Descriptors kept for what is not a connection (vGPU windows, scrapes,
+ * journals, the log) when max_connections follows the descriptor limit. */
+#define RESERVED_FDS 512
 
 enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP };
 
 /* What an epoll event is about. */
 struct source {
     enum source_kind kind;
-    void *obj; /* struct med_client or struct med_http */
+    void *obj;       /* struct med_client or struct med_http */
+    uint32_t events; /* what it is watched for */
 };
 
 /* The daemon's state: written only by the loop's thread. */
@@ -58,11 +72,13 @@ static struct med_gpus gpus;
 static struct med_vgpus vgpus;
 static struct med_world world;
 static int epfd = -1;
-static int spare_fd = -1; /* given up to accept-and-close one connection when out of descriptors */
+static int spare_fd = -1; /* given up to accept-and-refuse one connection when out of descriptors */
+static uint64_t listen_resume_ms; /* the listening socket is unwatched until then (0: watched) */
+static struct med_ratelimit fd_log, accept_log;
 static struct source *scrapes[MED_HTTP_MAX];
 static int nscrapes;
-static struct source listen_src = { SRC_LISTEN, NULL }, signal_src = { SRC_SIGNAL, NULL },
-                     metrics_src = { SRC_METRICS, NULL };
+static struct source listen_src = { SRC_LISTEN, NULL, EPOLLIN }, signal_src = { SRC_SIGNAL, NULL, EPOLLIN },
+                     metrics_src = { SRC_METRICS, NULL, EPOLLIN };
 
 static void usage(FILE *to)
 {
@@ -74,6 +90,7 @@ static void usage(FILE *to)
                 "  --metrics HOST:PORT  serve Prometheus metrics at http://HOST:PORT/metrics\n"
                 "  --version, --help\n"
                 "\n"
+                "Without --foreground it returns once it serves (or 1, having said why it cannot).\n"
                 "SIGHUP reloads the configuration.  docs/mediator.md describes it all.\n",
             DEFAULT_CONFIG);
 }
@@ -87,39 +104,47 @@ static uint64_t now_ms(void)
 
 static int watch(int fd, struct source *src)
 {
-    struct epoll_event ev = { .events = EPOLLIN, .data.ptr = src };
+    struct epoll_event ev = { .events = src->events, .data.ptr = src };
     return epoll_ctl(epfd, EPOLL_CTL_ADD, fd, &ev);
 }
 
-/* systemd's readiness protocol (Type=notify), without libsystemd: one
- * datagram to $NOTIFY_SOCKET.  Tenant services ordered after the mediator
- * then start only once its socket answers. */
-static void notify_systemd(const char *state)
+/* Watches fd for events from now on. */
+static void rewatch(int fd, struct source *src, uint32_t events)
 {
-    const char *path = getenv("NOTIFY_SOCKET");
-    struct sockaddr_un sa = { .sun_family = AF_UNIX };
-    if (!path || (path[0] != '/' && path[0] != '@') || strlen(path) >= sizeof(sa.sun_path))
+    if (src->events == events)
         return;
-    strcpy(sa.sun_path, path);
-    if (sa.sun_path[0] == '@')
-        sa.sun_path[0] = '\0'; /* an abstract socket */
-    int fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-    if (fd < 0)
-        return;
-    socklen_t len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + strlen(path));
-    if (sendto(fd, state, strlen(state), MSG_NOSIGNAL, (struct sockaddr *)&sa, len) < 0)
-        vgpu_warn("cannot tell systemd %s: %s", state, strerror(errno));
-    close(fd);
+    struct epoll_event ev = { .events = events, .data.ptr = src };
+    if (epoll_ctl(epfd, EPOLL_CTL_MOD, fd, &ev) == 0)
+        src->events = events;
 }
 
-/* Every connection costs a descriptor for the life of a CUDA process. */
-static void raise_fd_limit(void)
+/* Every connection costs a descriptor for the life of a CUDA process.
+ * Returns the limit in force. */
+static int raise_fd_limit(void)
 {
     struct rlimit r;
-    if (getrlimit(RLIMIT_NOFILE, &r) == 0 && r.rlim_cur < r.rlim_max) {
+    if (getrlimit(RLIMIT_NOFILE, &r) != 0)
+        return 1024;
+    if (r.rlim_cur < r.rlim_max) {
         r.rlim_cur = r.rlim_max;
         setrlimit(RLIMIT_NOFILE, &r);
+        getrlimit(RLIMIT_NOFILE, &r);
     }
+    return r.rlim_cur > (1u << 30) ? 1 << 30 : (int)r.rlim_cur;
+}
+
+/* The cap on connections in force: the config's, or what the descriptor
+ * limit leaves room for. */
+static int connection_cap(const struct med_config *c, int fd_limit)
+{
+    int room = fd_limit > 2 * RESERVED_FDS ? fd_limit - RESERVED_FDS : fd_limit / 2;
+    if (!c->max_connections)
+        return room;
+    if (c->max_connections > room)
+        vgpu_warn("max_connections = %d, but the descriptor limit (%d) leaves room for about %d: connections past "
+                  "that are refused for want of descriptors; raise the limit (LimitNOFILE= under systemd)",
+                  c->max_connections, fd_limit, room);
+    return c->max_connections;
 }
 
 /* ---- the socket ---- */
@@ -163,7 +188,7 @@ static int listen_socket(const struct med_config *c, char *err, size_t errlen)
 
 static void add_client(int fd, uint64_t now)
 {
-    struct med_client *c = med_client_accept(fd, now);
+    struct med_client *c = med_client_accept(fd, &world, now);
     struct source *src = c ? malloc(sizeof(*src)) : NULL;
     struct med_client **grown = src ? realloc(world.clients, sizeof(*grown) * (size_t)(world.nclients + 1)) : NULL;
     if (!grown) {
@@ -176,7 +201,7 @@ static void add_client(int fd, uint64_t now)
     }
     world.clients = grown;
     world.clients[world.nclients++] = c;
-    *src = (struct source){ SRC_CLIENT, c };
+    *src = (struct source){ SRC_CLIENT, c, EPOLLIN };
     c->loop = src;
     if (watch(fd, src) != 0) {
         world.nclients--;
@@ -198,12 +223,28 @@ static void drop_client(struct source *src)
     free(src);
 }
 
+/* A connection's event: answers that wait are sent first; while any
+ * still waits, it is watched for room to write, not for requests. */
+static void client_event(struct source *src, uint32_t events, uint64_t now)
+{
+    struct med_client *c = src->obj;
+    bool ok = true;
+    if (med_client_waiting(c))
+        ok = med_client_writable(c, &world, now);
+    if (ok && !med_client_waiting(c) && (events & (EPOLLIN | EPOLLHUP | EPOLLERR)))
+        ok = med_client_readable(c, &world, now);
+    if (!ok)
+        drop_client(src);
+    else
+        rewatch(c->fd, src, med_client_waiting(c) ? EPOLLOUT : EPOLLIN);
+}
+
 static void add_scrape(int fd, uint64_t now)
 {
     struct med_http *h = nscrapes < MED_HTTP_MAX ? med_http_accept(fd, now) : NULL;
     struct source *src = h ? malloc(sizeof(*src)) : NULL;
     if (src) {
-        *src = (struct source){ SRC_HTTP, h };
+        *src = (struct source){ SRC_HTTP, h, EPOLLIN };
         if (watch(fd, src) == 0) {
             scrapes[nscrapes++] = src;
             return;
@@ -228,13 +269,44 @@ static void drop_scrape(struct source *src)
     free(src);
 }
 
-/* Accepted sockets stay blocking: answers wait for a slow reader up to
- * their send timeout, and reads never block (MSG_DONTWAIT). */
-static void accept_all(int lfd, bool http)
+/* Out of descriptors: the pending connection would wake the loop for
+ * ever.  The spare descriptor takes it, tells it why, and closes it; with
+ * none to spare, the socket is left alone a moment.  Said once a second. */
+static void out_of_descriptors(int lfd, struct source *src, bool http, uint64_t now)
 {
-    uint64_t now = now_ms();
-    for (;;) {
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
+    bool refused = false;
+    if (spare_fd >= 0) {
+        close(spare_fd);
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+        if (fd >= 0) {
+            char reason[VGPU_REASON_LEN];
+            snprintf(reason, sizeof(reason), "vgpu-mediatord is out of file descriptors (%d connections, limit %d): "
+                     "the operator raises its limit (LimitNOFILE= under systemd) or lowers max_connections",
+                     world.nclients, world.fd_limit);
+            if (!http)
+                med_client_refuse_fd(fd, VGPU_REFUSE_UNAVAILABLE, reason);
+            close(fd);
+            refused = true;
+        }
+        spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
+    }
+    if (!refused || spare_fd < 0) {
+        rewatch(lfd, src, 0);
+        listen_resume_ms = now + LISTEN_PAUSE_MS;
+    }
+    unsigned long held;
+    if (med_ratelimit_allow(&fd_log, now, &held))
+        vgpu_warn("out of file descriptors (%d connections, limit %d): refusing new connections (%lu more refused in "
+                  "the last second); raise the limit (LimitNOFILE= under systemd) or lower max_connections",
+                  world.nclients, world.fd_limit, held + refused);
+}
+
+/* Clients' sockets are non-blocking (sendq.h); a scrape's stays blocking,
+ * its page sent whole within its send timeout (metrics.c). */
+static void accept_some(int lfd, struct source *src, bool http, uint64_t now)
+{
+    for (int i = 0; i < ACCEPTS_PER_WAKEUP; i++) {
+        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | (http ? 0 : SOCK_NONBLOCK));
         if (fd >= 0) {
             if (http)
                 add_scrape(fd, now);
@@ -244,30 +316,29 @@ static void accept_all(int lfd, bool http)
         }
         if (errno == EINTR || errno == ECONNABORTED)
             continue;
-        if ((errno == EMFILE || errno == ENFILE) && spare_fd >= 0) {
-            /* Out of descriptors: the pending connection would wake the
-             * loop forever.  Take it with the spare and close it. */
-            vgpu_warn("out of file descriptors (%d connections): refusing one", world.nclients);
-            close(spare_fd);
-            int drop = accept4(lfd, NULL, NULL, SOCK_CLOEXEC);
-            if (drop >= 0)
-                close(drop);
-            spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
-            continue;
+        if (errno == EMFILE || errno == ENFILE) {
+            out_of_descriptors(lfd, src, http, now);
+            return;
         }
-        if (errno != EAGAIN)
-            vgpu_warn("accept: %s", strerror(errno));
+        unsigned long held;
+        if (errno != EAGAIN && med_ratelimit_allow(&accept_log, now, &held))
+            vgpu_warn("accept: %s (%lu more in the last second)", strerror(errno), held);
         return;
     }
 }
 
-/* Connections that were never admitted and sit idle, and slow scrapes. */
+/* Connections that were never admitted and sit idle, ones that do not
+ * take their answers, and slow scrapes. */
 static void expire(uint64_t now)
 {
     for (int i = 0; i < world.nclients; i++) {
         struct med_client *c = world.clients[i];
-        if (!c->vgpu && now - c->last_ms > IDLE_MS) {
-            vgpu_info("closed the idle connection of pid %d (%s)", (int)c->pid, c->comm);
+        const char *why = !c->vgpu && now - c->last_ms > IDLE_MS ? "the idle connection"
+                          : med_client_waiting(c) && now - c->out.since_ms > MED_STALL_MS
+                              ? "the connection that does not read its answers"
+                              : NULL;
+        if (why) {
+            vgpu_info("closed %s of pid %d (%s)", why, (int)c->pid, c->comm);
             drop_client(c->loop); /* moves the last client into i */
             i--;
         }
@@ -305,6 +376,7 @@ static void reload(void)
     int failed = med_vgpus_reload(&vgpus, next, &gpus);
     current = !current;
     world.config = &configs[current];
+    world.max_connections = connection_cap(world.config, world.fd_limit);
     if (failed)
         vgpu_error("reloaded %s: %d vGPU(s), %d of them could not be made (above)", next->path, next->nvgpus, failed);
     else
@@ -317,9 +389,9 @@ static bool signalled(int sfd)
     struct signalfd_siginfo si;
     while (read(sfd, &si, sizeof(si)) == (ssize_t)sizeof(si)) {
         if (si.ssi_signo == SIGHUP) {
-            notify_systemd("RELOADING=1");
+            med_notify_systemd("RELOADING=1");
             reload();
-            notify_systemd("READY=1");
+            med_notify_systemd("READY=1");
         } else {
             vgpu_info("stopping on signal %u; processes keep their vGPUs and reattach when it is back, and new "
                       "ones are refused until then", si.ssi_signo);
@@ -343,31 +415,23 @@ static int make_signalfd(void)
 
 /* ---- running ---- */
 
-static void daemonize(const char *state_dir)
+/* state_dir/vgpu-mediatord.log, for a mediator in the background with no
+ * VGPU_LOG_FILE: the descriptor, or -1 (said why). */
+static int open_log(void)
 {
-    pid_t pid = fork();
-    if (pid < 0) {
-        vgpu_error("cannot fork into the background: %s", strerror(errno));
-        exit(1);
-    }
-    if (pid > 0)
-        _exit(0);
-    setsid();
-    int null = open("/dev/null", O_RDWR | O_CLOEXEC);
-    if (null >= 0) {
-        dup2(null, 0);
-        dup2(null, 1);
-    }
     const char *file = getenv("VGPU_LOG_FILE");
-    if (!file || !*file) {
-        char path[4200];
-        snprintf(path, sizeof(path), "%s/vgpu-mediatord.log", state_dir);
-        int fd = open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0640);
-        if (fd >= 0)
-            vgpu_log_set_fd(fd);
-    }
-    if (null >= 0)
-        dup2(null, 2);
+    if (file && *file)
+        return -1;
+    char err[1024];
+    int flags = O_WRONLY | O_APPEND;
+    int fd = med_state_open(vgpus.dir, vgpus.dir_path, "vgpu-mediatord.log", flags, MED_STATE_PRIVATE, err,
+                            sizeof(err));
+    if (fd == -ENOENT)
+        fd = med_state_open(vgpus.dir, vgpus.dir_path, "vgpu-mediatord.log", flags | O_CREAT, MED_STATE_PRIVATE, err,
+                            sizeof(err));
+    if (fd < 0)
+        vgpu_warn("no log file: %s", err);
+    return fd;
 }
 
 static int serve(int lfd, int sfd, int mfd)
@@ -375,27 +439,31 @@ static int serve(int lfd, int sfd, int mfd)
     uint64_t last_tick = now_ms();
     for (;;) {
         struct epoll_event ev[64];
-        int n = epoll_wait(epfd, ev, 64, 1000);
+        uint64_t before = now_ms();
+        int timeout = 1000;
+        if (listen_resume_ms)
+            timeout = listen_resume_ms > before ? (int)(listen_resume_ms - before) : 0;
+        int n = epoll_wait(epfd, ev, 64, timeout);
         if (n < 0 && errno != EINTR) {
             vgpu_error("epoll_wait: %s", strerror(errno));
             return 1;
         }
+        uint64_t now = now_ms();
         for (int i = 0; i < n; i++) {
             struct source *src = ev[i].data.ptr;
             switch (src->kind) {
             case SRC_LISTEN:
-                accept_all(lfd, false);
+                accept_some(lfd, src, false, now);
                 break;
             case SRC_METRICS:
-                accept_all(mfd, true);
+                accept_some(mfd, src, true, now);
                 break;
             case SRC_SIGNAL:
                 if (!signalled(sfd))
                     return 0;
                 break;
             case SRC_CLIENT:
-                if (!med_client_readable(src->obj, &world, now_ms()))
-                    drop_client(src);
+                client_event(src, ev[i].events, now);
                 break;
             case SRC_HTTP:
                 if (!med_http_readable(src->obj, &world))
@@ -403,12 +471,18 @@ static int serve(int lfd, int sfd, int mfd)
                 break;
             }
         }
-        uint64_t now = now_ms();
+        if (listen_resume_ms && now >= listen_resume_ms) {
+            listen_resume_ms = 0;
+            rewatch(lfd, &listen_src, EPOLLIN);
+            if (mfd >= 0)
+                rewatch(mfd, &metrics_src, EPOLLIN);
+        }
         if (now - last_tick >= 1000) {
             med_vgpus_scan(&vgpus);
             expire(now);
             last_tick = now;
         }
+        med_vgpus_flush(&vgpus);
     }
 }
 
@@ -445,6 +519,9 @@ int main(int argc, char **argv)
         fprintf(stderr, "vgpu-mediatord: %s\n", err);
         return 1;
     }
+    /* Before anything is made that the loop waits on (daemon.h). */
+    if (!check_only && !foreground)
+        med_daemon_fork();
     if (med_gpus_discover(&gpus, err, sizeof(err)) != 0 || med_gpus_check(&gpus, c, err, sizeof(err)) != 0) {
         fprintf(stderr, "vgpu-mediatord: %s\n", err);
         return 1;
@@ -456,7 +533,7 @@ int main(int argc, char **argv)
     if (metrics)
         snprintf(c->metrics, sizeof(c->metrics), "%s", metrics);
 
-    raise_fd_limit();
+    world.fd_limit = raise_fd_limit();
     spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     epfd = epoll_create1(EPOLL_CLOEXEC);
     int sfd = make_signalfd(), mfd = -1, lfd;
@@ -471,21 +548,23 @@ int main(int argc, char **argv)
         vgpu_error("%s", err);
         return 1;
     }
-    world = (struct med_world){ .config = c, .vgpus = &vgpus };
+    world.config = c;
+    world.vgpus = &vgpus;
+    world.max_connections = connection_cap(c, world.fd_limit);
     watch(lfd, &listen_src);
     watch(sfd, &signal_src);
     if (mfd >= 0)
         watch(mfd, &metrics_src);
-    if (!foreground)
-        daemonize(c->state_dir);
     /* Listening: running processes may now reattach. */
     med_vgpus_announce(&vgpus);
     med_vgpus_scan(&vgpus);
+    if (!foreground)
+        med_daemon_ready(open_log());
     vgpu_info("vgpu-mediatord %s serving %d vGPU(s) on %s (start %u)%s%s", VGPU_VERSION, c->nvgpus, c->socket,
               vgpus.epoch, mfd >= 0 ? ", metrics on " : "", where);
-    notify_systemd("READY=1");
+    med_notify_systemd("READY=1");
     int rc = serve(lfd, sfd, mfd);
-    notify_systemd("STOPPING=1");
+    med_notify_systemd("STOPPING=1");
     /* The socket stays: a process that starts before the mediator is back
      * finds it, but no answer, and is refused rather than run unlimited. */
     close(lfd);

@@ -22,46 +22,60 @@ static bool visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gid_t 
     return uid == 0 || uid == geteuid() || med_config_admits(&v->conf, uid, gid, groups, ngroups);
 }
 
+/* From the mediator's own registers: a VM may write every byte of its window. */
 static void fill_vgpu(const struct med_vgpu *v, struct vgpu_status_vgpu *r)
 {
     const struct vgpu_bar0 *b = v->bar;
     memset(r, 0, sizeof(*r));
     vgpu_proto_copy_string(r->name, sizeof(r->name), v->conf.name);
-    r->ndev = b->config.device_count;
+    r->ndev = v->regs.device_count;
     r->flags = (v->conf.guest ? VGPU_STATUS_GUEST : 0) | (v->retired ? VGPU_STATUS_RETIRED : 0);
     r->processes = med_vgpu_processes(v);
     r->refused_admissions = v->refused_admissions;
     for (uint32_t d = 0; d < r->ndev; d++) {
         struct vgpu_status_device *o = &r->dev[d];
         const struct med_gpu *gpu = v->gpu[d];
-        vgpu_proto_copy_string(o->uuid, sizeof(o->uuid), b->config.device[d].physical);
+        vgpu_proto_copy_string(o->uuid, sizeof(o->uuid), v->regs.device[d].physical);
         vgpu_proto_copy_string(o->gpu_name, sizeof(o->gpu_name), gpu ? gpu->name : "(not on this machine)");
         o->physical_total = gpu ? gpu->total : 0;
-        o->limit = vgpu_bar0_limit(b, (int)d);
+        o->limit = atomic_load(&v->regs.device[d].memory_limit);
         o->used = atomic_load(&b->status.device[d].memory_used);
         o->refusals = atomic_load(&b->status.device[d].refusals);
-        o->compute = b->config.device[d].compute_share;
+        o->compute = v->regs.device[d].compute_share;
     }
 }
 
 /* A process no connection speaks for (after a restart): what /proc says. */
 static void from_proc(struct vgpu_status_proc *p)
 {
-    char path[64], buf[4096];
     med_read_comm((pid_t)p->pid, p->comm, sizeof(p->comm));
-    p->uid = UINT32_MAX;
-    snprintf(path, sizeof(path), "/proc/%u/status", p->pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
-    if (fd >= 0)
-        close(fd);
-    if (n > 0) {
-        buf[n] = '\0';
-        const char *u = strstr(buf, "\nUid:");
-        if (u)
-            p->uid = (uint32_t)strtoul(u + 5, NULL, 10);
+    snprintf(p->user, sizeof(p->user), "(not reattached)");
+}
+
+/* A slot's process record: from the mediator's records (a host vGPU), or
+ * as the VM's window says (a guest's). */
+static void fill_proc(struct med_world *w, const struct med_vgpu *v, int s, const struct med_admission *a,
+                      struct vgpu_status_proc *p)
+{
+    for (uint32_t d = 0; d < v->regs.device_count; d++)
+        p->held[d] = atomic_load(&v->bar->procs[s].held[d]);
+    if (!a) {
+        p->uid = UINT32_MAX;
+        vgpu_proto_copy_string(p->comm, sizeof(p->comm), "?");
+        vgpu_proto_copy_string(p->user, sizeof(p->user), "(in the VM)");
+        return;
     }
-    snprintf(p->user, sizeof(p->user), "%s", p->uid == UINT32_MAX ? "?" : "(not reattached)");
+    p->uid = (uint32_t)a->uid;
+    struct med_client *c = NULL;
+    for (int k = 0; a->connected && k < w->nclients && !c; k++)
+        if (w->clients[k]->adm == a)
+            c = w->clients[k];
+    if (c) {
+        vgpu_proto_copy_string(p->comm, sizeof(p->comm), c->comm);
+        vgpu_proto_copy_string(p->user, sizeof(p->user), med_client_user(c));
+    } else {
+        from_proc(p);
+    }
 }
 
 uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
@@ -99,28 +113,13 @@ uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t
         if (index[i] < 0)
             continue;
         for (int s = 0; s < VGPU_BAR0_MAX_PROCS && nprocs < room && nprocs < VGPU_STATUS_MAX_PROCS; s++) {
+            const struct med_admission *a = v->slot_of[s];
             uint64_t o = atomic_load(&v->bar->procs[s].owner);
-            if (VGPU_BAR0_OWNER_STATE(o) != VGPU_PROC_LIVE)
+            if (v->conf.guest ? VGPU_BAR0_OWNER_STATE(o) != VGPU_PROC_LIVE : !a)
                 continue;
-            struct vgpu_status_proc p = { .pid = (uint32_t)VGPU_BAR0_OWNER_PID(o), .vgpu = (uint32_t)index[i],
-                                          .slot = (uint32_t)s };
-            for (uint32_t d = 0; d < v->bar->config.device_count; d++)
-                p.held[d] = atomic_load(&v->bar->procs[s].held[d]);
-            struct med_client *c = NULL;
-            for (int k = 0; v->bound[s] && k < w->nclients && !c; k++)
-                if (w->clients[k]->vgpu == v && w->clients[k]->slot == s)
-                    c = w->clients[k];
-            if (c) {
-                p.uid = (uint32_t)c->uid;
-                vgpu_proto_copy_string(p.comm, sizeof(p.comm), c->comm);
-                vgpu_proto_copy_string(p.user, sizeof(p.user), med_client_user(c));
-            } else if (v->conf.guest) {
-                p.uid = UINT32_MAX;
-                vgpu_proto_copy_string(p.comm, sizeof(p.comm), "?");
-                vgpu_proto_copy_string(p.user, sizeof(p.user), "(in the VM)");
-            } else {
-                from_proc(&p);
-            }
+            struct vgpu_status_proc p = { .pid = a ? (uint32_t)a->pid : (uint32_t)VGPU_BAR0_OWNER_PID(o),
+                                          .vgpu = (uint32_t)index[i], .slot = (uint32_t)s };
+            fill_proc(w, v, s, a, &p);
             memcpy(q, &p, sizeof(p));
             q += sizeof(p);
             nprocs++;

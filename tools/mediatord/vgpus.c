@@ -4,6 +4,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "tools/mediatord/guest_window.h"
+#include "tools/mediatord/state_dir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -14,8 +16,6 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#define STATUS_BYTES (sizeof(struct vgpu_bar0) - VGPU_BAR0_CONFIG_PAGE)
 
 /* The BAR0 config registers a vGPU's conf means. */
 static void registers(const struct med_vgpu_conf *conf, const struct med_gpus *g, struct vgpu_bar0_config *out)
@@ -37,145 +37,43 @@ static bool same_devices(const struct vgpu_bar0_config *a, const struct vgpu_bar
 {
     if (a->device_count != b->device_count)
         return false;
-    for (uint32_t d = 0; d < a->device_count; d++)
+    for (uint32_t d = 0; d < a->device_count && d < VGPU_MAX_DEVICES; d++)
         if (strcmp(a->device[d].physical, b->device[d].physical) != 0)
             return false;
     return true;
 }
 
-/* Opens path, or makes it where create (and it is missing). */
-static int open_file(const char *path, bool create, bool *created, char *err, size_t errlen)
+/* Live slots in a window: for a VM's, the VM's own count of its processes. */
+static unsigned live_slots(const struct vgpu_bar0 *b)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
-    *created = false;
-    if (fd < 0 && errno == ENOENT && create) {
-        fd = open(path, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
-        *created = fd >= 0;
-    }
-    if (fd < 0)
-        return vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
-    return fd;
-}
-
-/* A host window: NAME.config and NAME.status, mapped as one. */
-static int map_host(struct med_vgpu *v, bool create, bool *created, char *err, size_t errlen)
-{
-    char path[4200];
-    bool c1, c2;
-    snprintf(path, sizeof(path), "%s.config", v->base);
-    int cfd = open_file(path, create, &c1, err, errlen);
-    if (cfd < 0)
-        return -1;
-    snprintf(path, sizeof(path), "%s.status", v->base);
-    int sfd = open_file(path, create, &c2, err, errlen);
-    if (sfd < 0) {
-        close(cfd);
-        return -1;
-    }
-    *created = c1 || c2;
-    if (*created && (ftruncate(cfd, 0) != 0 || ftruncate(cfd, VGPU_BAR0_CONFIG_PAGE) != 0 ||
-                     ftruncate(sfd, 0) != 0 || ftruncate(sfd, STATUS_BYTES) != 0)) {
-        vgpu_fail(err, errlen, "cannot size %s's window: %s", v->conf.name, strerror(errno));
-        goto bad;
-    }
-    char why[512];
-    if (*created) {
-        struct vgpu_bar0_config none = { 0 };
-        if (!(v->bar = vgpu_bar0_map_parts(cfd, sfd, true, why, sizeof(why)))) {
-            vgpu_fail(err, errlen, "vGPU %s: %s", v->conf.name, why);
-            goto bad;
-        }
-        vgpu_bar0_init(v->bar, &none, VGPU_BAR0_MEDIATED, v->conf.name);
-    } else if (!(v->bar = vgpu_bar0_map_split(cfd, sfd, true, why, sizeof(why)))) {
-        vgpu_fail(err, errlen, "vGPU %s: %s.config/.status: %s; remove them (no process of the vGPU may be running)",
-                  v->conf.name, v->base, why);
-        goto bad;
-    }
-    /* What clients get: the first page read-only, so they cannot move their limits. */
-    snprintf(path, sizeof(path), "%s.config", v->base);
-    v->config_fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-    v->status_fd = sfd;
-    close(cfd);
-    if (v->config_fd < 0) {
-        vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(errno));
-        munmap(v->bar, sizeof(*v->bar));
-        close(sfd);
-        return -1;
-    }
-    return 0;
-bad:
-    close(cfd);
-    close(sfd);
-    return -1;
-}
-
-/* A guest window: NAME.bar0, one file the size of an ivshmem BAR. */
-static int map_guest(struct med_vgpu *v, bool create, bool *created, char *err, size_t errlen)
-{
-    char path[4200];
-    snprintf(path, sizeof(path), "%s.bar0", v->base);
-    int fd = open_file(path, create, created, err, errlen);
-    if (fd < 0)
-        return -1;
-    struct stat st;
-    if ((*created && ftruncate(fd, VGPU_BAR0_GUEST_FILE_SIZE) != 0) || fstat(fd, &st) != 0) {
-        close(fd);
-        return vgpu_fail(err, errlen, "cannot size %s: %s", path, strerror(errno));
-    }
-    void *b = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    close(fd);
-    if (b == MAP_FAILED)
-        return vgpu_fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
-    v->bar = b;
-    v->config_fd = v->status_fd = -1;
-    struct vgpu_bar0_config none = { 0 };
-    char why[512];
-    if (*created) {
-        vgpu_bar0_init(v->bar, &none, VGPU_BAR0_GUEST, v->conf.name);
-    } else if (vgpu_bar0_validate(v->bar, (uint64_t)st.st_size, why, sizeof(why)) != 0 ||
-               v->bar->header.flags != VGPU_BAR0_GUEST) {
-        munmap(b, sizeof(struct vgpu_bar0));
-        return vgpu_fail(err, errlen, "vGPU %s: %s: %s; remove it (the VM must not be running)", v->conf.name, path,
-                    v->bar->header.flags != VGPU_BAR0_GUEST ? "not a guest window" : why);
-    }
-    return 0;
-}
-
-static void close_vgpu(struct med_vgpu *v)
-{
-    if (v->bar)
-        munmap(v->bar, sizeof(*v->bar));
-    if (v->config_fd >= 0)
-        close(v->config_fd);
-    if (v->status_fd >= 0)
-        close(v->status_fd);
-    free(v);
+    unsigned n = 0;
+    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++)
+        n += VGPU_BAR0_OWNER_STATE(atomic_load(&b->procs[s].owner)) == VGPU_PROC_LIVE;
+    return n;
 }
 
 unsigned med_vgpu_processes(const struct med_vgpu *v)
 {
+    if (v->conf.guest)
+        return live_slots(v->bar);
     unsigned n = 0;
-    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++)
-        n += VGPU_BAR0_OWNER_STATE(atomic_load(&v->bar->procs[s].owner)) == VGPU_PROC_LIVE;
+    for (int i = 0; i < v->nadm; i++)
+        n += v->adm[i]->slot >= 0;
     return n;
 }
 
-/* Processes using it: connections admitted to it, and processes holding
- * a slot with no connection (not reattached after a restart). */
+/* Processes using it: those admitted (a VM's: those its window shows). */
 static unsigned users(const struct med_vgpu *v)
 {
-    unsigned n = (unsigned)v->clients;
-    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++)
-        n += !v->bound[s] && VGPU_BAR0_OWNER_STATE(atomic_load(&v->bar->procs[s].owner)) == VGPU_PROC_LIVE;
-    return n;
+    return v->conf.guest ? live_slots(v->bar) : (unsigned)v->nadm;
 }
 
-/* Does a vGPU's window name other devices than conf would? */
+/* Would conf give v other devices than it has? */
 static bool moves(const struct med_vgpu *v, const struct med_vgpu_conf *conf, const struct med_gpus *g)
 {
     struct vgpu_bar0_config want;
     registers(conf, g, &want);
-    return !same_devices(&v->bar->config, &want);
+    return !same_devices(&v->regs, &want);
 }
 
 /* Takes conf: devices, quota, compute share, who is admitted.  Writes the
@@ -184,7 +82,12 @@ static void apply(struct med_vgpu *v, const struct med_vgpu_conf *conf, const st
 {
     struct vgpu_bar0_config want;
     registers(conf, g, &want);
+    unsigned in_vm = v->conf.guest && !same_devices(&v->regs, &want) ? live_slots(v->bar) : 0;
+    if (in_vm)
+        vgpu_warn("vGPU %s: its devices change while its VM shows %u process(es); they keep the GPUs they started "
+                  "with until they start again", conf->name, in_vm);
     v->conf = *conf;
+    v->regs = want;
     for (int d = 0; d < conf->ndev; d++)
         v->gpu[d] = med_gpus_find(g, conf->devices[d]);
     for (uint32_t d = 0; d < want.device_count; d++) {
@@ -196,132 +99,261 @@ static void apply(struct med_vgpu *v, const struct med_vgpu_conf *conf, const st
                       vgpu_format_size(limit, a, sizeof(a)), vgpu_format_size(used, b, sizeof(b)));
         }
     }
-    vgpu_bar0_write_config(v->bar, &want);
+    vgpu_bar0_write_config(v->bar, &v->regs);
+    v->dirty = true;
 }
 
-static struct med_vgpu *map_vgpu(const struct med_config *c, const struct med_vgpu_conf *conf, bool create,
-                                 bool *created, char *err, size_t errlen)
+static struct med_vgpu *new_vgpu(struct med_vgpus *all, const struct med_vgpu_conf *conf)
 {
     struct med_vgpu *v = calloc(1, sizeof(*v));
-    if (!v) {
-        vgpu_fail(err, errlen, "out of memory");
+    if (!v)
         return NULL;
-    }
+    v->all = all;
     v->conf = *conf;
-    v->config_fd = v->status_fd = -1;
-    snprintf(v->base, sizeof(v->base), "%.4000s/%s", c->state_dir, conf->name);
-    if ((conf->guest ? map_guest(v, create, created, err, errlen) : map_host(v, create, created, err, errlen)) != 0) {
-        free(v);
-        return NULL;
-    }
+    v->host.config_fd = v->host.status_fd = -1;
     return v;
+}
+
+static void close_vgpu(struct med_vgpu *v)
+{
+    if (v->conf.guest && v->bar)
+        munmap(v->bar, sizeof(*v->bar));
+    med_host_window_close(&v->host);
+    for (int i = 0; i < v->nadm; i++)
+        free(v->adm[i]);
+    free(v->adm);
+    free(v);
+}
+
+static void remove_files(const struct med_vgpu *v)
+{
+    if (v->conf.guest)
+        med_guest_window_remove(v->all->dir, v->conf.name);
+    med_journal_remove(v->all->dir, v->conf.name);
 }
 
 static void report_found(const struct med_vgpu *v)
 {
     char size[32];
     uint64_t used = 0;
-    for (uint32_t d = 0; d < v->bar->config.device_count; d++)
+    for (uint32_t d = 0; d < v->regs.device_count; d++)
         used += atomic_load(&v->bar->status.device[d].memory_used);
     vgpu_info("vGPU %s: found again%s, %u process(es) holding %s", v->conf.name,
               v->retired ? " (not in the config)" : "", med_vgpu_processes(v),
               vgpu_format_size(used, size, sizeof(size)));
 }
 
-/* A vGPU of the config: its window made, or found again. */
-static struct med_vgpu *open_vgpu(const struct med_config *c, const struct med_vgpu_conf *conf,
+/* ---- a restart: journals, and what they let the mediator take back ---- */
+
+/* name's journal: as med_journal_read, a broken one taken as none (said). */
+static int read_journal(struct med_vgpus *all, const char *name, struct med_journal *j, char *err, size_t errlen)
+{
+    int r = med_journal_read(all->dir, all->dir_path, name, j, err, errlen);
+    if (r == -2) {
+        vgpu_warn("%s; vGPU %s starts afresh", err, name);
+        return 0;
+    }
+    if (r == 1 && j->epoch > all->seen_epoch)
+        all->seen_epoch = j->epoch;
+    return r;
+}
+
+static unsigned alive(const struct med_journal *j)
+{
+    unsigned n = 0;
+    for (int i = 0; i < j->nprocs; i++)
+        n += vgpu_bar0_owner_alive(j->procs[i].pid, j->procs[i].start_time);
+    return n;
+}
+
+/* The status part j names, from the first of its running processes that
+ * maps it: a descriptor, or -1 with why. */
+static int recover(const char *name, const struct med_journal *j, char *why, size_t len)
+{
+    snprintf(why, len, "no process of it runs");
+    for (int i = 0; i < j->nprocs; i++) {
+        const struct med_journal_proc *p = &j->procs[i];
+        int fd = vgpu_bar0_owner_alive(p->pid, p->start_time)
+                     ? med_host_window_recover(name, p->pid, j->status_dev, j->status_ino, why, len) : -1;
+        if (fd >= 0)
+            return fd;
+    }
+    return -1;
+}
+
+/* Makes v's window; a host vGPU's status part is taken back as j (if any)
+ * names it, with j's records, or made anew. */
+static int make_window(struct med_vgpu *v, const struct med_journal *j, bool create, char *err, size_t errlen)
+{
+    struct med_vgpus *all = v->all;
+    if (v->conf.guest) {
+        bool created;
+        v->bar = med_guest_window_open(all->dir, all->dir_path, v->conf.name, create, &v->regs, &created, err,
+                                       errlen);
+        return v->bar ? 0 : -1;
+    }
+    int fd = -1;
+    unsigned running = j && !j->guest ? alive(j) : 0;
+    if (running) {
+        char why[512];
+        if ((fd = recover(v->conf.name, j, why, sizeof(why))) < 0)
+            vgpu_warn("vGPU %s: %u process(es) admitted before this start still run, but its window cannot be taken "
+                      "back from them (%s): they are no longer counted; start them again", v->conf.name, running,
+                      why);
+    }
+    if (med_host_window_make(v->conf.name, &v->regs, fd, &v->host, err, errlen) != 0)
+        return -1;
+    v->bar = v->host.bar;
+    if (fd >= 0)
+        med_vgpu_carry(v, j->procs, j->nprocs);
+    return 0;
+}
+
+/* A vGPU of the config: its window made, or its processes found again. */
+static struct med_vgpu *open_vgpu(struct med_vgpus *all, const struct med_config *c, const struct med_vgpu_conf *conf,
                                   const struct med_gpus *g, char *err, size_t errlen)
 {
-    bool created;
-    struct med_vgpu *v = map_vgpu(c, conf, true, &created, err, errlen);
-    if (!v)
+    struct med_vgpu *v = new_vgpu(all, conf);
+    if (!v) {
+        vgpu_fail(err, errlen, "out of memory");
         return NULL;
-    unsigned n = created ? 0 : med_vgpu_processes(v);
-    if (n && moves(v, conf, g)) {
-        /* Its processes' devices come from the window: they cannot move. */
+    }
+    registers(conf, g, &v->regs);
+    struct med_journal j;
+    int r = read_journal(all, conf->name, &j, err, errlen);
+    unsigned running = r == 1 ? alive(&j) : 0;
+    if (r < 0)
+        goto fail;
+    if (r == 1 && j.guest != conf->guest && running) {
+        vgpu_fail(err, errlen, "%s:%d: vGPU %s: guest = changed while its %u process(es) run; give it back, or let "
+                  "them exit", c->path, conf->guest_line ? conf->guest_line : conf->line, conf->name, running);
+        goto fail;
+    }
+    if (r == 1 && j.guest && !conf->guest)
+        med_guest_window_remove(all->dir, conf->name); /* its VM's window of before */
+    if (r == 1 && !conf->guest && running && !same_devices(&j.regs, &v->regs)) {
+        /* Its processes' devices came from the window: they cannot move. */
         vgpu_fail(err, errlen, "%s:%d: vGPU %s: its %u running process(es) use other GPUs than this config gives it "
                   "(%s first); a vGPU's devices change only while no process uses it: give it its devices back, or "
-                  "let its processes exit", c->path, conf->devices_line, conf->name, n,
-                  v->bar->config.device[0].physical);
-        close_vgpu(v);
-        return NULL;
+                  "let its processes exit", c->path, conf->devices_line, conf->name, running,
+                  j.regs.device[0].physical);
+        goto fail;
     }
+    if (make_window(v, r == 1 && j.guest == conf->guest ? &j : NULL, true, err, errlen) != 0)
+        goto fail;
+    if (r == 1)
+        med_journal_free(&j);
     apply(v, conf, g);
-    if (!created)
+    if (v->nadm)
         report_found(v);
     return v;
+fail:
+    if (r == 1)
+        med_journal_free(&j);
+    close_vgpu(v);
+    return NULL;
 }
 
-/* A window in state_dir of a vGPU the config no longer has: kept, admitting
- * nobody, until its processes have exited, as on a reload. */
-static void adopt_orphan(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g,
-                         const char *name, bool guest)
+/* A journal in state_dir of a vGPU the config no longer has: kept, admitting
+ * nobody, while its processes live, as on a reload.  -1 (err) only when
+ * the journal is not to be trusted. */
+static int adopt_orphan(struct med_vgpus *all, const struct med_gpus *g, const char *name, char *err, size_t errlen)
 {
-    struct med_vgpu_conf conf = { .guest = guest };
+    struct med_journal j;
+    int r = read_journal(all, name, &j, err, errlen);
+    if (r <= 0)
+        return r;
+    struct med_vgpu_conf conf = { .guest = j.guest, .compute = 100 };
     snprintf(conf.name, sizeof(conf.name), "%s", name);
-    bool created;
-    char err[1024];
-    struct med_vgpu *v = map_vgpu(c, &conf, false, &created, err, sizeof(err));
-    if (!v) {
-        vgpu_warn("a vGPU window in %s that the config does not name is left alone: %s", c->state_dir, err);
-        return;
-    }
-    if (all->n == (int)(sizeof(all->v) / sizeof(*all->v))) {
-        vgpu_warn("vGPU %s, not in the config, is left alone: too many vGPUs", name);
-        close_vgpu(v);
-        return;
-    }
-    /* What it is, from its registers. */
-    conf.ndev = (int)v->bar->config.device_count;
+    conf.ndev = (int)j.regs.device_count;
     for (int d = 0; d < conf.ndev; d++)
-        memcpy(conf.devices[d], v->bar->config.device[d].physical, sizeof(conf.devices[d]));
-    conf.memory = conf.ndev ? vgpu_bar0_limit(v->bar, 0) : 0;
-    conf.compute = conf.ndev ? v->bar->config.device[0].compute_share : 100;
-    v->conf = conf;
-    for (int d = 0; d < conf.ndev; d++)
-        v->gpu[d] = med_gpus_find(g, conf.devices[d]);
-    v->retired = true;
-    all->v[all->n++] = v;
-    report_found(v);
+        memcpy(conf.devices[d], j.regs.device[d].physical, sizeof(conf.devices[d]));
+    if (conf.ndev) {
+        conf.memory = atomic_load(&j.regs.device[0].memory_limit);
+        conf.compute = j.regs.device[0].compute_share;
+    }
+    struct med_vgpu *v = all->n < (int)(sizeof(all->v) / sizeof(*all->v)) ? new_vgpu(all, &conf) : NULL;
+    char why[1024] = "too many vGPUs";
+    if (v) {
+        v->regs = j.regs;
+        v->retired = true;
+    }
+    if (v && make_window(v, &j, false, why, sizeof(why)) == 0 && users(v)) {
+        for (int d = 0; d < conf.ndev; d++)
+            v->gpu[d] = med_gpus_find(g, conf.devices[d]);
+        all->v[all->n++] = v;
+        report_found(v);
+    } else {
+        if (v && v->bar)
+            vgpu_info("vGPU %s, gone from the config, has no process left: removed", name);
+        else
+            vgpu_warn("vGPU %s, gone from the config, is dropped: %s", name, why);
+        if (v) {
+            remove_files(v);
+            close_vgpu(v);
+        }
+    }
+    med_journal_free(&j);
+    return 0;
 }
 
-/* Every window in state_dir the config does not name: NAME.config (a host
- * vGPU's first part) or NAME.bar0 (a guest's). */
-static void adopt_orphans(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
+/* What an older mediator left in state_dir: a host vGPU's window as two
+ * files, which its processes map.  Nothing can be taken back from them. */
+static void remove_old_layout(struct med_vgpus *all, const char *file, const char *name)
 {
-    DIR *d = opendir(c->state_dir);
-    for (struct dirent *e; d && (e = readdir(d));) {
+    if (unlinkat(all->dir, file, 0) == 0 && strstr(file, ".status"))
+        vgpu_warn("vGPU %s: removed %s/%s.config and .status, an older vgpu-mediatord's window; processes "
+                  "still running from before the upgrade keep their vGPU but are no longer counted: start them again",
+                  name, all->dir_path, name);
+}
+
+/* Every journal in state_dir of a vGPU the config does not name. */
+static int adopt_orphans(struct med_vgpus *all, const struct med_gpus *g, char *err, size_t errlen)
+{
+    int fd = fcntl(all->dir, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return vgpu_fail(err, errlen, "cannot list state_dir %s: %s", all->dir_path, strerror(errno));
+    }
+    int rc = 0;
+    for (struct dirent *e; rc == 0 && (e = readdir(d));) {
         const char *dot = strrchr(e->d_name, '.');
-        bool host = dot && strcmp(dot, ".config") == 0, guest = dot && strcmp(dot, ".bar0") == 0;
         char name[VGPU_NAME_LEN];
-        if ((!host && !guest) || dot == e->d_name || dot - e->d_name >= (long)sizeof(name))
+        if (!dot || dot == e->d_name || dot - e->d_name >= (long)sizeof(name))
             continue;
         snprintf(name, sizeof(name), "%.*s", (int)(dot - e->d_name), e->d_name);
-        if (!med_vgpus_find(all, name))
-            adopt_orphan(all, c, g, name, guest);
+        if (!med_config_valid_name(name))
+            continue;
+        if (strcmp(dot, ".config") == 0 || strcmp(dot, ".status") == 0)
+            remove_old_layout(all, e->d_name, name);
+        else if (strcmp(dot, ".journal") == 0 && !med_vgpus_find(all, name))
+            rc = adopt_orphan(all, g, name, err, errlen);
     }
-    if (d)
-        closedir(d);
+    closedir(d);
+    return rc;
 }
 
 int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
                    size_t errlen)
 {
     memset(all, 0, sizeof(*all));
-    if (mkdir(c->state_dir, 0755) != 0 && errno != EEXIST)
-        return vgpu_fail(err, errlen, "cannot create state_dir %s: %s", c->state_dir, strerror(errno));
+    snprintf(all->dir_path, sizeof(all->dir_path), "%s", c->state_dir);
+    if ((all->dir = med_state_dir_open(c->state_dir, err, errlen)) < 0)
+        return -1;
     for (int i = 0; i < c->nvgpus; i++) {
-        struct med_vgpu *v = open_vgpu(c, &c->vgpu[i], g, err, errlen);
+        struct med_vgpu *v = open_vgpu(all, c, &c->vgpu[i], g, err, errlen);
         if (!v)
             return -1;
         all->v[all->n++] = v;
     }
-    adopt_orphans(all, c, g);
-    for (int i = 0; i < all->n; i++) {
-        uint32_t e = atomic_load(&all->v[i]->bar->status.mediator_epoch);
-        all->epoch = e > all->epoch ? e : all->epoch;
-    }
-    all->epoch++;
+    if (adopt_orphans(all, g, err, errlen) != 0)
+        return -1;
+    all->epoch = all->seen_epoch + 1;
+    for (int i = 0; i < all->n; i++)
+        all->v[i]->dirty = true;
+    med_vgpus_flush(all);
     return 0;
 }
 
@@ -352,7 +384,8 @@ int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, co
             return vgpu_fail(err, errlen, "%s:%d: vGPU %s: guest = cannot change while the vGPU exists; remove it, "
                              "reload, then add it back", c->path, conf->guest_line ? conf->guest_line : conf->line,
                              conf->name);
-        unsigned n = users(v);
+        /* A VM's window is the VM's to write: its word blocks nothing. */
+        unsigned n = conf->guest ? 0 : users(v);
         if (n && moves(v, conf, g))
             return vgpu_fail(err, errlen, "%s:%d: vGPU %s: its devices cannot change while %u process(es) use it",
                              c->path, conf->devices_line, conf->name, n);
@@ -380,7 +413,7 @@ int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const st
             continue;
         }
         char err[1024];
-        if (!(v = open_vgpu(c, conf, g, err, sizeof(err)))) {
+        if (!(v = open_vgpu(all, c, conf, g, err, sizeof(err)))) {
             vgpu_error("vGPU %s: %s", conf->name, err);
             failed++;
             continue;
@@ -393,49 +426,56 @@ int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const st
     return failed;
 }
 
-void med_vgpu_release(struct med_vgpu *v, int slot, uint64_t owner, const char *who)
+/*
+ * The window's counters, as the slots the mediator gave hold them: a slot
+ * it never gave that says LIVE was written by a process of the vGPU, and
+ * is cleared first, so that only the mediator's own slots are summed
+ * (vgpu_bar0_rebuild: a process killed between two updates, or a stray
+ * write, leaves the counters wrong otherwise).
+ */
+static void rebuild_counters(struct med_vgpu *v)
 {
-    uint64_t returned = 0;
-    bool freed = vgpu_bar0_release_slot(v->bar, slot, owner, &returned);
-    /* Unbound, unless the slot is already another process's (its owner word
-     * is in memory the vGPU's processes can write). */
-    uint64_t now = atomic_load(&v->bar->procs[slot].owner);
-    if (freed || now == 0 || now == owner)
-        v->bound[slot] = false;
-    if (!freed)
-        return;
-    char size[32];
-    vgpu_info("vGPU %s: %s ended; %s returned", v->conf.name, who, vgpu_format_size(returned, size, sizeof(size)));
-}
-
-static void unlink_files(const struct med_vgpu *v)
-{
-    static const char *const suffixes[] = { ".config", ".status", ".bar0" };
-    char path[4200];
-    for (size_t i = 0; i < sizeof(suffixes) / sizeof(*suffixes); i++) {
-        snprintf(path, sizeof(path), "%s%s", v->base, suffixes[i]);
-        unlink(path);
+    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++) {
+        uint64_t o = atomic_load(&v->bar->procs[s].owner);
+        if (v->slot_of[s] || o == 0)
+            continue;
+        if (!v->forged_warned)
+            vgpu_warn("vGPU %s: slot %d says owner 0x%llx, but the mediator gave it to no one: a process of the vGPU "
+                      "wrote it; cleared (said once)", v->conf.name, s, (unsigned long long)o);
+        v->forged_warned = true;
+        atomic_store(&v->bar->procs[s].owner, 0);
     }
+    vgpu_bar0_rebuild(v->bar);
 }
 
 void med_vgpus_scan(struct med_vgpus *all)
 {
     for (int i = 0; i < all->n; i++) {
         struct med_vgpu *v = all->v[i];
-        for (int s = 0; !v->conf.guest && s < VGPU_BAR0_MAX_PROCS; s++) {
-            uint64_t o = atomic_load(&v->bar->procs[s].owner);
-            if (v->bound[s] || VGPU_BAR0_OWNER_STATE(o) != VGPU_PROC_LIVE ||
-                vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), v->bar->procs[s].start_time))
+        for (int k = v->nadm - 1; k >= 0; k--) {
+            struct med_admission *a = v->adm[k];
+            if (a->connected || vgpu_bar0_owner_alive(a->pid, a->start_time))
                 continue;
             char who[64];
-            snprintf(who, sizeof(who), "process %d (not reattached)", VGPU_BAR0_OWNER_PID(o));
-            med_vgpu_release(v, s, o, who);
+            snprintf(who, sizeof(who), "process %d (not reattached)", (int)a->pid);
+            med_vgpu_leave(v, a, who);
         }
+        if (!v->conf.guest)
+            rebuild_counters(v);
+        if (v->journal_failing)
+            med_vgpu_journal(v); /* tried again once a second, not on every event */
         if (v->retired && users(v) == 0) {
             vgpu_info("vGPU %s: removed", v->conf.name);
-            unlink_files(v);
+            remove_files(v);
             close_vgpu(v);
             all->v[i--] = all->v[--all->n];
         }
     }
+}
+
+void med_vgpus_flush(struct med_vgpus *all)
+{
+    for (int i = 0; i < all->n; i++)
+        if (all->v[i]->dirty && !all->v[i]->journal_failing)
+            med_vgpu_journal(all->v[i]);
 }

@@ -1,34 +1,60 @@
 /*
- * The mediator's vGPUs at run time: each one's BAR0 in state_dir (created,
- * or found again after a restart with its usage intact), its config
- * registers, its process slots, and what a reload changes.
+ * The mediator's vGPUs at run time: each one's BAR0 window, its registers,
+ * the processes it admitted, and what a reload or a restart changes.
  *
- * Files, per vGPU NAME:
- *   NAME.config, NAME.status  a host vGPU's window: the first page (header,
- *                             config) and the rest; clients get the first
- *                             read-only and the rest read-write
- *   NAME.bar0                 a guest vGPU's window, one file, for QEMU's
- *                             ivshmem-plain (docs/vm.md)
+ * A host vGPU's window is two sealed memfds (host_window.h); a VM's is
+ * state_dir/NAME.bar0 (guest_window.h).  Each vGPU has a journal,
+ * state_dir/NAME.journal (journal.h), so that a restarted mediator knows
+ * what it gave out.
+ *
+ * Every byte of a window past its first page (a guest's: every byte) can
+ * be written by the vGPU's processes.  The mediator reads it only as a
+ * hint (use, shown by vgpu-smi): what it acts on, which slot is whose,
+ * which process to wait for, comes from its own records (struct
+ * med_admission), kept from the connections it admitted and, across a
+ * restart, from the journal.
  */
 #pragma once
 
 #include <stdbool.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include "tools/mediatord/config.h"
 #include "tools/mediatord/gpus.h"
+#include "tools/mediatord/host_window.h"
+#include "tools/mediatord/journal.h"
 #include "vgpu_backend/bar0.h"
 
+/* Process slots one process may hold in a vGPU: a process that loads vgpu
+ * twice (dlmopen, a second copy under another name) holds 2. */
+#define MED_SLOTS_PER_PID 4
+
+/* A process the mediator admitted to a vGPU: its own record. */
+struct med_admission {
+    pid_t pid;           /* in the mediator's PID namespace */
+    uint64_t start_time; /* /proc/PID/stat: tells a reused pid apart */
+    uid_t uid;
+    int slot;            /* the process slot it was given, or -1 */
+    bool connected;      /* a connection speaks for it; false: carried over a restart, not reattached yet */
+};
+
+struct med_vgpus;
+
 struct med_vgpu {
+    struct med_vgpus *all;
     struct med_vgpu_conf conf;    /* as configured now */
     bool retired;                 /* gone from the config; kept until nothing uses it */
-    struct vgpu_bar0 *bar;        /* mapped read-write */
-    int config_fd;                /* host: the first page, read-only, handed to clients */
-    int status_fd;                /* host: the rest, read-write, handed to clients */
-    char base[4096];              /* state_dir/NAME */
+    struct vgpu_bar0 *bar;        /* the window, mapped read-write */
+    struct vgpu_bar0_config regs; /* the registers written to it: read these, never the window's */
+    struct med_host_window host;  /* a host vGPU's memfds (descriptors -1 for a guest's) */
     const struct med_gpu *gpu[VGPU_MAX_DEVICES]; /* its devices */
-    bool bound[VGPU_BAR0_MAX_PROCS]; /* slot held by a live connection */
-    int clients;                  /* admitted connections */
+    struct med_admission **adm;   /* the processes admitted to it, malloc'd */
+    int nadm, adm_cap;
+    struct med_admission *slot_of[VGPU_BAR0_MAX_PROCS]; /* whose each slot is, by the records */
+    bool dirty;                   /* its journal lags its records */
+    bool journal_failing;         /* the last write failed (said once) */
+    bool forged_warned;           /* a slot it never gave was found LIVE (said once) */
     uint64_t refused_admissions;
 };
 
@@ -36,15 +62,20 @@ struct med_vgpus {
     int n;
     struct med_vgpu *v[MED_MAX_VGPUS * 2]; /* stable pointers: clients keep them */
     uint32_t epoch;                        /* this mediator start's */
+    uint32_t seen_epoch;                   /* the latest in the journals read */
     uint64_t refused_admissions;           /* connections refused, all vGPUs */
+    int dir;                               /* state_dir, checked (state_dir.h) */
+    char dir_path[4096];
 };
 
 /*
- * Opens every vGPU of c under c->state_dir, creating the missing ones and
- * finding the others again (their usage intact); windows there that c does
- * not name are kept, retired, while their processes live.  The epoch moves
- * past every window's.  0, or -1 with the reason in err (a vGPU whose
- * running processes use other devices than c gives it).
+ * Opens state_dir and every vGPU of c in it: windows made, or the status
+ * of host vGPUs recovered from their running processes as their journals
+ * name it, with those processes' records; windows there that c does not
+ * name are kept, retired, while their processes live.  The epoch moves
+ * past every journal's.  0, or -1 with the reason in err (an untrusted
+ * state_dir or file in it, or a vGPU whose running processes use other
+ * devices than c gives it).
  */
 int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
                    size_t errlen);
@@ -55,8 +86,8 @@ void med_vgpus_announce(struct med_vgpus *all);
 
 /*
  * Whether a new config can be taken as a whole: it may not move the devices
- * of a vGPU that processes use, nor turn a vGPU into a guest's or back.  0,
- * or -1 with "FILE:LINE: reason".
+ * of a host vGPU that processes use, nor turn a vGPU into a guest's or
+ * back.  0, or -1 with "FILE:LINE: reason".
  */
 int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
                            size_t errlen);
@@ -70,15 +101,41 @@ int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, co
  */
 int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g);
 
-/* Live process slots, counted (the status counter is the processes' to write). */
+/* Processes holding a slot: by the records (a host vGPU), or as the VM's
+ * window says (a guest's: its processes are the VM's to count). */
 unsigned med_vgpu_processes(const struct med_vgpu *v);
 
 /* The vGPU of that name (retired ones too), or NULL. */
 struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name);
 
-/* Frees a slot whose process ended; logs what came back. */
-void med_vgpu_release(struct med_vgpu *v, int slot, uint64_t owner, const char *who);
-
-/* Returns the memory of processes that died holding no connection (after a
- * restart, until they reattach) and drops retired vGPUs nothing uses. */
+/* Returns the memory of processes carried over a restart that died before
+ * reattaching, and drops retired vGPUs nothing uses. */
 void med_vgpus_scan(struct med_vgpus *all);
+
+/* Writes the journals that lag their records. */
+void med_vgpus_flush(struct med_vgpus *all);
+
+/* ---- the records (admissions.c) ---- */
+
+/* Records an admission (journaled before the process hears of it); NULL
+ * when out of memory. */
+struct med_admission *med_vgpu_admit(struct med_vgpu *v, pid_t pid, uint64_t start_time, uid_t uid);
+
+enum med_claim { MED_CLAIM_TABLE_FULL = -1, MED_CLAIM_PID_FULL = -2 };
+
+/* Gives a an empty slot of the process table: the slot, or an enum med_claim. */
+int med_vgpu_claim(struct med_vgpu *v, struct med_admission *a);
+
+/* The record of slot, carried over a restart, if it is pid's (started
+ * at start_time) and no connection speaks for it yet: now one does. */
+struct med_admission *med_vgpu_reattach(struct med_vgpu *v, uint32_t slot, pid_t pid, uint64_t start_time);
+
+/* The process ended (who names it in the log): its slot is freed, what
+ * it held returned, its record dropped. */
+void med_vgpu_leave(struct med_vgpu *v, struct med_admission *a, const char *who);
+
+/* Writes v's journal now; false (said once) if it cannot. */
+bool med_vgpu_journal(struct med_vgpu *v);
+
+/* Records carried over from a journal, for the processes still running. */
+void med_vgpu_carry(struct med_vgpu *v, const struct med_journal_proc *procs, int n);
