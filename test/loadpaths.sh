@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # How vgpu gets loaded, and how it finds the real driver behind itself.
-# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM
+# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM HIDE_DLOPEN_LIB
 set -euo pipefail
-case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6
+case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6 hide_dlopen=$7
 . "$(dirname "$0")/loadorder/common.sh"
 
 case $case_name in
@@ -24,6 +24,16 @@ symlink-install-two-levels-down)
     (quota_env && LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$chain") || fail "the chained program does not see its quota"
     grep -q "forwarding to the CUDA driver at $(realpath "$fake_dir")/libcuda.so.1" "$tmp/log" ||
         fail "vgpu did not forward to the driver behind it"
+    ;;
+hidden-dlopen)
+    # A library ahead of vgpu hides the C library's dlopen: no crash, no
+    # device, and one error line that says so.
+    driver_dir "$tmp/driver"
+    LD_PRELOAD="$hide_dlopen $vgpu $vgpu_nvml" LD_LIBRARY_PATH=$tmp/driver TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=0 \
+        "$linked" || fail "the linked program, with dlopen hidden"
+    [ "$(grep -c "error: the C library's dlopen (GLIBC_2.34 or GLIBC_2.2.5) is in neither" "$tmp/log")" = 1 ] ||
+        fail "not one error line about the hidden dlopen"
+    grep -q "no CUDA driver found" "$tmp/log" || fail "no line saying that no driver was found"
     ;;
 refuses-itself)
     # Renamed copies of vgpu (no symlink to see through) ahead of the driver.

@@ -7,7 +7,7 @@ trap 'rm -rf "$tmp"' EXIT
 fake=$(realpath "$fake_dir/libcuda.so.1")
 vgpu=$(realpath "$build/libvgpu-cuda.so")
 vgpu_nvml=$(realpath "$build/libvgpu-nvml.so")
-export VGPU_LOG=info VGPU_LOG_FILE=$tmp/log TEST_FAKE_LIBCUDA=$fake
+export VGPU_LOG=${TEST_VGPU_LOG:-info} VGPU_LOG_FILE=$tmp/log TEST_FAKE_LIBCUDA=$fake
 # Meson's test runner adds build directories to LD_LIBRARY_PATH, which would
 # hand every case the fake driver; and no case may meet a developer's mediator.
 unset VGPU_REAL_LIBCUDA VGPU_REAL_NVML LD_PRELOAD LD_LIBRARY_PATH CUDA_HOME CUDA_PATH VGPU_MEMORY_LIMIT \
@@ -20,8 +20,12 @@ fail() { echo "FAIL $case_name: $*"; echo "--- log"; cat "$tmp/log" 2>/dev/null 
 # A copy of the fake driver in DIR; prints its real path.
 copy_fake() { mkdir -p "$1"; cp "$fake" "$1/libcuda.so.1"; realpath "$1/libcuda.so.1"; }
 
-# The fake driver's two libraries in DIR, where the loader may find them.
-driver_dir() { copy_fake "$1" >/dev/null; cp "$(realpath "$fake_dir/libnvidia-ml.so.1")" "$1/"; }
+# The fake driver's two libraries in DIR, as a driver is installed.
+driver_dir() {
+    copy_fake "$1" >/dev/null
+    ln -s libcuda.so.1 "$1/libcuda.so"
+    cp "$(realpath "$fake_dir/libnvidia-ml.so.1")" "$1/"
+}
 
 # The symlink install in DIR: libcuda.so.1 and libnvidia-ml.so.1 are vgpu.
 symlink_dir() { mkdir -p "$1"; ln -s "$vgpu" "$1/libcuda.so.1"; ln -s "$vgpu_nvml" "$1/libnvidia-ml.so.1"; }
