@@ -55,6 +55,15 @@ static int probe_failures;
         }                                                                       \
     } while (0)
 
+#define PROBE_CU(call)                                                                  \
+    do {                                                                                \
+        CUresult probe_r_ = (call);                                                     \
+        PROBE_CHECK(probe_r_ == CUDA_SUCCESS, "%s returned %d", #call, (int)probe_r_);  \
+    } while (0)
+
+#define PROBE_MiB ((size_t)1 << 20)
+#define PROBE_GiB ((size_t)1 << 30)
+
 static __attribute__((unused)) const char *probe_library_of(const void *fn, char *buf, size_t len)
 {
     Dl_info di;
