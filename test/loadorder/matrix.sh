@@ -9,6 +9,7 @@ placement=$1 consumer=$2 driver=$3 build=$4 fake_dir=$5 python=$6 python_load=$7
 chain=${10} cgo=${11}
 case_name="$placement $consumer $driver"
 . "$(dirname "$0")/common.sh"
+. "$(dirname "$0")/private_etc.sh"
 
 drv=$tmp/driver
 driver_dir "$drv"
@@ -22,7 +23,7 @@ linked) cmd=("$linked") ;;
 two-levels-down) cmd=("$chain") ;;
 dlopen-local) cmd=("$client" load-order-local) ;;
 dlopen-global) cmd=("$client" load-order-global) ;;
-ctypes | cffi) cmd=("$python" "$python_load" "$consumer" "$cuda_lib") ;;
+ctypes | ctypes-global | cffi) cmd=("$python" "$python_load" "$consumer" "$cuda_lib") ;;
 cgo)
     if [ ! -x "$cgo" ]; then echo "SKIP: no Go toolchain built the cgo consumer (apt-get install golang-go)"; exit 77; fi
     cmd=("$cgo") ;;
@@ -32,57 +33,14 @@ case $consumer in linked | two-levels-down) ;; *) export TEST_CUDA_LIB=$cuda_lib
 
 if [ "$driver" = driver-loaded ]; then
     export TEST_DRIVER_FIRST=$drv/libcuda.so.1
-    case $placement-$consumer in
-    ld-library-path-dlopen-* | ld-library-path-ctypes | ld-library-path-cffi | ld-library-path-cgo | \
-        ld-so-cache-dlopen-* | ld-so-cache-ctypes | ld-so-cache-cffi | ld-so-cache-cgo)
-        # The loader answers libcuda.so.1 with the driver already loaded
-        # under that SONAME, so vgpu is never loaded: what the symlink
+    if [ -n "${TEST_CUDA_LIB:-}" ] && { [ "$placement" = ld-library-path ] || [ "$placement" = ld-so-cache ]; }; then
+        # The loader answers dlopen("libcuda.so.1") with the driver already
+        # loaded under that SONAME, so vgpu is never loaded: what the symlink
         # install cannot reach, and LD_PRELOAD can (docs/install.md).
         export TEST_EXPECT_VGPU=0
         unset TEST_EXPECT_QUOTA TEST_NVML_LIB
-        ;;
-    esac
-fi
-
-# /etc/ld.so.cache and /etc/ld.so.preload of this cell only, in a private
-# mount namespace: the machine's own files are never touched.
-private_etc() {
-    local cache=$1 preload=$2
-    shift 2
-    local unshare=(unshare -m --propagation private)
-    if ! "${unshare[@]}" true 2>/dev/null; then
-        unshare=(unshare -r -m --propagation private)
-        if ! "${unshare[@]}" true 2>"$tmp/unshare.err"; then
-            echo "SKIP: cannot make a private mount namespace for /etc ($(cat "$tmp/unshare.err")); run as root"
-            exit 77
-        fi
     fi
-    mkdir -p "$tmp/etc-upper" "$tmp/etc-work"
-    "${unshare[@]}" sh -ec '
-        cache=$1 preload=$2 upper=$3 work=$4
-        shift 4
-        if [ -n "$preload" ] && [ ! -e /etc/ld.so.preload ]; then
-            # Nothing to bind over: /etc, with the new file in a layer above it.
-            mount -t overlay overlay -o "lowerdir=/etc,upperdir=$upper,workdir=$work" /etc
-            : >/etc/ld.so.preload
-        fi
-        [ -e /etc/ld.so.cache ] || : >/etc/ld.so.cache
-        mount --bind "$cache" /etc/ld.so.cache
-        [ -z "$preload" ] || mount --bind "$preload" /etc/ld.so.preload
-        exec "$@"' sh "$cache" "$preload" "$tmp/etc-upper" "$tmp/etc-work" "$@"
-}
-
-# An ld.so.cache of DIRS, in that order, as ld.so.conf.d entries would list them.
-ld_cache() {
-    local conf=$tmp/ld.so.conf.d n=0
-    mkdir -p "$conf"
-    for d in "$@"; do
-        echo "$d" >"$conf/$(printf %03d $n)-dir.conf"
-        n=$((n + 1))
-    done
-    echo "include $conf/*.conf" >"$tmp/ld.so.conf"
-    ldconfig -X -C "$tmp/ld.so.cache" -f "$tmp/ld.so.conf" || fail "ldconfig could not build the cache"
-}
+fi
 
 set +e
 case $placement in
@@ -93,12 +51,12 @@ path)
 ld-library-path)
     LD_LIBRARY_PATH=$tmp/vgpu:$drv "${cmd[@]}" ;;
 ld-so-cache)
-    ld_cache "$tmp/vgpu" "$drv"
-    private_etc "$tmp/ld.so.cache" "" "${cmd[@]}" ;;
+    ld_cache "$tmp" "$tmp/ld.so.cache" "$tmp/vgpu" "$drv" || fail "ldconfig could not build the cache"
+    private_etc "$tmp" "$tmp/ld.so.cache" "" "${cmd[@]}" ;;
 ld-so-preload)
-    ld_cache "$drv"
+    ld_cache "$tmp" "$tmp/ld.so.cache" "$drv" || fail "ldconfig could not build the cache"
     echo "$tmp/vgpu/libcuda.so.1 $tmp/vgpu/libnvidia-ml.so.1" >"$tmp/ld.so.preload"
-    private_etc "$tmp/ld.so.cache" "$tmp/ld.so.preload" "${cmd[@]}" ;;
+    private_etc "$tmp" "$tmp/ld.so.cache" "$tmp/ld.so.preload" "${cmd[@]}" ;;
 *)
     echo "unknown placement $placement"; exit 2 ;;
 esac
