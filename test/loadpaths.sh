@@ -35,6 +35,14 @@ hidden-dlopen)
         fail "not one error line about the hidden dlopen"
     grep -q "no CUDA driver found" "$tmp/log" || fail "no line saying that no driver was found"
     ;;
+symlink-install-libcuda-so)
+    # A program that opens "libcuda.so", as numba does first, gets vgpu from
+    # the symlink directory, not the driver's libcuda.so behind it.
+    symlink_dir "$tmp/vgpu"
+    driver_dir "$tmp/driver"
+    (quota_env && LD_LIBRARY_PATH=$tmp/vgpu:$tmp/driver TEST_CUDA_LIB=libcuda.so TEST_NVML_LIB=libnvidia-ml.so \
+        "$client" load-order-local) || fail "dlopen(\"libcuda.so\") through the symlink directory"
+    ;;
 refuses-itself)
     # Renamed copies of vgpu (no symlink to see through) ahead of the driver.
     mkdir -p "$tmp/a" "$tmp/b"

@@ -36,8 +36,8 @@ quota=$((4 << 30))
 echo "# real driver $driver (from the ld.so cache), $gpus GPU(s), vgpu from $build"
 [ -f "$driver" ] || { echo "FAIL setup: no libcuda.so.1 in the ld.so cache"; exit 1; }
 mkdir -p "$tmp/vgpu" "$tmp/chain"
-ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
-ln -s "$vgpu_nvml" "$tmp/vgpu/libnvidia-ml.so.1"
+for name in libcuda.so.1 libcuda.so; do ln -s "$vgpu" "$tmp/vgpu/$name"; done # as meson install lays it out
+for name in libnvidia-ml.so.1 libnvidia-ml.so; do ln -s "$vgpu_nvml" "$tmp/vgpu/$name"; done
 
 # What a user's environment would hold, less anything of vgpu's or the tests'.
 unset LD_PRELOAD VGPU_REAL_LIBCUDA VGPU_REAL_NVML VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_NAME \

@@ -25,10 +25,16 @@ driver_dir() {
     copy_fake "$1" >/dev/null
     ln -s libcuda.so.1 "$1/libcuda.so"
     cp "$(realpath "$fake_dir/libnvidia-ml.so.1")" "$1/"
+    ln -s libnvidia-ml.so.1 "$1/libnvidia-ml.so"
 }
 
-# The symlink install in DIR: libcuda.so.1 and libnvidia-ml.so.1 are vgpu.
-symlink_dir() { mkdir -p "$1"; ln -s "$vgpu" "$1/libcuda.so.1"; ln -s "$vgpu_nvml" "$1/libnvidia-ml.so.1"; }
+# The symlink install in DIR, as meson install lays it out: libcuda.so.1,
+# libcuda.so, libnvidia-ml.so.1 and libnvidia-ml.so are vgpu.
+symlink_dir() {
+    mkdir -p "$1"
+    for name in libcuda.so.1 libcuda.so; do ln -s "$vgpu" "$1/$name"; done
+    for name in libnvidia-ml.so.1 libnvidia-ml.so; do ln -s "$vgpu_nvml" "$1/$name"; done
+}
 
 # A 1 GiB standalone vGPU over the fake's two 16 GiB devices, and what a
 # user must then see (test/loadorder/probe.h).
