@@ -43,6 +43,15 @@ symlink-install-libcuda-so)
     (quota_env && LD_LIBRARY_PATH=$tmp/vgpu:$tmp/driver TEST_CUDA_LIB=libcuda.so TEST_NVML_LIB=libnvidia-ml.so \
         "$client" load-order-local) || fail "dlopen(\"libcuda.so\") through the symlink directory"
     ;;
+preload-after-the-driver)
+    # The driver preloaded ahead of vgpu holds the SONAME; vgpu's dlopen
+    # still answers libcuda.so.1 with itself, and forwards to that driver.
+    driver_dir "$tmp/driver"
+    (quota_env && LD_PRELOAD="$tmp/driver/libcuda.so.1 $vgpu $vgpu_nvml" LD_LIBRARY_PATH=$tmp/driver \
+        TEST_NVML_LIB=libnvidia-ml.so.1 "$client" load-order-global) || fail "dlopen(\"libcuda.so.1\") after the driver"
+    grep -q "forwarding to the CUDA driver at $(realpath "$tmp/driver")/libcuda.so.1 " "$tmp/log" ||
+        fail "vgpu did not forward to the preloaded driver"
+    ;;
 refuses-itself)
     # Renamed copies of vgpu (no symlink to see through) ahead of the driver.
     mkdir -p "$tmp/a" "$tmp/b"
