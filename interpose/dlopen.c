@@ -118,7 +118,7 @@ static const char *redirect(const char *file, int base)
         const char *to = vgpu_for(redirects[i].soname, base, target, sizeof(target));
         if (!to || strcmp(to, file) == 0)
             return file;
-        vgpu_debug("%s(\"%s\") redirected to vgpu's %s", base ? "dlopen" : "a load into another namespace of",
+        vgpu_debug("%s \"%s\" redirected to vgpu's %s", base ? "an open of" : "a load into another namespace of",
                    file, to);
         return to;
     }

@@ -100,7 +100,9 @@ void *vgpu_open_for_caller(Lmid_t lmid, const char *file, int mode, const void *
 {
     char expanded[PATH_MAX], found[PATH_MAX];
     /* glibc takes a caller in no object for the main program, the first in the base namespace. */
-    struct link_map *lm = map_of(caller) ? map_of(caller) : _r_debug.r_map;
+    struct link_map *lm = map_of(caller);
+    if (!lm)
+        lm = _r_debug.r_map;
     const char *name = file && *file ? expand_origin(file, lm, expanded, sizeof(expanded)) : file;
     if (name && *name && !strchr(name, '/')) {
         /* A name already loaded in the namespace answers whoever asks. */
