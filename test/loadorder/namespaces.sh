@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
-# dlmopen and RTLD_DEEPBIND under a 1 GiB vGPU (namespaces.c): namespaces.sh
-# CASE BUILD_DIR FAKE_DIR PROGRAM DEEP_LIB DEEP_NOW_LIB (deep.c bound lazily, and at load time).  CASE is a scenario of namespaces.c,
-# standalone, or mediator-SCENARIO: the vGPU from a vgpu-mediatord.
+# dlmopen and RTLD_DEEPBIND under a 1 GiB vGPU (namespaces.c):
+#   namespaces.sh CASE BUILD_DIR FAKE_DIR PROGRAM DEEP_LIB DEEP_NOW_LIB
+# CASE is a scenario of namespaces.c on a standalone vGPU, or
+# mediator-SCENARIO on one from a vgpu-mediatord.  DEEP_LIB and DEEP_NOW_LIB
+# are deep.c bound lazily, and at load time (the deepbind-* scenarios).
 set -euo pipefail
 case_name=$1 build=$2 fake_dir=$3 program=$4 deep=$5 deep_now=$6
 . "$(dirname "$0")/common.sh"
@@ -28,6 +30,7 @@ mediator-*)
         kill -0 $medpid 2>/dev/null || { cat "$tmp/med.log"; fail "the mediator exited"; }
         sleep 0.02
     done
+    "$build/tools/vgpu-smi" --socket "$tmp/sock" >/dev/null 2>&1 || fail "the mediator did not answer within 10 s"
     export VGPU_MEDIATOR_SOCKET=$tmp/sock
     unset VGPU_MEMORY_LIMIT VGPU_BAR0
     ;;
