@@ -10,6 +10,7 @@
 #include <dlfcn.h>
 #include <limits.h>
 #include <link.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,44 +30,78 @@ struct search {
     int nseen;
 };
 
-/* Stands in for a dlopen that cannot be found, so that no caller ever jumps
- * through NULL: every open fails, with a log line that says why. */
+/* Stand in for a dlopen or dlmopen that cannot be found, so that no caller
+ * ever jumps through NULL: every open fails (c_library logged why, once). */
 static void *no_dlopen(const char *file, int mode)
 {
-    (void)mode;
-    vgpu_error("cannot open %s: the C library's dlopen (GLIBC_2.34 or GLIBC_2.2.5) is not in this process's "
-               "global scope nor after vgpu in its load order",
-               file ? file : "the main program");
+    (void)file, (void)mode;
     return NULL;
+}
+
+static void *no_dlmopen(Lmid_t lmid, const char *file, int mode)
+{
+    (void)lmid, (void)file, (void)mode;
+    return NULL;
+}
+
+/*
+ * The C library's NAME, asked for by symbol version: every vgpu library
+ * exports an unversioned dlopen and dlmopen (interpose/), and with both
+ * preloaded a plain lookup from one finds the other, which would redirect
+ * the forwarder's open of the real driver back to vgpu.  A versioned
+ * lookup never matches an unversioned definition.
+ *
+ * The global scope first: it always holds the C library.  RTLD_NEXT sees
+ * only the objects after vgpu in the load order, and vgpu loaded as a
+ * dependency of a dependency (program -> libggml -> libcuda.so.1) comes
+ * after the C library, so there it finds nothing.  RTLD_NEXT is the
+ * fallback for a vgpu loaded with dlmopen into a namespace of its own,
+ * whose global scope may not hold the C library yet.
+ */
+static void *c_library(const char *name, const char *const versions[2])
+{
+    void *const scopes[] = { RTLD_DEFAULT, RTLD_NEXT };
+    void *fn = NULL;
+    for (size_t i = 0; !fn && i < sizeof(scopes) / sizeof(*scopes); i++)
+        for (size_t v = 0; !fn && v < 2; v++)
+            fn = dlvsym(scopes[i], name, versions[v]);
+    const char *preload = getenv("LD_PRELOAD");
+    if (!fn)
+        vgpu_error("the C library's %s (%s or %s) is in neither this process's global scope nor after vgpu in its "
+                   "load order, so vgpu can open no library: the driver is not loaded and every %s through vgpu "
+                   "fails. Something in the process hides it, such as a library ahead of vgpu that wraps dlvsym "
+                   "(LD_PRELOAD=%s): remove it, or load vgpu first",
+                   name, versions[0], versions[1], name, preload && *preload ? preload : "(unset)");
+    return fn;
+}
+
+/* Found once, by find_loader_functions; read-only afterwards. */
+static vgpu_dlopen_fn real_dlopen;
+static vgpu_dlmopen_fn real_dlmopen;
+static pthread_once_t loader_functions_once = PTHREAD_ONCE_INIT;
+
+static void find_loader_functions(void)
+{
+    static const char *const dlopen_versions[2] = { "GLIBC_2.34", "GLIBC_2.2.5" };
+    static const char *const dlmopen_versions[2] = { "GLIBC_2.34", "GLIBC_2.3.4" };
+    real_dlopen = (vgpu_dlopen_fn)c_library("dlopen", dlopen_versions);
+    real_dlmopen = (vgpu_dlmopen_fn)c_library("dlmopen", dlmopen_versions);
+    if (!real_dlopen)
+        real_dlopen = no_dlopen;
+    if (!real_dlmopen)
+        real_dlmopen = no_dlmopen;
 }
 
 vgpu_dlopen_fn vgpu_real_dlopen(void)
 {
-    /* The C library's dlopen, asked for by symbol version: every vgpu
-     * library exports an unversioned dlopen (interpose/dlopen.c), and with
-     * both preloaded a plain lookup from one finds the other, which would
-     * redirect the forwarder's open of the real driver back to vgpu.  A
-     * versioned lookup never matches an unversioned definition.
-     *
-     * The global scope first: it always holds the C library.  RTLD_NEXT
-     * sees only the objects after vgpu in the load order, and vgpu loaded
-     * as a dependency of a dependency (program -> libggml -> libcuda.so.1)
-     * comes after the C library, so there it finds nothing.  RTLD_NEXT is
-     * the fallback for a vgpu loaded with dlmopen into a namespace of its
-     * own, whose global scope may not hold the C library yet. */
-    static vgpu_dlopen_fn real;
-    vgpu_dlopen_fn fn = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
-    if (fn)
-        return fn;
-    static const char *const versions[] = { "GLIBC_2.34", "GLIBC_2.2.5" };
-    void *const scopes[] = { RTLD_DEFAULT, RTLD_NEXT };
-    for (size_t i = 0; !fn && i < sizeof(scopes) / sizeof(*scopes); i++)
-        for (size_t v = 0; !fn && v < sizeof(versions) / sizeof(*versions); v++)
-            fn = (vgpu_dlopen_fn)dlvsym(scopes[i], "dlopen", versions[v]);
-    if (!fn)
-        fn = no_dlopen;
-    __atomic_store_n(&real, fn, __ATOMIC_RELEASE);
-    return fn;
+    pthread_once(&loader_functions_once, find_loader_functions);
+    return real_dlopen;
+}
+
+vgpu_dlmopen_fn vgpu_real_dlmopen(void)
+{
+    pthread_once(&loader_functions_once, find_loader_functions);
+    return real_dlmopen;
 }
 
 static void note(struct search *s, const char *fmt, ...)
@@ -106,8 +141,8 @@ static int try_file(const char *path, void *ctx)
     }
     void *h = vgpu_real_dlopen()(real, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        const char *err = dlerror();
-        note(s, "; could not load %s (%s)", path, err ? err : "?");
+        const char *err = dlerror(); /* none where vgpu found no dlopen to call */
+        note(s, "; could not load %s (%s)", path, err ? err : "no dlopen");
         return 0;
     }
     s->out->handle = h;

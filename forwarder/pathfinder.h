@@ -5,11 +5,16 @@
 
 #include <stddef.h>
 
-typedef void *(*vgpu_dlopen_fn)(const char *file, int mode);
+#include <dlfcn.h>
 
-/* The C library's dlopen (vgpu exports its own; see interpose/dlopen.c).  Never
- * NULL: where it cannot be found, a function that logs why and fails. */
+typedef void *(*vgpu_dlopen_fn)(const char *file, int mode);
+typedef void *(*vgpu_dlmopen_fn)(Lmid_t lmid, const char *file, int mode);
+
+/* The C library's dlopen and dlmopen (vgpu exports its own; see
+ * interpose/dlopen.c).  Never NULL: where one cannot be found, a function
+ * that logs why and fails. */
 vgpu_dlopen_fn vgpu_real_dlopen(void);
+vgpu_dlmopen_fn vgpu_real_dlmopen(void);
 
 struct vgpu_found {
     void *handle;      /* opened by absolute path, never closed */

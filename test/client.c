@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "test/client_util.h"
+#include "test/loadorder/probe.h"
 
 /*
  * The fake driver's own handle if it is loaded, NULL if not.  Through
@@ -397,6 +398,39 @@ static void scenario_already_loaded(void)
     scenario_which_driver();
 }
 
+/*
+ * The load-order matrix's C dlopen consumer (test/loadorder/matrix.sh): opens
+ * TEST_CUDA_LIB (default libcuda.so.1) and, where set, TEST_NVML_LIB with
+ * RTLD_LOCAL or RTLD_GLOBAL, and checks them against TEST_EXPECT_*.
+ */
+static void load_order(int scope)
+{
+    probe_open_driver_first();
+    const char *cuda = getenv("TEST_CUDA_LIB"), *nvml = getenv("TEST_NVML_LIB");
+    cuda = cuda && *cuda ? cuda : "libcuda.so.1";
+    void *h = dlopen(cuda, RTLD_NOW | scope);
+    CHECK(h != NULL, "dlopen(%s): %s", cuda, dlerror());
+    if (h) {
+        struct probe_cuda f = probe_cuda_from(h);
+        probe_cuda(&f);
+    }
+    void *n = nvml && *nvml ? dlopen(nvml, RTLD_NOW | scope) : NULL;
+    CHECK(!nvml || !*nvml || n, "dlopen(%s): %s", nvml, dlerror());
+    if (n)
+        probe_nvml(n);
+    CHECK(probe_failures == 0, "%d check(s) of the load order failed", probe_failures);
+}
+
+static void scenario_load_order_local(void)
+{
+    load_order(RTLD_LOCAL);
+}
+
+static void scenario_load_order_global(void)
+{
+    load_order(RTLD_GLOBAL);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -416,6 +450,8 @@ int main(int argc, char **argv)
         { "nvml-no-driver", scenario_nvml_no_driver },
         { "which-driver", scenario_which_driver },
         { "already-loaded", scenario_already_loaded },
+        { "load-order-local", scenario_load_order_local },
+        { "load-order-global", scenario_load_order_global },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

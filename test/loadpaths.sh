@@ -1,26 +1,16 @@
 #!/usr/bin/env bash
 # How vgpu gets loaded, and how it finds the real driver behind itself.
-# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM
+# Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM HIDE_DLOPEN_LIB
 set -euo pipefail
-case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
-fake=$(realpath "$fake_dir/libcuda.so.1")
-vgpu=$(realpath "$build/libvgpu-cuda.so")
-export VGPU_LOG=info VGPU_LOG_FILE=$tmp/log TEST_FAKE_LIBCUDA=$fake
-# Only what each case sets: meson's test runner adds build directories to
-# LD_LIBRARY_PATH, which would hand every case the fake driver.
-unset VGPU_REAL_LIBCUDA VGPU_REAL_NVML LD_PRELOAD LD_LIBRARY_PATH CUDA_HOME CUDA_PATH
-
-copy_fake() { mkdir -p "$1"; cp "$fake" "$1/libcuda.so.1"; realpath "$1/libcuda.so.1"; }
-fail() { echo "FAIL $case_name: $*"; echo "--- log"; cat "$tmp/log" 2>/dev/null || true; exit 1; }
+case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6 hide_dlopen=$7
+. "$(dirname "$0")/loadorder/common.sh"
 
 case $case_name in
 symlink-install)
     # vgpu installed as libcuda.so.1 in a directory searched before the driver's.
     mkdir -p "$tmp/vgpu"
     ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
-    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$linked" || fail "linked program"
+    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=2 "$linked" || fail "linked program"
     LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$client" basic || fail "dlopen program"
     ;;
 symlink-install-two-levels-down)
@@ -31,11 +21,36 @@ symlink-install-two-levels-down)
     ln -s "$vgpu" "$tmp/vgpu/libcuda.so.1"
     LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=2 \
         "$chain" || fail "the chained program without a vGPU"
-    LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir VGPU_MEMORY_LIMIT=1G VGPU_BAR0=$tmp/bar0 VGPU_MEDIATOR_SOCKET=none \
-        TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=2 TEST_EXPECT_TOTAL=1073741824 \
-        "$chain" || fail "the chained program does not see its quota"
+    (quota_env && LD_LIBRARY_PATH=$tmp/vgpu:$fake_dir "$chain") || fail "the chained program does not see its quota"
     grep -q "forwarding to the CUDA driver at $(realpath "$fake_dir")/libcuda.so.1" "$tmp/log" ||
         fail "vgpu did not forward to the driver behind it"
+    ;;
+hidden-dlopen)
+    # A library ahead of vgpu hides the C library's dlopen: no crash, no
+    # device, and one error line that says so.
+    driver_dir "$tmp/driver"
+    LD_PRELOAD="$hide_dlopen $vgpu $vgpu_nvml" LD_LIBRARY_PATH=$tmp/driver TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT=0 \
+        "$linked" || fail "the linked program, with dlopen hidden"
+    [ "$(grep -c "error: the C library's dlopen (GLIBC_2.34 or GLIBC_2.2.5) is in neither" "$tmp/log")" = 1 ] ||
+        fail "not one error line about the hidden dlopen"
+    grep -q "no CUDA driver found" "$tmp/log" || fail "no line saying that no driver was found"
+    ;;
+symlink-install-libcuda-so)
+    # A program that opens "libcuda.so", as numba does first, gets vgpu from
+    # the symlink directory, not the driver's libcuda.so behind it.
+    symlink_dir "$tmp/vgpu"
+    driver_dir "$tmp/driver"
+    (quota_env && LD_LIBRARY_PATH=$tmp/vgpu:$tmp/driver TEST_CUDA_LIB=libcuda.so TEST_NVML_LIB=libnvidia-ml.so \
+        "$client" load-order-local) || fail "dlopen(\"libcuda.so\") through the symlink directory"
+    ;;
+preload-after-the-driver)
+    # The driver preloaded ahead of vgpu holds the SONAME; vgpu's dlopen
+    # still answers libcuda.so.1 with itself, and forwards to that driver.
+    driver_dir "$tmp/driver"
+    (quota_env && LD_PRELOAD="$tmp/driver/libcuda.so.1 $vgpu $vgpu_nvml" LD_LIBRARY_PATH=$tmp/driver \
+        TEST_NVML_LIB=libnvidia-ml.so.1 "$client" load-order-global) || fail "dlopen(\"libcuda.so.1\") after the driver"
+    grep -q "forwarding to the CUDA driver at $(realpath "$tmp/driver")/libcuda.so.1 " "$tmp/log" ||
+        fail "vgpu did not forward to the preloaded driver"
     ;;
 refuses-itself)
     # Renamed copies of vgpu (no symlink to see through) ahead of the driver.

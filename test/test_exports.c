@@ -1,6 +1,6 @@
 /*
  * A vgpu library exports exactly the real library's functions (from the
- * committed symbol list) plus dlopen: nothing missing, and no internal name
+ * committed symbol list) plus dlopen and dlmopen: nothing missing, and no internal name
  * that could shadow one of the program's.  Read with libelf, as the loader
  * would see it.  Usage: test_exports LIB.so LIB.symbols
  */
@@ -35,6 +35,7 @@ int main(int argc, char **argv)
         if (line[0] != '#' && sscanf(line, "%127s %15s", name, kind) == 2 && strcmp(kind, "func") == 0)
             snprintf(want[nwant++], 128, "%s", name);
     snprintf(want[nwant++], 128, "dlopen");
+    snprintf(want[nwant++], 128, "dlmopen");
 
     elf_version(EV_CURRENT);
     int fd = open(argv[1], O_RDONLY);

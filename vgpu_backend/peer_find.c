@@ -36,7 +36,7 @@ static const struct vgpu_peer_table *table_of(void *h)
                   p->version, VGPU_VERSION);
         return NULL;
     }
-    return p;
+    return p->join ? p : NULL; /* never a NULL to call */
 }
 
 /* libvgpu-cuda beside this library, as the symlink install or LD_PRELOAD
