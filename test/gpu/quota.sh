@@ -15,15 +15,20 @@ mkdir -p "$out"
 quota=$((4 << 30))
 export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEMORY_LIMIT=4G VGPU_LOG=info
 failed=0
-run() { # CLIENT [VAR=VALUE...]
-    local name=$1; shift
+run() { # CLIENT[@TAG] [VAR=VALUE...]
+    local name=$1 client=${1%%@*}; shift
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
-        timeout 150 python3 "$here/quota_clients.py" "$name" $quota >"$out/$name.txt" 2>&1
+        timeout 150 python3 "$here/quota_clients.py" "$client" $quota >"$out/$name.txt" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL)' "$out/$name.txt"
     [ $rc = 0 ] || echo "FAIL $name exited with $rc: $(tail -1 "$out/$name.txt" | cut -c1-200)"
 }
-for c in torch jax cupy cudapy; do run "$c"; done
+for c in torch jax cupy cudapy contexts; do run "$c"; done
+# The stack limit past the quota, and within a larger one (16.6 GiB for 64 KiB on an H100).
+run contexts@8G VGPU_MEMORY_LIMIT=8G
+quota=$((24 << 30))
+run contexts@24G VGPU_MEMORY_LIMIT=24G
+quota=$((4 << 30))
 run torch-expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 
 # Two processes in one vGPU: together they stay under the quota.

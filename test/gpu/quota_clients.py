@@ -112,6 +112,52 @@ elif client == "cudapy":
     err, ptr = cu.cuMemAlloc(free // 2)
     check("cuda-python cuMemAlloc within quota", err == cu.CUresult.CUDA_SUCCESS, str(err))
 
+elif client == "contexts":
+    # Issue 12 items 3 and 4: each further context, and the memory a
+    # context's stack limit reserves, counted as the driver counts them.
+    # BAR0's device 0 memory_used is at 0x1040 (docs/bar0.md).
+    import struct
+    from cuda.bindings import driver as cu
+
+    def vgpu_used():
+        with open(os.environ["VGPU_BAR0"], "rb") as f:
+            f.seek(0x1040)
+            return struct.unpack("<Q", f.read(8))[0]
+
+    def agree(name):
+        used, table = real_usage_mib()
+        counted = vgpu_used()
+        ok = used is not None and abs(counted - used * (1 << 20)) <= 64 << 20
+        check(name, ok, "vgpu counts %d MiB, the driver %s MiB (nvidia-smi: %s)" % (counted >> 20, used, table))
+
+    cu.cuInit(0)
+    err, dev = cu.cuDeviceGet(0)
+    err, prim = cu.cuDevicePrimaryCtxRetain(dev)
+    cu.cuCtxSetCurrent(prim)
+    agree("contexts: the primary context")
+    made = []
+    for n in (2, 3):
+        err, ctx = cu.cuCtxCreate(None, 0, dev)
+        made.append(ctx)
+        check("contexts: context %d made" % n, err == cu.CUresult.CUDA_SUCCESS, str(err))
+        agree("contexts: %d contexts counted as the driver counts them" % n)
+    cu.cuCtxSetCurrent(prim)
+    before = vgpu_used()
+    err, = cu.cuCtxSetLimit(cu.CUlimit.CU_LIMIT_STACK_SIZE, 64 << 10)
+    if quota >= 20 * GiB:
+        check("stack limit: a 64 KiB stack set", err == cu.CUresult.CUDA_SUCCESS, str(err))
+        check("stack limit: counted", vgpu_used() - before > 15 * GiB,
+              "%.2f GiB more counted" % ((vgpu_used() - before) / GiB))
+        agree("stack limit: counted as the driver counts it")
+    else:
+        check("stack limit: a 64 KiB stack refused past the quota", err == cu.CUresult.CUDA_ERROR_OUT_OF_MEMORY,
+              str(err))
+        agree("stack limit: nothing reserved when refused")
+    for ctx in made:
+        cu.cuCtxDestroy(ctx)
+    cu.cuCtxSetCurrent(prim)
+    agree("contexts: after the created ones are destroyed")
+
 elif client == "fill":
     # For the mediator's check: what the vGPU shows, then take 256 MiB chunks
     # until its quota refuses; report, and hold them until told to go.
