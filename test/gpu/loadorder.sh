@@ -42,12 +42,18 @@ for name in libnvidia-ml.so.1 libnvidia-ml.so; do ln -s "$vgpu_nvml" "$tmp/vgpu/
 # What a user's environment would hold, less anything of vgpu's or the tests'.
 unset LD_PRELOAD VGPU_REAL_LIBCUDA VGPU_REAL_NVML VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_NAME \
     TEST_DRIVER_FIRST TEST_CUDA_LIB TEST_NVML_LIB
-driver_dir=$(dirname "$driver")
-case ":${LD_LIBRARY_PATH:-}:" in *":$driver_dir:"*)
-    echo "# LD_LIBRARY_PATH holds the driver's directory, ahead of the ld.so cache: the ld.so.conf.d cells run" \
-        "without it (a user with it there keeps the driver under that install)" ;;
-esac
-cache_llp=$(echo "${LD_LIBRARY_PATH:-}" | tr ':' '\n' | grep -vxF "$driver_dir" | paste -sd: -)
+# LD_LIBRARY_PATH comes before the ld.so cache: a directory on it that holds
+# the driver (the image's /usr/local/nvidia/lib64, and /usr/local/nvidia/lib,
+# whose libcuda.so.1 is a link to it) keeps the driver under the cache
+# install, as docs/install.md says; the ld.so.conf.d cells run without them.
+cache_llp=
+for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
+    if [ -e "$d/libcuda.so.1" ] || [ -e "$d/libnvidia-ml.so.1" ]; then
+        echo "# LD_LIBRARY_PATH holds $d, which has the driver: the ld.so.conf.d cells run without it"
+    else
+        cache_llp=${cache_llp:+$cache_llp:}$d
+    fi
+done
 
 # program -> libvgpuchain_middle -> libvgpuchain_bottom -> libcuda.so.1, as
 # ggml's CUDA backend; linked against vgpu for the symbols only (no RUNPATH

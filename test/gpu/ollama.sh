@@ -123,7 +123,7 @@ if [ -n "${GGML_SRC:-}" ]; then
         cmake --build "$out_dir/ggml" -j16 >>"$out_dir/ggml-build.log" 2>&1; then
         tbo=$out_dir/ggml/bin/test-backend-ops
         needed=$(find "$out_dir/ggml" -name 'libggml-cuda.so*' -type f -exec readelf -d {} \; 2>/dev/null |
-            sed -n 's/.*Shared library: \[\(libcuda[^]]*\)\].*/\1/p' | head -1)
+            sed -n 's/.*Shared library: \[\(libcuda\.so[^]]*\)\].*/\1/p' | head -1)
         [ "$needed" = libcuda.so.1 ] && echo "ok ggml: libggml-cuda.so links libcuda.so.1" ||
             echo "FAIL ggml: libggml-cuda.so does not link libcuda.so.1 ('$needed'): the symlink install is not what reaches it"
         timeout 300 env LD_PRELOAD= "$tbo" -b CUDA0 -o ADD >"$out_dir/ggml-plain.txt" 2>&1
