@@ -120,12 +120,14 @@ int vgpu_operator_parse(const char *text, size_t len, struct vgpu_operator *o, c
     return 0;
 }
 
-/* Root's, and writable by no one else. */
+/* Root's, and writable by no one else.  (A sticky directory, /tmp, lets
+ * others make entries, but not replace one they do not own: the entry
+ * below it is checked in its turn.) */
 static const char *untrusted(const struct stat *st, char *buf, size_t len)
 {
     if (st->st_uid != 0)
         snprintf(buf, len, "owned by uid %u, not root", (unsigned)st->st_uid);
-    else if (st->st_mode & (S_IWGRP | S_IWOTH))
+    else if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(S_ISDIR(st->st_mode) && (st->st_mode & S_ISVTX)))
         snprintf(buf, len, "writable by group or others (mode %04o)", (unsigned)(st->st_mode & 07777));
     else
         return NULL;

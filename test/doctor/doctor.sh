@@ -268,6 +268,23 @@ socket-without-mediator)
         "sudo systemctl start vgpu-mediatord"
     ;;
 
+operator-requires-mediator)
+    # /etc/vgpu/vgpu.conf requires the mediator: the process's
+    # VGPU_MEDIATOR_SOCKET=none is ignored, and the operator's socket is missing.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: the operator's file must be root's: run as root"; exit 77; }
+    make_root
+    mkdir -p "$root/etc/vgpu"
+    printf '[vgpu]\nrequire = mediator\nmediator_socket = /run/vgpu/op.sock\n' >"$root/etc/vgpu/vgpu.conf"
+    fake_proc 200 1 vgpu "$PRELOAD" VGPU_MEDIATOR_SOCKET=none
+    doc 1 --root "$root" 200
+    says "the operator requires vgpu-mediatord at /run/vgpu/op.sock (/etc/vgpu/vgpu.conf); the process's VGPU_MEDIATOR_SOCKET=none is ignored"
+    problem mediator "the operator's mediator_socket = /run/vgpu/op.sock, which does not exist" \
+        "sudo systemctl start vgpu-mediatord"
+    chmod 666 "$root/etc/vgpu/vgpu.conf"
+    doc 1 --root "$root" 200
+    problem operator "writable by group or others (mode 0666)" "sudo chown root:root /etc/vgpu/vgpu.conf"
+    ;;
+
 user-not-admitted)
     # Root and the mediator's own user see every vGPU in STATUS: the process
     # must be someone else, which only root can arrange.

@@ -1,5 +1,6 @@
 /*
- * vgpu-mediatord as the process would meet it: its socket (the process's
+ * vgpu-mediatord as the process would meet it: its socket (the operator's,
+ * where /etc/vgpu/vgpu.conf requires the mediator; else the process's
  * VGPU_MEDIATOR_SOCKET, else the default), whether a mediator answers on
  * it, and whether the process's user may use any of its vGPUs.  The
  * mediator's STATUS lists the vGPUs the asking user may see, so the
@@ -11,6 +12,7 @@
 
 #include "tools/mediator_query.h"
 #include "common/error.h"
+#include "common/operator.h"
 #include "vgpu_backend/mediator_client.h"
 
 #include <errno.h>
@@ -170,11 +172,49 @@ static void report_admission(struct doc_ctx *c, const char *socket, const char *
     free(s);
 }
 
+/*
+ * The operator's settings (common/operator.h), as the process's vgpu reads
+ * them: a lock decides the socket, whatever the process's environment says.
+ * Returns the socket the operator requires, "" for a guest window, or NULL
+ * when the environment decides (or the file refuses every process).
+ */
+static const char *operator_socket(struct doc_ctx *c, struct vgpu_operator *o, bool *refused)
+{
+    char path[PATH_MAX * 2];
+    doc_fs_path(&c->fs, VGPU_OPERATOR_CONFIG, path, sizeof(path));
+    *refused = vgpu_operator_load(path, o) != 0;
+    if (*refused) {
+        doc_fix(doc_add(&c->report, DOC_PROBLEM, "operator", "%s: every process that loads vgpu is refused", o->why),
+                "sudo chown root:root %s && sudo chmod 644 %s, with root's directories above it (or remove it, to "
+                "let each process's environment decide)", VGPU_OPERATOR_CONFIG, VGPU_OPERATOR_CONFIG);
+        return NULL;
+    }
+    if (!o->present || o->require == VGPU_REQUIRE_NONE)
+        return NULL;
+    const char *env = c->proc ? doc_proc_getenv(c->proc, "VGPU_MEDIATOR_SOCKET") : getenv("VGPU_MEDIATOR_SOCKET");
+    if (o->require == VGPU_REQUIRE_GUEST) {
+        doc_add(&c->report, DOC_INFO, "operator", "the operator requires a vGPU's window on this VM's PCI bus (%s): "
+                "no mediator is asked", VGPU_OPERATOR_CONFIG);
+        return "";
+    }
+    doc_add(&c->report, DOC_INFO, "operator", "the operator requires vgpu-mediatord at %s (%s)%s%s%s",
+            o->mediator_socket, VGPU_OPERATOR_CONFIG, env && *env ? "; the process's VGPU_MEDIATOR_SOCKET=" : "",
+            env && *env ? env : "", env && *env ? " is ignored" : "");
+    return o->mediator_socket;
+}
+
 void doc_check_mediator(struct doc_ctx *c)
 {
-    const char *socket = c->proc ? doc_proc_getenv(c->proc, "VGPU_MEDIATOR_SOCKET") : getenv("VGPU_MEDIATOR_SOCKET");
+    struct vgpu_operator op;
+    bool refused;
+    const char *socket = operator_socket(c, &op, &refused);
+    if (refused || (socket && !*socket))
+        return;
+    bool required = socket != NULL;
+    if (!required)
+        socket = c->proc ? doc_proc_getenv(c->proc, "VGPU_MEDIATOR_SOCKET") : getenv("VGPU_MEDIATOR_SOCKET");
     bool named = socket && *socket;
-    if (named && strcmp(socket, "none") == 0) {
+    if (!required && named && strcmp(socket, "none") == 0) {
         doc_add(&c->report, DOC_INFO, "mediator", "VGPU_MEDIATOR_SOCKET=none: no mediator is asked");
         return;
     }
@@ -189,9 +229,12 @@ void doc_check_mediator(struct doc_ctx *c)
                     "environment (standalone) or a VM's window", socket);
         else
             doc_fix(doc_add(&c->report, DOC_PROBLEM, "mediator",
-                            "VGPU_MEDIATOR_SOCKET=%s, which does not exist: vgpu refuses the process", socket),
-                    "start vgpu-mediatord with socket = %s (sudo systemctl start vgpu-mediatord), or set "
-                    "VGPU_MEDIATOR_SOCKET=none to run without one", socket);
+                            "%s%s, which does not exist: vgpu refuses the process",
+                            required ? "the operator's mediator_socket = " : "VGPU_MEDIATOR_SOCKET=", socket),
+                    required ? "start vgpu-mediatord with socket = %s: sudo systemctl start vgpu-mediatord"
+                             : "start vgpu-mediatord with socket = %s (sudo systemctl start vgpu-mediatord), or set "
+                               "VGPU_MEDIATOR_SOCKET=none to run without one",
+                    socket);
         return;
     }
     if (!S_ISSOCK(st.st_mode)) {
