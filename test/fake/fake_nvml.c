@@ -1,15 +1,18 @@
 /*
  * Fake libnvidia-ml.so.1: the devices of fakegpu_state, seen through NVML.
- * Memory "used" is what every process sharing FAKEGPU_STATE holds, as the
- * real NVML reports it.  Prototypes come from include/vgpu/nvml_abi.h.
+ * Memory "used" is what every process sharing FAKEGPU_STATE holds, and
+ * utilization the device time they used in the last second, as the real
+ * NVML reports them.  Prototypes come from include/vgpu/nvml_abi.h.
  */
 #define _GNU_SOURCE
+#include "fakegpu_busy.h"
 #include "fakegpu_state.h"
 #include "vgpu/nvml_abi.h"
 
 #include <pthread.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 struct nvmlDevice_st {
     int index;
@@ -358,6 +361,94 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned 
 nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *infos)
 {
     return processes(dev, count, infos, sizeof(*infos), 0);
+}
+
+/* ---- utilization: the device time of the last second ---- */
+
+static unsigned long long clock_ns(clockid_t clock)
+{
+    struct timespec ts;
+    clock_gettime(clock, &ts);
+    return (unsigned long long)ts.tv_sec * 1000000000ull + (unsigned long long)ts.tv_nsec;
+}
+
+static unsigned percent(unsigned long long busy_ns)
+{
+    return (unsigned)((busy_ns * 100 + FAKEGPU_BUSY_WINDOW_NS / 2) / FAKEGPU_BUSY_WINDOW_NS);
+}
+
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *utilization)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !utilization)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS)
+        return r;
+    unsigned long long busy;
+    fakegpu_state_busy(dev->index, clock_ns(CLOCK_MONOTONIC), &busy, NULL, 0);
+    utilization->gpu = percent(busy);
+    utilization->memory = 0; /* kernels of the fake touch no device memory bandwidth worth telling */
+    return NVML_SUCCESS;
+}
+
+/* One sample per process that ran kernels in the last second, taken now:
+ * none when the caller has seen a sample of now or later. */
+static unsigned samples(nvmlDevice_t dev, unsigned long long last_seen_us, struct fakegpu_proc_busy *out,
+                        unsigned long long *now_us)
+{
+    *now_us = clock_ns(CLOCK_REALTIME) / 1000;
+    if (*now_us <= last_seen_us)
+        return 0;
+    unsigned long long busy;
+    unsigned n = fakegpu_state_busy(dev->index, clock_ns(CLOCK_MONOTONIC), &busy, out, FAKEGPU_MAX_PROCS);
+    return n < FAKEGPU_MAX_PROCS ? n : FAKEGPU_MAX_PROCS;
+}
+
+/* NVML's size protocol again, with NOT_FOUND when there is no sample. */
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !processSamplesCount)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r != NVML_SUCCESS)
+        return r;
+    struct fakegpu_proc_busy busy[FAKEGPU_MAX_PROCS];
+    unsigned long long now_us;
+    unsigned n = samples(dev, lastSeenTimeStamp, busy, &now_us);
+    if (n == 0 || !utilization || *processSamplesCount < n) {
+        *processSamplesCount = n;
+        return n == 0 ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; i++)
+        utilization[i] = (nvmlProcessUtilizationSample_t){ .pid = (unsigned)busy[i].pid, .timeStamp = now_us,
+                                                           .smUtil = percent(busy[i].busy_ns) };
+    *processSamplesCount = n;
+    return NVML_SUCCESS;
+}
+
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t dev, nvmlProcessesUtilizationInfo_t *info)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && !info)
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    if (r == NVML_SUCCESS && info->version != nvmlProcessesUtilizationInfo_v1)
+        r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
+    if (r != NVML_SUCCESS)
+        return r;
+    struct fakegpu_proc_busy busy[FAKEGPU_MAX_PROCS];
+    unsigned long long now_us;
+    unsigned n = samples(dev, info->lastSeenTimeStamp, busy, &now_us);
+    if (n == 0 || !info->procUtilArray || info->processSamplesCount < n) {
+        info->processSamplesCount = n;
+        return n == 0 ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INSUFFICIENT_SIZE;
+    }
+    for (unsigned i = 0; i < n; i++)
+        info->procUtilArray[i] = (nvmlProcessUtilizationInfo_v1_t){
+            .timeStamp = now_us, .pid = (unsigned)busy[i].pid, .smUtil = percent(busy[i].busy_ns)
+        };
+    info->processSamplesCount = n;
+    return NVML_SUCCESS;
 }
 
 nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id)
