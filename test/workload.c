@@ -2,7 +2,7 @@
  * workload: a compute load whose share of the GPU can be measured.
  *
  *   workload MODE SECONDS [--kernel-us N] [--batch N] [--stream] [--graph]
- *                         [--start-at EPOCH_MS] [--device N]
+ *                         [--start-at EPOCH_MS] [--device N] [--units-per-us X]
  *
  * MODE matmul: kernels of 200 us (--kernel-us), launched as fast as the
  *      launch call returns, in batches of 50 (--batch): the host
@@ -20,11 +20,14 @@
  * as applications do (dlopen("libcuda.so.1"), so vgpu interposes it).  On
  * the fake driver (test/fake) the kernel is its built-in busy(ns); on a
  * real GPU a PTX loop of dependent FMAs over every SM, whose length is
- * calibrated first so that one kernel takes --kernel-us alone.
+ * calibrated first so that one kernel takes --kernel-us alone: loop
+ * iterations per microsecond, printed as units_per_us; --units-per-us
+ * gives it instead (processes that start together must not calibrate
+ * together).
  *
  * At the end it prints one line:
  *   workload mode=matmul pid=P kernels=N seconds=S kernels_per_s=R busy_s=B
- *            device_s=D share=F launch_cpu_s=C
+ *            device_s=D share=F launch_cpu_s=C units_per_us=U
  * kernels: kernels completed; seconds: from the start to the last
  * synchronisation; busy_s: kernels x --kernel-us, the device time its
  * kernels take; share: busy_s / seconds; device_s: the device time its
@@ -52,6 +55,7 @@ struct options {
     int graph;
     long long start_at_ms;
     int device;
+    double units_per_us; /* 0: calibrate (real GPU) */
 };
 
 /* The driver calls the loop makes, resolved once. */
@@ -113,6 +117,8 @@ static struct options parse(int argc, char **argv)
             o.start_at_ms = atoll(argv[++i]);
         else if (strcmp(a, "--device") == 0 && v)
             o.device = atoi(argv[++i]);
+        else if (strcmp(a, "--units-per-us") == 0 && v)
+            o.units_per_us = atof(argv[++i]);
         else
             usage();
     }
@@ -185,7 +191,7 @@ static double calibrate(struct kernel *k, CUstream s)
     return ms > 0 ? (double)iterations / (ms * 1000.0) : 1.0;
 }
 
-static struct kernel load_kernel(int device, CUstream s)
+static struct kernel load_kernel(int device, CUstream s, double units_per_us)
 {
     struct kernel k = { .grid = 1, .block = 1, .units_per_us = 1000.0 };
     CUmodule mod;
@@ -199,7 +205,7 @@ static struct kernel load_kernel(int device, CUstream s)
     MUST(F(cuDeviceGetAttribute)(&sms, CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT, device));
     k.block = 256;
     k.grid = (unsigned)sms * 8; /* every SM full */
-    k.units_per_us = calibrate(&k, s);
+    k.units_per_us = units_per_us > 0 ? units_per_us : calibrate(&k, s);
     return k;
 }
 
@@ -248,7 +254,7 @@ int main(int argc, char **argv)
     if (o.stream)
         MUST(F(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING));
 
-    struct kernel k = load_kernel(dev, s);
+    struct kernel k = load_kernel(dev, s, o.units_per_us);
     unsigned long long units = (unsigned long long)(o.kernel_us * k.units_per_us + 0.5);
     void *params[] = { &units };
 
@@ -294,8 +300,8 @@ int main(int argc, char **argv)
     }
     double seconds = t1 - t0, busy_s = (double)kernels * o.kernel_us / 1e6;
     printf("workload mode=%s pid=%d kernels=%llu seconds=%.3f kernels_per_s=%.1f busy_s=%.4f device_s=%.4f "
-           "share=%.3f launch_cpu_s=%.3f\n",
+           "share=%.3f launch_cpu_s=%.3f units_per_us=%.3f\n",
            o.mode, (int)getpid(), kernels, seconds, (double)kernels / seconds, busy_s, device_ms / 1000.0,
-           busy_s / seconds, thread_cpu_s() - cpu0);
+           busy_s / seconds, thread_cpu_s() - cpu0, k.units_per_us);
     return 0;
 }

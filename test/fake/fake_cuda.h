@@ -39,6 +39,19 @@ FAKEGPU_HIDDEN CUresult fake_enter(void);
         return impl(1, __VA_ARGS__);                \
     }
 
+/* One call exported under two names (a versioned one and the older). */
+#define TWO_NAMES(name, other, impl, params, ...)   \
+    CUresult name params                            \
+    {                                               \
+        ENTER();                                    \
+        return impl(__VA_ARGS__);                   \
+    }                                               \
+    CUresult other params                           \
+    {                                               \
+        ENTER();                                    \
+        return impl(__VA_ARGS__);                   \
+    }
+
 /* fake_cuda.c */
 FAKEGPU_HIDDEN int fake_current_device(void);   /* CUdevice of the current context, or -1 */
 FAKEGPU_HIDDEN int fake_physical_device(int dev); /* of a valid CUdevice */

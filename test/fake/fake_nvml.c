@@ -326,7 +326,7 @@ static nvmlReturn_t processes(nvmlDevice_t dev, unsigned int *count, void *infos
         r = NVML_ERROR_INVALID_ARGUMENT;
     if (r != NVML_SUCCESS)
         return r;
-    struct fakegpu_proc_usage usage[FAKEGPU_MAX_PROCS];
+    struct fakegpu_proc_figure usage[FAKEGPU_MAX_PROCS];
     unsigned n = fakegpu_state_processes(dev->index, usage, FAKEGPU_MAX_PROCS);
     if (n > *count) {
         *count = n;
@@ -335,10 +335,10 @@ static nvmlReturn_t processes(nvmlDevice_t dev, unsigned int *count, void *infos
     for (unsigned i = 0; i < n; i++) {
         char *slot = (char *)infos + i * stride;
         if (v1) {
-            nvmlProcessInfo_v1_t p = { (unsigned)usage[i].pid, usage[i].used };
+            nvmlProcessInfo_v1_t p = { (unsigned)usage[i].pid, usage[i].value };
             memcpy(slot, &p, sizeof(p));
         } else {
-            nvmlProcessInfo_t p = { .pid = (unsigned)usage[i].pid, .usedGpuMemory = usage[i].used,
+            nvmlProcessInfo_t p = { .pid = (unsigned)usage[i].pid, .usedGpuMemory = usage[i].value,
                                     .gpuInstanceId = 0xFFFFFFFF, .computeInstanceId = 0xFFFFFFFF };
             memcpy(slot, &p, sizeof(p));
         }
@@ -391,40 +391,43 @@ nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t dev, nvmlUtilization_t *
     return NVML_SUCCESS;
 }
 
-/* One sample per process that ran kernels in the last second, taken now:
- * none when the caller has seen a sample of now or later. */
-static unsigned samples(nvmlDevice_t dev, unsigned long long last_seen_us, struct fakegpu_proc_busy *out,
-                        unsigned long long *now_us)
+/*
+ * One sample per process that ran kernels in the last second, taken now
+ * (none when the caller has seen one of now or later), by NVML's size
+ * protocol: *count in = the capacity of the caller's array (has_array: it
+ * gave one), out = the samples there are; NOT_FOUND when there are none.
+ * On NVML_SUCCESS, busy and *now_us hold them.
+ */
+static nvmlReturn_t samples(nvmlDevice_t dev, unsigned long long last_seen_us, int has_array, unsigned *count,
+                            struct fakegpu_proc_figure *busy, unsigned long long *now_us)
 {
     *now_us = clock_ns(CLOCK_REALTIME) / 1000;
-    if (*now_us <= last_seen_us)
-        return 0;
-    unsigned long long busy;
-    unsigned n = fakegpu_state_busy(dev->index, clock_ns(CLOCK_MONOTONIC), &busy, out, FAKEGPU_MAX_PROCS);
-    return n < FAKEGPU_MAX_PROCS ? n : FAKEGPU_MAX_PROCS;
+    unsigned long long device;
+    unsigned n = *now_us > last_seen_us
+                     ? fakegpu_state_busy(dev->index, clock_ns(CLOCK_MONOTONIC), &device, busy, FAKEGPU_MAX_PROCS)
+                     : 0;
+    n = n < FAKEGPU_MAX_PROCS ? n : FAKEGPU_MAX_PROCS;
+    nvmlReturn_t r = n == 0 ? NVML_ERROR_NOT_FOUND
+                     : !has_array || *count < n ? NVML_ERROR_INSUFFICIENT_SIZE
+                                                : NVML_SUCCESS;
+    *count = n;
+    return r;
 }
 
-/* NVML's size protocol again, with NOT_FOUND when there is no sample. */
 nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *utilization,
                                              unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp)
 {
     nvmlReturn_t r = check_device(dev);
     if (r == NVML_SUCCESS && !processSamplesCount)
         r = NVML_ERROR_INVALID_ARGUMENT;
-    if (r != NVML_SUCCESS)
-        return r;
-    struct fakegpu_proc_busy busy[FAKEGPU_MAX_PROCS];
+    struct fakegpu_proc_figure busy[FAKEGPU_MAX_PROCS];
     unsigned long long now_us;
-    unsigned n = samples(dev, lastSeenTimeStamp, busy, &now_us);
-    if (n == 0 || !utilization || *processSamplesCount < n) {
-        *processSamplesCount = n;
-        return n == 0 ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INSUFFICIENT_SIZE;
-    }
-    for (unsigned i = 0; i < n; i++)
+    if (r == NVML_SUCCESS)
+        r = samples(dev, lastSeenTimeStamp, utilization != NULL, processSamplesCount, busy, &now_us);
+    for (unsigned i = 0; r == NVML_SUCCESS && i < *processSamplesCount; i++)
         utilization[i] = (nvmlProcessUtilizationSample_t){ .pid = (unsigned)busy[i].pid, .timeStamp = now_us,
-                                                           .smUtil = percent(busy[i].busy_ns) };
-    *processSamplesCount = n;
-    return NVML_SUCCESS;
+                                                           .smUtil = percent(busy[i].value) };
+    return r;
 }
 
 nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t dev, nvmlProcessesUtilizationInfo_t *info)
@@ -434,21 +437,16 @@ nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t dev, nvmlProcess
         r = NVML_ERROR_INVALID_ARGUMENT;
     if (r == NVML_SUCCESS && info->version != nvmlProcessesUtilizationInfo_v1)
         r = NVML_ERROR_ARGUMENT_VERSION_MISMATCH;
-    if (r != NVML_SUCCESS)
-        return r;
-    struct fakegpu_proc_busy busy[FAKEGPU_MAX_PROCS];
+    struct fakegpu_proc_figure busy[FAKEGPU_MAX_PROCS];
     unsigned long long now_us;
-    unsigned n = samples(dev, info->lastSeenTimeStamp, busy, &now_us);
-    if (n == 0 || !info->procUtilArray || info->processSamplesCount < n) {
-        info->processSamplesCount = n;
-        return n == 0 ? NVML_ERROR_NOT_FOUND : NVML_ERROR_INSUFFICIENT_SIZE;
-    }
-    for (unsigned i = 0; i < n; i++)
+    if (r == NVML_SUCCESS)
+        r = samples(dev, info->lastSeenTimeStamp, info->procUtilArray != NULL, &info->processSamplesCount, busy,
+                    &now_us);
+    for (unsigned i = 0; r == NVML_SUCCESS && i < info->processSamplesCount; i++)
         info->procUtilArray[i] = (nvmlProcessUtilizationInfo_v1_t){
-            .timeStamp = now_us, .pid = (unsigned)busy[i].pid, .smUtil = percent(busy[i].busy_ns)
+            .timeStamp = now_us, .pid = (unsigned)busy[i].pid, .smUtil = percent(busy[i].value)
         };
-    info->processSamplesCount = n;
-    return NVML_SUCCESS;
+    return r;
 }
 
 nvmlReturn_t nvmlInternalGetExportTable(const void **table, const void *id)

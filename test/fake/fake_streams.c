@@ -176,17 +176,29 @@ CUresult fake_stream_launch(CUstream s, int ptsz, const struct fake_op *op)
     return rc;
 }
 
-CUresult fake_stream_before_host_op(CUstream s, int ptsz)
+/* What stream s has queued, for a call that a capture cannot hold: its
+ * device (-1: no context, nothing queued) and the operation after which it
+ * is done. */
+static CUresult stream_work(CUstream s, int ptsz, int *dev, unsigned long long *target)
 {
     struct CUstream_st *st = stream_of(s, ptsz);
     if (!st)
         return CUDA_ERROR_INVALID_HANDLE;
     if (capturing(st))
         return refuse_in_capture(st);
-    int dev = stream_dev(st);
-    if (dev >= 0)
-        fake_timeline_wait(dev, stream_target(st, dev));
+    *dev = stream_dev(st);
+    *target = *dev >= 0 ? stream_target(st, *dev) : 0;
     return CUDA_SUCCESS;
+}
+
+CUresult fake_stream_before_host_op(CUstream s, int ptsz)
+{
+    int dev;
+    unsigned long long target;
+    CUresult rc = stream_work(s, ptsz, &dev, &target);
+    if (rc == CUDA_SUCCESS && dev >= 0)
+        fake_timeline_wait(dev, target);
+    return rc;
 }
 
 int fake_stream_device(CUstream s)
@@ -235,17 +247,7 @@ static CUresult stream_destroy(CUstream s)
     return kill_object(&s->magic, &s->alive, STREAM_MAGIC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-    ENTER();
-    return stream_destroy(hStream);
-}
-
-CUresult cuStreamDestroy(CUstream hStream)
-{
-    ENTER();
-    return stream_destroy(hStream);
-}
+TWO_NAMES(cuStreamDestroy_v2, cuStreamDestroy, stream_destroy, (CUstream hStream), hStream)
 
 static CUresult stream_sync(int ptsz, CUstream s)
 {
@@ -259,13 +261,12 @@ WITH_PTSZ(cuStreamSynchronize, stream_sync, (CUstream hStream), hStream)
 
 static CUresult stream_query(int ptsz, CUstream s)
 {
-    struct CUstream_st *st = stream_of(s, ptsz);
-    if (!st)
-        return CUDA_ERROR_INVALID_HANDLE;
-    if (capturing(st))
-        return refuse_in_capture(st);
-    int dev = stream_dev(st);
-    return dev < 0 || fake_timeline_done(dev, stream_target(st, dev)) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
+    int dev;
+    unsigned long long target;
+    CUresult rc = stream_work(s, ptsz, &dev, &target);
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    return dev < 0 || fake_timeline_done(dev, target) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
 
 WITH_PTSZ(cuStreamQuery, stream_query, (CUstream hStream), hStream)
@@ -428,17 +429,8 @@ static CUresult elapsed_time(float *pMilliseconds, CUevent hStart, CUevent hEnd)
     return CUDA_SUCCESS;
 }
 
-CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    ENTER();
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
-
-CUresult cuEventElapsedTime_v2(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-{
-    ENTER();
-    return elapsed_time(pMilliseconds, hStart, hEnd);
-}
+TWO_NAMES(cuEventElapsedTime_v2, cuEventElapsedTime, elapsed_time,
+          (float *pMilliseconds, CUevent hStart, CUevent hEnd), pMilliseconds, hStart, hEnd)
 
 static CUresult event_destroy(CUevent e)
 {
@@ -446,17 +438,7 @@ static CUresult event_destroy(CUevent e)
     return e && kill_object(&e->magic, &e->alive, EVENT_MAGIC) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
 }
 
-CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-    ENTER();
-    return event_destroy(hEvent);
-}
-
-CUresult cuEventDestroy(CUevent hEvent)
-{
-    ENTER();
-    return event_destroy(hEvent);
-}
+TWO_NAMES(cuEventDestroy_v2, cuEventDestroy, event_destroy, (CUevent hEvent), hEvent)
 
 /* Same device: the queue runs in submission order, so the event's marker is
  * passed before anything queued after this call.  Another device: the fake
@@ -509,13 +491,21 @@ static CUresult begin_capture_global(int ptsz, CUstream s)
 WITH_PTSZ(cuStreamBeginCapture, begin_capture_global, (CUstream hStream), hStream)
 WITH_PTSZ(cuStreamBeginCapture_v2, begin_capture, (CUstream hStream, CUstreamCaptureMode mode), hStream, mode)
 
+/* The stream of a call that answers through out. */
+static CUresult answering_stream(int ptsz, CUstream s, const void *out, struct CUstream_st **st)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    *st = stream_of(s, ptsz);
+    return *st ? CUDA_SUCCESS : CUDA_ERROR_INVALID_HANDLE;
+}
+
 static CUresult end_capture(int ptsz, CUstream s, CUgraph *phGraph)
 {
-    struct CUstream_st *st = stream_of(s, ptsz);
-    if (!phGraph)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!st)
-        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUstream_st *st;
+    CUresult rc = answering_stream(ptsz, s, phGraph, &st);
+    if (rc != CUDA_SUCCESS)
+        return rc;
     if (!capturing(st))
         return CUDA_ERROR_ILLEGAL_STATE;
     struct CUgraph_st *g = st->graph;
@@ -535,13 +525,11 @@ WITH_PTSZ(cuStreamEndCapture, end_capture, (CUstream hStream, CUgraph *phGraph),
 
 static CUresult is_capturing(int ptsz, CUstream s, CUstreamCaptureStatus *status)
 {
-    struct CUstream_st *st = stream_of(s, ptsz);
-    if (!status)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!st)
-        return CUDA_ERROR_INVALID_HANDLE;
-    *status = st->capture;
-    return CUDA_SUCCESS;
+    struct CUstream_st *st;
+    CUresult rc = answering_stream(ptsz, s, status, &st);
+    if (rc == CUDA_SUCCESS)
+        *status = st->capture;
+    return rc;
 }
 
 WITH_PTSZ(cuStreamIsCapturing, is_capturing, (CUstream hStream, CUstreamCaptureStatus *captureStatus),
@@ -643,21 +631,17 @@ CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, u
     return instantiate(phGraphExec, hGraph);
 }
 
-CUresult cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                            char *logBuffer, size_t bufferSize)
+/* The CUDA 10 and 11 forms, with an error node and a log the fake never fills. */
+static CUresult instantiate_logged(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
+                                   char *logBuffer, size_t bufferSize)
 {
-    ENTER();
     (void)phErrorNode, (void)logBuffer, (void)bufferSize;
     return instantiate(phGraphExec, hGraph);
 }
 
-CUresult cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
-                               char *logBuffer, size_t bufferSize)
-{
-    ENTER();
-    (void)phErrorNode, (void)logBuffer, (void)bufferSize;
-    return instantiate(phGraphExec, hGraph);
-}
+TWO_NAMES(cuGraphInstantiate_v2, cuGraphInstantiate, instantiate_logged,
+          (CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
+          phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize)
 
 static CUresult instantiate_with_params(int ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
                                         CUDA_GRAPH_INSTANTIATE_PARAMS *params)

@@ -643,24 +643,40 @@ unsigned long long fakegpu_state_device_used(int dev)
     return used;
 }
 
-unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_usage *out, unsigned cap)
+/* What each live process shows for dev, those that show 0 left out: at
+ * most cap of them in out; returns how many there are.  Called with the
+ * state locked. */
+static unsigned list_locked(struct shared_state *st, int dev,
+                            unsigned long long (*figure)(const struct proc_slot *, int dev, unsigned long long now_ns),
+                            unsigned long long now_ns, struct fakegpu_proc_figure *out, unsigned cap)
+{
+    unsigned count = 0;
+    for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
+        struct proc_slot *slot = &st->procs[i];
+        unsigned long long value = slot_live_locked(slot) ? figure(slot, dev, now_ns) : 0;
+        if (value == 0)
+            continue;
+        if (count < cap)
+            out[count] = (struct fakegpu_proc_figure){ slot->pid, value };
+        count++;
+    }
+    return count;
+}
+
+static unsigned long long memory_held(const struct proc_slot *slot, int dev, unsigned long long now_ns)
+{
+    (void)now_ns;
+    return slot->used[dev];
+}
+
+unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out, unsigned cap)
 {
     if (!valid_device(dev))
         return 0;
     struct shared_state *st = lock_state();
     if (!st)
         return 0;
-    unsigned count = 0;
-    for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
-        struct proc_slot *slot = &st->procs[i];
-        if (!slot_live_locked(slot) || slot->used[dev] == 0)
-            continue;
-        if (count < cap) {
-            out[count].pid = slot->pid;
-            out[count].used = slot->used[dev];
-        }
-        count++;
-    }
+    unsigned count = list_locked(st, dev, memory_held, 0, out, cap);
     unlock_state(st);
     return count;
 }
@@ -688,8 +704,13 @@ void fakegpu_state_record_busy(int dev, unsigned long long start_ns, unsigned lo
     unlock_state(st);
 }
 
+static unsigned long long time_used(const struct proc_slot *slot, int dev, unsigned long long now_ns)
+{
+    return fakegpu_busy_window(&slot->busy[dev], now_ns);
+}
+
 unsigned fakegpu_state_busy(int dev, unsigned long long now_ns, unsigned long long *device_ns,
-                            struct fakegpu_proc_busy *out, unsigned cap)
+                            struct fakegpu_proc_figure *out, unsigned cap)
 {
     *device_ns = 0;
     if (!valid_device(dev))
@@ -698,18 +719,7 @@ unsigned fakegpu_state_busy(int dev, unsigned long long now_ns, unsigned long lo
     if (!st)
         return 0;
     *device_ns = fakegpu_busy_window(&st->busy[dev], now_ns);
-    unsigned count = 0;
-    for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
-        struct proc_slot *slot = &st->procs[i];
-        if (!slot_live_locked(slot))
-            continue;
-        unsigned long long busy = fakegpu_busy_window(&slot->busy[dev], now_ns);
-        if (busy == 0)
-            continue;
-        if (count < cap)
-            out[count] = (struct fakegpu_proc_busy){ slot->pid, busy };
-        count++;
-    }
+    unsigned count = list_locked(st, dev, time_used, now_ns, out, cap);
     unlock_state(st);
     return count;
 }

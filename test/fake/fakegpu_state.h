@@ -66,14 +66,15 @@ FAKEGPU_HIDDEN void fakegpu_state_uncharge(int dev, unsigned long long bytes);
 /* Bytes used on the device by all live processes. */
 FAKEGPU_HIDDEN unsigned long long fakegpu_state_device_used(int dev);
 
-struct fakegpu_proc_usage {
+/* A process and what it holds or used on a device. */
+struct fakegpu_proc_figure {
     int pid;
-    unsigned long long used;
+    unsigned long long value;
 };
 
 /* Lists live processes using the device. Fills at most cap entries and
  * returns how many there are in total. */
-FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_usage *out,
+FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out,
                                                 unsigned cap);
 
 /* Whether the process pid that started at start_time (clock ticks since
@@ -93,17 +94,12 @@ FAKEGPU_HIDDEN struct fakegpu_turn *fakegpu_state_turn(int dev);
 FAKEGPU_HIDDEN void fakegpu_state_record_busy(int dev, unsigned long long start_ns,
                                               unsigned long long end_ns);
 
-struct fakegpu_proc_busy {
-    int pid;
-    unsigned long long busy_ns;
-};
-
 /* Device time used on dev in the second before now_ns: by all processes
  * (*device_ns) and by each live process that used some (at most cap
  * entries; returns how many there are). */
 FAKEGPU_HIDDEN unsigned fakegpu_state_busy(int dev, unsigned long long now_ns,
                                            unsigned long long *device_ns,
-                                           struct fakegpu_proc_busy *out, unsigned cap);
+                                           struct fakegpu_proc_figure *out, unsigned cap);
 
 /* Export-table rule shared by cuGetExportTable and nvmlInternalGetExportTable:
  * any id whose first byte is 0xfa names the fake's table. */
