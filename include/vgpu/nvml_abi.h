@@ -124,6 +124,47 @@ typedef struct nvmlProcessInfo_st {
     unsigned int computeInstanceId;
 } nvmlProcessInfo_t;
 
+/* Utilization, in percent of the last sample period (1/6 s to 1 s, by product). */
+typedef struct nvmlUtilization_st {
+    unsigned int gpu;    /* time one or more kernels ran on the GPU */
+    unsigned int memory; /* time device memory was read or written */
+} nvmlUtilization_t;
+
+/* One sample of nvmlDeviceGetProcessUtilization. */
+typedef struct nvmlProcessUtilizationSample_st {
+    unsigned int pid;
+    unsigned long long timeStamp; /* CPU time of the sample, in microseconds */
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+} nvmlProcessUtilizationSample_t;
+
+typedef struct nvmlProcessUtilizationInfo_v1_st {
+    unsigned long long timeStamp; /* CPU time of the sample, in microseconds */
+    unsigned int pid;
+    unsigned int smUtil;
+    unsigned int memUtil;
+    unsigned int encUtil;
+    unsigned int decUtil;
+    unsigned int jpgUtil;
+    unsigned int ofaUtil;
+} nvmlProcessUtilizationInfo_v1_t;
+
+/* nvmlDeviceGetProcessesUtilizationInfo: the caller sets version, the capacity
+ * of procUtilArray in processSamplesCount and lastSeenTimeStamp; NVML sets
+ * processSamplesCount to the samples there are. */
+typedef struct nvmlProcessesUtilizationInfo_v1_st {
+    unsigned int version;
+    unsigned int processSamplesCount;
+    unsigned long long lastSeenTimeStamp;
+    nvmlProcessUtilizationInfo_v1_t *procUtilArray;
+} nvmlProcessesUtilizationInfo_v1_t;
+
+typedef nvmlProcessesUtilizationInfo_v1_t nvmlProcessesUtilizationInfo_t;
+
+#define nvmlProcessesUtilizationInfo_v1 NVML_STRUCT_VERSION(ProcessesUtilizationInfo, 1)
+
 /* Initialization and cleanup. */
 nvmlReturn_t nvmlInit(void);
 nvmlReturn_t nvmlInit_v2(void);
@@ -168,6 +209,13 @@ nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsig
                                                       nvmlProcessInfo_v2_t *infos);
 nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                       nvmlProcessInfo_t *infos);
+
+/* Utilization. */
+nvmlReturn_t nvmlDeviceGetUtilizationRates(nvmlDevice_t device, nvmlUtilization_t *utilization);
+nvmlReturn_t nvmlDeviceGetProcessUtilization(nvmlDevice_t device, nvmlProcessUtilizationSample_t *utilization,
+                                             unsigned int *processSamplesCount, unsigned long long lastSeenTimeStamp);
+nvmlReturn_t nvmlDeviceGetProcessesUtilizationInfo(nvmlDevice_t device,
+                                                   nvmlProcessesUtilizationInfo_t *procesesUtilInfo);
 
 /* Private export-table entry point (used by NVIDIA's own components). */
 nvmlReturn_t nvmlInternalGetExportTable(const void **ppExportTable, const void *pExportTableId);

@@ -8,11 +8,14 @@
  * FAKEGPU_STATE names a file). Every exported cu* function has the exact
  * cuda.h prototype (built with -D__CUDA_API_VERSION_INTERNAL, so versioned and
  * legacy names are declared literally). See README.md for the model.
+ *
+ * Kernels run later, on the device timeline of fake_timeline.c; streams,
+ * events, stream capture and graphs are in fake_streams.c.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 
-#include "fakegpu_state.h"
+#include "fake_cuda.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -60,12 +63,17 @@ unsigned long long fakegpu_used(int dev)
 }
 
 #define COUNT_CALL() __atomic_add_fetch(&g_calls, 1, __ATOMIC_RELAXED)
-#define ENTER()                                                   \
-    do {                                                          \
-        COUNT_CALL();                                             \
-        if (!__atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE))   \
-            return CUDA_ERROR_NOT_INITIALIZED;                    \
-    } while (0)
+
+CUresult fake_enter(void)
+{
+    COUNT_CALL();
+    return __atomic_load_n(&g_initialized, __ATOMIC_ACQUIRE) ? CUDA_SUCCESS : CUDA_ERROR_NOT_INITIALIZED;
+}
+
+void fake_count_launch(void)
+{
+    __atomic_add_fetch(&g_launches, 1, __ATOMIC_RELAXED);
+}
 
 #define LOCK() pthread_mutex_lock(&g_lock)
 #define UNLOCK() pthread_mutex_unlock(&g_lock)
@@ -141,6 +149,11 @@ static int valid_device(CUdevice dev)
 static int phys(CUdevice dev)
 {
     return g_visible[dev];
+}
+
+int fake_physical_device(int dev)
+{
+    return phys(dev);
 }
 
 static unsigned long long total_memory(void)
@@ -425,6 +438,11 @@ static int current_device(void)
     return ctx_valid(ctx) ? ctx->device : -1;
 }
 
+int fake_current_device(void)
+{
+    return current_device();
+}
+
 /* Drops every occurrence of ctx from this thread's stack. */
 static void forget_ctx(CUcontext ctx)
 {
@@ -514,6 +532,7 @@ static CUresult primary_release(CUdevice dev)
 {
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
+    fake_timeline_drain(dev); /* its memory may go: no kernel may still use it */
     CUresult rc = CUDA_SUCCESS;
     LOCK();
     struct CUctx_st *c = &g_primary[dev];
@@ -541,6 +560,7 @@ static CUresult primary_reset(CUdevice dev)
 {
     if (!valid_device(dev))
         return CUDA_ERROR_INVALID_DEVICE;
+    fake_timeline_drain(dev);
     LOCK();
     primary_destroy_locked(dev);
     UNLOCK();
@@ -656,6 +676,7 @@ static CUresult ctx_destroy(CUcontext ctx)
 {
     if (!ctx_valid(ctx) || ctx->primary)
         return CUDA_ERROR_INVALID_CONTEXT;
+    fake_timeline_drain(ctx->device);
     LOCK();
     int was_alive = __atomic_exchange_n(&ctx->alive, 0, __ATOMIC_ACQ_REL);
     if (was_alive)
@@ -773,12 +794,14 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
  * pool's release threshold (what a synchronisation does). */
 static void trim_pools_to_threshold(int dev);
 
+/* Every stream of the device: this process's whole queue there. */
 static CUresult ctx_synchronize(CUcontext ctx)
 {
     if (!ctx)
         ctx = current_ctx();
     if (!ctx_valid(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
+    fake_timeline_drain(ctx->device);
     trim_pools_to_threshold(ctx->device);
     return CUDA_SUCCESS;
 }
@@ -1098,6 +1121,7 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 
 static void pool_return_block(struct alloc *a); /* with the pools */
 
+/* Called once the kernels that might use ptr are done. */
 static CUresult mem_free(CUdeviceptr ptr)
 {
     if (!ptr)
@@ -1118,15 +1142,18 @@ static CUresult mem_free(CUdeviceptr ptr)
     return CUDA_SUCCESS;
 }
 
+/* As the driver's, a synchronous free waits for the device. */
 CUresult cuMemFree_v2(CUdeviceptr dptr)
 {
     ENTER();
+    fake_timeline_drain_all();
     return mem_free(dptr);
 }
 
 CUresult cuMemFree(CUdeviceptr_v1 dptr)
 {
     ENTER();
+    fake_timeline_drain_all();
     return mem_free(dptr);
 }
 
@@ -1246,7 +1273,9 @@ CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdevi
     return rc;
 }
 
-/* ---- copies and memset: device pointers are host addresses ---- */
+/* ---- copies and memset: device pointers are host addresses ----
+ * The synchronous ones wait for everything queued on the devices first (the
+ * legacy stream they run on waits for every other stream). */
 
 static CUresult copy_htod(CUdeviceptr dst, const void *src, size_t n)
 {
@@ -1303,92 +1332,166 @@ static CUresult set_d32(CUdeviceptr dst, unsigned int v, size_t n)
 CUresult cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_htod(dstDevice, srcHost, ByteCount);
 }
 
 CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_htod(dstDevice, srcHost, ByteCount);
 }
 
 CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_htod(dstDevice, srcHost, ByteCount);
 }
 
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_dtoh(dstHost, srcDevice, ByteCount);
 }
 
 CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_dtoh(dstHost, srcDevice, ByteCount);
 }
 
 CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_dtoh(dstHost, srcDevice, ByteCount);
 }
 
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_dtod(dstDevice, srcDevice, ByteCount);
 }
 
 CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
 {
     ENTER();
+    fake_timeline_drain_all();
     return copy_dtod(dstDevice, srcDevice, ByteCount);
 }
 
 /* Unified addressing: either side may be host memory. */
-CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+static CUresult copy_any(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    ENTER();
-    if (ByteCount == 0)
+    if (n == 0)
         return CUDA_SUCCESS;
     if (!dst || !src)
         return CUDA_ERROR_INVALID_VALUE;
-    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, ByteCount);
+    memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     return CUDA_SUCCESS;
+}
+
+CUresult cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount)
+{
+    ENTER();
+    fake_timeline_drain_all();
+    return copy_any(dst, src, ByteCount);
 }
 
 CUresult cuMemsetD8_v2(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
     ENTER();
+    fake_timeline_drain_all();
     return set_d8(dstDevice, uc, N);
 }
 
 CUresult cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N)
 {
     ENTER();
+    fake_timeline_drain_all();
     return set_d8(dstDevice, uc, N);
 }
 
 CUresult cuMemsetD32_v2(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
     ENTER();
+    fake_timeline_drain_all();
     return set_d32(dstDevice, ui, N);
 }
 
 CUresult cuMemsetD32_v2_ptds(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
     ENTER();
+    fake_timeline_drain_all();
     return set_d32(dstDevice, ui, N);
 }
 
 CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N)
 {
     ENTER();
+    fake_timeline_drain_all();
     return set_d32(dstDevice, ui, N);
 }
+
+/* Stream-ordered copies and memsets are done by the host at once, after
+ * what their stream queued before them: later work on the stream is queued
+ * after the call returns, so stream order holds. */
+static CUresult htod_async(int ptsz, CUdeviceptr dst, const void *src, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? copy_htod(dst, src, n) : rc;
+}
+
+static CUresult dtoh_async(int ptsz, void *dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? copy_dtoh(dst, src, n) : rc;
+}
+
+static CUresult dtod_async(int ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? copy_dtod(dst, src, n) : rc;
+}
+
+static CUresult any_async(int ptsz, CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? copy_any(dst, src, n) : rc;
+}
+
+static CUresult d8_async(int ptsz, CUdeviceptr dst, unsigned char v, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? set_d8(dst, v, n) : rc;
+}
+
+static CUresult d32_async(int ptsz, CUdeviceptr dst, unsigned int v, size_t n, CUstream s)
+{
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? set_d32(dst, v, n) : rc;
+}
+
+WITH_PTSZ(cuMemcpyHtoDAsync_v2, htod_async,
+          (CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount, CUstream hStream),
+          dstDevice, srcHost, ByteCount, hStream)
+WITH_PTSZ(cuMemcpyDtoHAsync_v2, dtoh_async,
+          (void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+          dstHost, srcDevice, ByteCount, hStream)
+WITH_PTSZ(cuMemcpyDtoDAsync_v2, dtod_async,
+          (CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream),
+          dstDevice, srcDevice, ByteCount, hStream)
+WITH_PTSZ(cuMemcpyAsync, any_async, (CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstream hStream),
+          dst, src, ByteCount, hStream)
+WITH_PTSZ(cuMemsetD8Async, d8_async, (CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream),
+          dstDevice, uc, N, hStream)
+WITH_PTSZ(cuMemsetD32Async, d32_async, (CUdeviceptr dstDevice, unsigned int ui, size_t N, CUstream hStream),
+          dstDevice, ui, N, hStream)
 
 /* ------------------------------------------------------------------------ */
 /* Stream-ordered allocation and memory pools                               */
@@ -1444,6 +1547,11 @@ static void pool_trim_locked(struct CUmemPoolHandle_st *p, unsigned long long ke
         release = p->cached;
     p->cached -= release;
     uncharge(p->dev, release);
+}
+
+void fake_trim_pools(int dev)
+{
+    trim_pools_to_threshold(dev);
 }
 
 static void trim_pools_to_threshold(int dev)
@@ -1507,26 +1615,9 @@ static CUresult pool_alloc(CUdeviceptr *dptr, size_t size, struct CUmemPoolHandl
     return CUDA_SUCCESS;
 }
 
-#define STREAM_MAGIC 0x4d525453u /* "STRM" */
-
-struct CUstream_st {
-    unsigned magic;
-    int alive;
-    int device;
-};
-
-/* Device a stream-ordered call works on: the stream's, else the current
- * context's. */
-static int stream_device(CUstream s)
-{
-    if (s && s != CU_STREAM_LEGACY && s != CU_STREAM_PER_THREAD && s->magic == STREAM_MAGIC)
-        return s->device;
-    return current_device();
-}
-
 static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream s)
 {
-    int dev = stream_device(s);
+    int dev = fake_stream_device(s);
     if (dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
     LOCK();
@@ -1563,19 +1654,14 @@ CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemo
     return pool_alloc(dptr, bytesize, pool);
 }
 
-CUresult cuMemFreeAsync(CUdeviceptr dptr, CUstream hStream)
+/* After what the stream queued: no kernel of it may still use the block. */
+static CUresult free_async(int ptsz, CUdeviceptr dptr, CUstream s)
 {
-    ENTER();
-    (void)hStream;
-    return mem_free(dptr);
+    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    return rc == CUDA_SUCCESS ? mem_free(dptr) : rc;
 }
 
-CUresult cuMemFreeAsync_ptsz(CUdeviceptr dptr, CUstream hStream)
-{
-    ENTER();
-    (void)hStream;
-    return mem_free(dptr);
-}
+WITH_PTSZ(cuMemFreeAsync, free_async, (CUdeviceptr dptr, CUstream hStream), dptr, hStream)
 
 CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
 {
@@ -1825,6 +1911,7 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 CUresult cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
     ENTER();
+    fake_timeline_drain_all(); /* no queued kernel may touch the range after */
     LOCK();
     struct alloc *a = untrack_locked((uintptr_t)ptr, 1u << A_RESERVE);
     if (a && a->size != size) {
@@ -1874,6 +1961,7 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
 CUresult cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
     ENTER();
+    fake_timeline_drain_all(); /* no queued kernel may touch the range after */
     LOCK();
     struct alloc *a = untrack_locked((uintptr_t)ptr, 1u << A_MAPPED);
     UNLOCK();
@@ -2108,6 +2196,11 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
  * A module image (or library file) is a NUL-terminated string starting with
  * "fakegpu". Every module holds the same built-in kernels. A CUkernel is the
  * same object as its CUfunction, so either is accepted by the launch calls.
+ *
+ * A launch copies the kernel's parameters (as the driver copies
+ * kernelParams), checks them, and queues the kernel on its stream: it runs
+ * later, on the device timeline.  A fault the device would meet (an address
+ * outside every allocation) is returned by the launch itself, at once.
  */
 
 #define MODULE_MAGIC 0x444f4d46u /* "FMOD" */
@@ -2117,7 +2210,11 @@ CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 struct CUfunc_st {
     unsigned magic;
     const char *name;
-    CUresult (*run)(void **params);
+    unsigned nargs;
+    unsigned char arg_size[FAKE_MAX_ARGS];
+    CUresult (*check)(const unsigned long long *args); /* at launch; NULL: anything goes */
+    void (*run)(const unsigned long long *args);       /* on the device; NULL: it only takes time */
+    int timed; /* args[0] is its device time in ns; else it takes FAKEGPU_KERNEL_NS */
 };
 
 struct CUmod_st {
@@ -2131,38 +2228,45 @@ struct CUlib_st {
     struct CUmod_st module;
 };
 
-static CUresult k_add_one(void **params)
+/* Argument i of a launch, as the kernel declares it. */
+#define ARG(args, i, type) (*(const type *)(const void *)&(args)[i])
+
+/* add_one(float *x, int n) and fill_u32(unsigned *x, unsigned v, int n): n elements of x. */
+static CUresult check_elements(CUdeviceptr x, int n, size_t element)
 {
-    CUdeviceptr x = *(CUdeviceptr *)params[0];
-    int n = *(int *)params[1];
-    if (n <= 0)
-        return CUDA_SUCCESS;
-    if (!range_ok(x, (size_t)n * sizeof(float)))
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    float *p = (float *)(uintptr_t)x;
-    for (int i = 0; i < n; i++)
-        p[i] += 1.0f;
-    return CUDA_SUCCESS;
+    return n <= 0 || range_ok(x, (size_t)n * element) ? CUDA_SUCCESS : CUDA_ERROR_ILLEGAL_ADDRESS;
 }
 
-static CUresult k_fill_u32(void **params)
+static CUresult check_add_one(const unsigned long long *args)
 {
-    CUdeviceptr x = *(CUdeviceptr *)params[0];
-    unsigned v = *(unsigned *)params[1];
-    int n = *(int *)params[2];
-    if (n <= 0)
-        return CUDA_SUCCESS;
-    if (!range_ok(x, (size_t)n * sizeof(unsigned)))
-        return CUDA_ERROR_ILLEGAL_ADDRESS;
-    unsigned *p = (unsigned *)(uintptr_t)x;
-    for (int i = 0; i < n; i++)
-        p[i] = v;
-    return CUDA_SUCCESS;
+    return check_elements(ARG(args, 0, CUdeviceptr), ARG(args, 1, int), sizeof(float));
+}
+
+static void run_add_one(const unsigned long long *args)
+{
+    float *p = (float *)(uintptr_t)ARG(args, 0, CUdeviceptr);
+    for (int i = 0; i < ARG(args, 1, int); i++)
+        p[i] += 1.0f;
+}
+
+static CUresult check_fill_u32(const unsigned long long *args)
+{
+    return check_elements(ARG(args, 0, CUdeviceptr), ARG(args, 2, int), sizeof(unsigned));
+}
+
+static void run_fill_u32(const unsigned long long *args)
+{
+    unsigned *p = (unsigned *)(uintptr_t)ARG(args, 0, CUdeviceptr);
+    for (int i = 0; i < ARG(args, 2, int); i++)
+        p[i] = ARG(args, 1, unsigned);
 }
 
 static struct CUfunc_st g_kernels[] = {
-    { KERNEL_MAGIC, "add_one", k_add_one },
-    { KERNEL_MAGIC, "fill_u32", k_fill_u32 },
+    { KERNEL_MAGIC, "add_one", 2, { sizeof(CUdeviceptr), sizeof(int) }, check_add_one, run_add_one, 0 },
+    { KERNEL_MAGIC, "fill_u32", 3, { sizeof(CUdeviceptr), sizeof(unsigned), sizeof(int) }, check_fill_u32,
+      run_fill_u32, 0 },
+    /* busy(unsigned long long ns): occupies the device for ns. */
+    { KERNEL_MAGIC, "busy", 1, { sizeof(unsigned long long) }, NULL, NULL, 1 },
 };
 #define NKERNELS (sizeof g_kernels / sizeof g_kernels[0])
 
@@ -2360,8 +2464,9 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
     return CUDA_SUCCESS;
 }
 
-/* Runs the kernel synchronously; grid, block and stream are ignored. */
-static CUresult launch(CUfunction f, void **kernelParams, void **extra)
+/* Queues the kernel on stream s (see fake_streams.c); grid and block are
+ * not modelled. */
+static CUresult launch(CUfunction f, CUstream s, int ptsz, void **kernelParams, void **extra)
 {
     const struct CUfunc_st *k = kernel_of(f);
     if (!k)
@@ -2370,293 +2475,60 @@ static CUresult launch(CUfunction f, void **kernelParams, void **extra)
         return CUDA_ERROR_INVALID_CONTEXT;
     if (extra || !kernelParams)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = k->run(kernelParams);
-    if (rc == CUDA_SUCCESS)
-        __atomic_add_fetch(&g_launches, 1, __ATOMIC_RELAXED);
-    return rc;
+    struct fake_op op = { .run = k->run };
+    for (unsigned i = 0; i < k->nargs; i++)
+        memcpy(&op.args[i], kernelParams[i], k->arg_size[i]);
+    CUresult rc = k->check ? k->check(op.args) : CUDA_SUCCESS;
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    op.ns = k->timed ? op.args[0] : fakegpu_config()->kernel_ns;
+    return fake_stream_launch(s, ptsz, &op);
 }
 
-CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                        unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                        unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                        void **kernelParams, void **extra)
+static CUresult launch_grid(int ptsz, CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                            unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                            unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+                            void **kernelParams, void **extra)
 {
-    ENTER();
     (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
-        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
-    return launch(f, kernelParams, extra);
+        (void)blockDimZ, (void)sharedMemBytes;
+    return launch(f, hStream, ptsz, kernelParams, extra);
 }
 
-CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                             unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
-                             unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
-                             void **kernelParams, void **extra)
-{
-    ENTER();
-    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
-        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
-    return launch(f, kernelParams, extra);
-}
+WITH_PTSZ(cuLaunchKernel, launch_grid,
+          (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+           unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+           unsigned int sharedMemBytes, CUstream hStream, void **kernelParams, void **extra),
+          f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+          kernelParams, extra)
 
-CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
+static CUresult launch_ex(int ptsz, const CUlaunchConfig *config, CUfunction f, void **kernelParams,
                           void **extra)
 {
-    ENTER();
     if (!config)
         return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, kernelParams, extra);
+    return launch(f, config->hStream, ptsz, kernelParams, extra);
 }
 
-CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams,
-                               void **extra)
-{
-    ENTER();
-    if (!config)
-        return CUDA_ERROR_INVALID_VALUE;
-    return launch(f, kernelParams, extra);
-}
+WITH_PTSZ(cuLaunchKernelEx, launch_ex,
+          (const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra),
+          config, f, kernelParams, extra)
 
-CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                   unsigned int gridDimZ, unsigned int blockDimX,
-                                   unsigned int blockDimY, unsigned int blockDimZ,
-                                   unsigned int sharedMemBytes, CUstream hStream,
+static CUresult launch_cooperative(int ptsz, CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+                                   unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+                                   unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
                                    void **kernelParams)
 {
-    ENTER();
-    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
-        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
-    return launch(f, kernelParams, NULL);
+    return launch_grid(ptsz, f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+                       sharedMemBytes, hStream, kernelParams, NULL);
 }
 
-CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
-                                        unsigned int gridDimZ, unsigned int blockDimX,
-                                        unsigned int blockDimY, unsigned int blockDimZ,
-                                        unsigned int sharedMemBytes, CUstream hStream,
-                                        void **kernelParams)
-{
-    ENTER();
-    (void)gridDimX, (void)gridDimY, (void)gridDimZ, (void)blockDimX, (void)blockDimY,
-        (void)blockDimZ, (void)sharedMemBytes, (void)hStream;
-    return launch(f, kernelParams, NULL);
-}
-
-/* ------------------------------------------------------------------------ */
-/* Streams, events, graphs: everything already ran synchronously            */
-
-#define EVENT_MAGIC 0x544e5645u /* "EVNT" */
-#define GRAPH_MAGIC 0x48505247u /* "GRPH" */
-#define GEXEC_MAGIC 0x43584547u /* "GEXC" */
-
-struct CUevent_st {
-    unsigned magic;
-    int alive;
-};
-
-struct CUgraph_st {
-    unsigned magic;
-    int alive;
-};
-
-struct CUgraphExec_st {
-    unsigned magic;
-    int alive;
-};
-
-/* Marks a handle object dead; 0 if it was not a live object of that kind. */
-static int kill_object(unsigned *magic, int *alive, unsigned want)
-{
-    return magic && *magic == want && __atomic_exchange_n(alive, 0, __ATOMIC_ACQ_REL);
-}
-
-static int object_live(const unsigned *magic, int *alive, unsigned want)
-{
-    return magic && *magic == want && __atomic_load_n(alive, __ATOMIC_ACQUIRE);
-}
-
-/* The legacy/per-thread default streams (NULL, 0x1, 0x2) are always valid. */
-static int stream_ok(CUstream s)
-{
-    return !s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD ||
-           object_live(&s->magic, &s->alive, STREAM_MAGIC);
-}
-
-CUresult cuStreamCreate(CUstream *phStream, unsigned int Flags)
-{
-    ENTER();
-    (void)Flags;
-    if (!phStream)
-        return CUDA_ERROR_INVALID_VALUE;
-    int dev = current_device();
-    if (dev < 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    struct CUstream_st *s = calloc(1, sizeof *s);
-    if (!s)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    s->magic = STREAM_MAGIC;
-    s->alive = 1;
-    s->device = dev;
-    *phStream = s;
-    return CUDA_SUCCESS;
-}
-
-static CUresult stream_destroy(CUstream s)
-{
-    if (!s || s == CU_STREAM_LEGACY || s == CU_STREAM_PER_THREAD)
-        return CUDA_ERROR_INVALID_HANDLE;
-    return kill_object(&s->magic, &s->alive, STREAM_MAGIC) ? CUDA_SUCCESS
-                                                             : CUDA_ERROR_INVALID_HANDLE;
-}
-
-CUresult cuStreamDestroy_v2(CUstream hStream)
-{
-    ENTER();
-    return stream_destroy(hStream);
-}
-
-CUresult cuStreamDestroy(CUstream hStream)
-{
-    ENTER();
-    return stream_destroy(hStream);
-}
-
-static CUresult stream_sync(CUstream s)
-{
-    if (!stream_ok(s))
-        return CUDA_ERROR_INVALID_HANDLE;
-    trim_pools_to_threshold(-1);
-    return CUDA_SUCCESS;
-}
-
-CUresult cuStreamSynchronize(CUstream hStream)
-{
-    ENTER();
-    return stream_sync(hStream);
-}
-
-CUresult cuStreamSynchronize_ptsz(CUstream hStream)
-{
-    ENTER();
-    return stream_sync(hStream);
-}
-
-CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
-{
-    ENTER();
-    (void)Flags;
-    if (!phEvent)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (current_device() < 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    struct CUevent_st *e = calloc(1, sizeof *e);
-    if (!e)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    e->magic = EVENT_MAGIC;
-    e->alive = 1;
-    *phEvent = e;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
-{
-    ENTER();
-    if (!hEvent || !object_live(&hEvent->magic, &hEvent->alive, EVENT_MAGIC) || !stream_ok(hStream))
-        return CUDA_ERROR_INVALID_HANDLE;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuEventSynchronize(CUevent hEvent)
-{
-    ENTER();
-    if (!hEvent || !object_live(&hEvent->magic, &hEvent->alive, EVENT_MAGIC))
-        return CUDA_ERROR_INVALID_HANDLE;
-    return CUDA_SUCCESS;
-}
-
-static CUresult event_destroy(CUevent e)
-{
-    return e && kill_object(&e->magic, &e->alive, EVENT_MAGIC) ? CUDA_SUCCESS
-                                                                : CUDA_ERROR_INVALID_HANDLE;
-}
-
-CUresult cuEventDestroy_v2(CUevent hEvent)
-{
-    ENTER();
-    return event_destroy(hEvent);
-}
-
-CUresult cuEventDestroy(CUevent hEvent)
-{
-    ENTER();
-    return event_destroy(hEvent);
-}
-
-CUresult cuGraphCreate(CUgraph *phGraph, unsigned int flags)
-{
-    ENTER();
-    if (!phGraph || flags != 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct CUgraph_st *g = calloc(1, sizeof *g);
-    if (!g)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    g->magic = GRAPH_MAGIC;
-    g->alive = 1;
-    *phGraph = g;
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph,
-                                     unsigned long long flags)
-{
-    ENTER();
-    (void)flags;
-    if (!phGraphExec)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!hGraph || !object_live(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC))
-        return CUDA_ERROR_INVALID_HANDLE;
-    struct CUgraphExec_st *x = calloc(1, sizeof *x);
-    if (!x)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    x->magic = GEXEC_MAGIC;
-    x->alive = 1;
-    *phGraphExec = x;
-    return CUDA_SUCCESS;
-}
-
-static CUresult graph_launch(CUgraphExec x, CUstream s)
-{
-    if (!x || !object_live(&x->magic, &x->alive, GEXEC_MAGIC) || !stream_ok(s))
-        return CUDA_ERROR_INVALID_HANDLE;
-    __atomic_add_fetch(&g_launches, 1, __ATOMIC_RELAXED);
-    return CUDA_SUCCESS;
-}
-
-CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
-{
-    ENTER();
-    return graph_launch(hGraphExec, hStream);
-}
-
-CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
-{
-    ENTER();
-    return graph_launch(hGraphExec, hStream);
-}
-
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    ENTER();
-    return hGraphExec && kill_object(&hGraphExec->magic, &hGraphExec->alive, GEXEC_MAGIC)
-               ? CUDA_SUCCESS
-               : CUDA_ERROR_INVALID_HANDLE;
-}
-
-CUresult cuGraphDestroy(CUgraph hGraph)
-{
-    ENTER();
-    return hGraph && kill_object(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC)
-               ? CUDA_SUCCESS
-               : CUDA_ERROR_INVALID_HANDLE;
-}
+WITH_PTSZ(cuLaunchCooperativeKernel, launch_cooperative,
+          (CUfunction f, unsigned int gridDimX, unsigned int gridDimY, unsigned int gridDimZ,
+           unsigned int blockDimX, unsigned int blockDimY, unsigned int blockDimZ,
+           unsigned int sharedMemBytes, CUstream hStream, void **kernelParams),
+          f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ, sharedMemBytes, hStream,
+          kernelParams)
 
 /* ------------------------------------------------------------------------ */
 /* Entry-point lookup                                                       */
@@ -2698,6 +2570,15 @@ static const struct versioned_name g_versions[] = {
     { "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
     { "cuCtxGetDevice", 13000, "cuCtxGetDevice_v2" },
     { "cuCtxSynchronize", 13000, "cuCtxSynchronize_v2" },
+    { "cuMemcpyHtoDAsync", 3020, "cuMemcpyHtoDAsync_v2" },
+    { "cuMemcpyDtoHAsync", 3020, "cuMemcpyDtoHAsync_v2" },
+    { "cuMemcpyDtoDAsync", 3020, "cuMemcpyDtoDAsync_v2" },
+    { "cuStreamBeginCapture", 10010, "cuStreamBeginCapture_v2" },
+    { "cuStreamGetCaptureInfo", 12030, "cuStreamGetCaptureInfo_v3" },
+    { "cuStreamGetCaptureInfo", 11030, "cuStreamGetCaptureInfo_v2" },
+    { "cuGraphInstantiate", 12000, "cuGraphInstantiateWithFlags" },
+    { "cuGraphInstantiate", 11000, "cuGraphInstantiate_v2" },
+    { "cuEventElapsedTime", 12080, "cuEventElapsedTime_v2" },
 };
 
 static void *g_self;

@@ -15,6 +15,8 @@
  */
 #define _GNU_SOURCE
 #include "fakegpu_state.h"
+#include "fakegpu_busy.h"
+#include "fakegpu_turn.h"
 
 #include <ctype.h>
 #include <dlfcn.h>
@@ -37,9 +39,12 @@
 #define DEFAULT_DEVICES 2
 #define DEFAULT_MEMORY (16ULL << 30)
 #define DEFAULT_CTX_OVERHEAD (256ULL << 20)
+#define DEFAULT_LAUNCH_NS 2000ULL       /* about an H100's cuLaunchKernel */
+#define DEFAULT_KERNEL_NS 1000ULL
+#define DEFAULT_TIMESLICE_NS 200000ULL  /* kernels of 200 us alternate one by one */
 
 #define STATE_MAGIC 0x46474d53u /* "FGMS" */
-#define STATE_VERSION 1u
+#define STATE_VERSION 2u
 
 enum { STATE_FRESH = 0, STATE_INITIALIZING = 1, STATE_READY = 2 };
 
@@ -51,6 +56,7 @@ struct proc_slot {
     int pid; /* 0: free */
     unsigned long long start_time;
     unsigned long long used[FAKEGPU_MAX_DEVICES];
+    struct fakegpu_busy busy[FAKEGPU_MAX_DEVICES]; /* device time this process used */
 };
 
 struct shared_state {
@@ -58,8 +64,10 @@ struct shared_state {
     uint32_t magic;
     uint32_t version;
     uint32_t size;
-    pthread_mutex_t lock;
+    pthread_mutex_t lock; /* guards procs and busy; not turns, which are lock-free */
     struct proc_slot procs[FAKEGPU_MAX_PROCS];
+    struct fakegpu_busy busy[FAKEGPU_MAX_DEVICES]; /* device time all processes used */
+    struct fakegpu_turn turns[FAKEGPU_MAX_DEVICES];
 };
 
 /* ------------------------------------------------------------------------ */
@@ -124,12 +132,27 @@ static int env_device_count(void)
     return value > FAKEGPU_MAX_DEVICES ? FAKEGPU_MAX_DEVICES : (int)value;
 }
 
+/* A duration in nanoseconds: digits only. */
+static unsigned long long env_ns(const char *name, unsigned long long fallback)
+{
+    const char *text = getenv(name);
+    if (!text || !isdigit((unsigned char)*text))
+        return fallback;
+    char *end;
+    errno = 0;
+    unsigned long long value = strtoull(text, &end, 10);
+    return *end == '\0' && errno == 0 ? value : fallback;
+}
+
 static void load_config(void)
 {
     g_config.devices = env_device_count();
     g_config.memory = env_size("FAKEGPU_MEMORY", DEFAULT_MEMORY);
     g_config.ctx_overhead = env_size("FAKEGPU_CTX_OVERHEAD", DEFAULT_CTX_OVERHEAD);
     g_config.ctx_extra = env_size("FAKEGPU_CTX_EXTRA", g_config.ctx_overhead);
+    g_config.launch_ns = env_ns("FAKEGPU_LAUNCH_NS", DEFAULT_LAUNCH_NS);
+    g_config.kernel_ns = env_ns("FAKEGPU_KERNEL_NS", DEFAULT_KERNEL_NS);
+    g_config.timeslice_ns = env_ns("FAKEGPU_TIMESLICE_NS", DEFAULT_TIMESLICE_NS);
 }
 
 const struct fakegpu_config *fakegpu_config(void)
@@ -196,8 +219,9 @@ int fakegpu_device_from_pci_bus_id(const char *bus_id)
 /* ------------------------------------------------------------------------ */
 /* Process identity and liveness                                            */
 
-/* Field 22 of /proc/<pid>/stat: start time in clock ticks since boot. */
-static int proc_start_time(int pid, unsigned long long *out)
+/* Fields 3 (state) and 22 (start time in clock ticks since boot) of
+ * /proc/<pid>/stat; state may be NULL. */
+static int proc_stat(int pid, unsigned long long *out, char *state)
 {
     char path[64], buf[1024];
     snprintf(path, sizeof path, "/proc/%d/stat", pid);
@@ -212,8 +236,10 @@ static int proc_start_time(int pid, unsigned long long *out)
 
     /* The command name (field 2) may contain spaces; fields after it do not. */
     char *p = strrchr(buf, ')');
-    if (!p)
+    if (!p || p[1] != ' ' || !p[2])
         return -1;
+    if (state)
+        *state = p[2];
     int field = 2;
     for (; *p; p++) {
         if (*p == ' ' && ++field == 22) {
@@ -224,23 +250,51 @@ static int proc_start_time(int pid, unsigned long long *out)
     return -1;
 }
 
-static unsigned long long self_start_time(void)
+static int proc_start_time(int pid, unsigned long long *out)
 {
-    static pid_t cached_pid;
-    static unsigned long long cached_start;
-    pid_t pid = getpid();
-    if (__atomic_load_n(&cached_pid, __ATOMIC_ACQUIRE) != pid) {
-        unsigned long long start = 0;
-        proc_start_time(pid, &start);
-        cached_start = start;
-        __atomic_store_n(&cached_pid, pid, __ATOMIC_RELEASE);
-    }
-    return cached_start;
+    return proc_stat(pid, out, NULL);
+}
+
+/* This process's pid and start time, read once: getpid() is a system call,
+ * and the accounting compares every slot with them.  Written at first use
+ * (g_self_once) and in a forked child (the pthread_atfork handler that
+ * first use registers), read-only otherwise. */
+static struct {
+    pid_t pid;
+    unsigned long long start_time;
+} g_self;
+static pthread_once_t g_self_once = PTHREAD_ONCE_INIT;
+
+static void read_self(void)
+{
+    g_self.pid = getpid();
+    g_self.start_time = 0;
+    proc_start_time(g_self.pid, &g_self.start_time);
+}
+
+static void state_after_fork_child(void);
+
+static void self_init(void)
+{
+    read_self();
+    pthread_atfork(NULL, NULL, state_after_fork_child);
+}
+
+static pid_t self_pid(void)
+{
+    pthread_once(&g_self_once, self_init);
+    return g_self.pid;
+}
+
+unsigned long long fakegpu_self_start_time(void)
+{
+    pthread_once(&g_self_once, self_init);
+    return g_self.start_time;
 }
 
 static bool slot_is_self(const struct proc_slot *slot)
 {
-    return slot->pid == getpid() && slot->start_time == self_start_time();
+    return slot->pid == self_pid() && slot->start_time == fakegpu_self_start_time();
 }
 
 static bool slot_alive(const struct proc_slot *slot)
@@ -255,6 +309,22 @@ static bool slot_alive(const struct proc_slot *slot)
      * /proc is not readable we cannot tell and keep the slot. */
     unsigned long long start;
     return proc_start_time(slot->pid, &start) != 0 || start == slot->start_time;
+}
+
+int fakegpu_process_alive(int pid, unsigned long long start_time)
+{
+    if (pid <= 0)
+        return 0;
+    if (pid == self_pid())
+        return start_time == fakegpu_self_start_time();
+    if (kill(pid, 0) != 0 && errno == ESRCH)
+        return 0;
+    /* A zombie holds nothing; a recycled pid is another process. */
+    unsigned long long start;
+    char state;
+    if (proc_stat(pid, &start, &state) != 0)
+        return 1; /* /proc unreadable: cannot tell */
+    return start == start_time && state != 'Z' && state != 'X';
 }
 
 /* ------------------------------------------------------------------------ */
@@ -346,7 +416,7 @@ static struct {
  * does not inherit a copy of its parent's usage. Called with g_map.lock. */
 static struct shared_state *own_private_state_locked(void)
 {
-    pid_t pid = getpid();
+    pid_t pid = self_pid();
     if (g_map.state && g_map.owner != pid) {
         munmap(g_map.state, sizeof *g_map.state);
         g_map.state = NULL;
@@ -518,8 +588,8 @@ static struct proc_slot *own_slot_locked(struct shared_state *st, bool create)
     for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
         struct proc_slot *slot = &st->procs[i];
         if (!slot_live_locked(slot)) {
-            slot->pid = getpid();
-            slot->start_time = self_start_time();
+            slot->pid = self_pid();
+            slot->start_time = fakegpu_self_start_time();
             return slot;
         }
     }
@@ -573,26 +643,98 @@ unsigned long long fakegpu_state_device_used(int dev)
     return used;
 }
 
-unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_usage *out, unsigned cap)
+/* What each live process shows for dev, those that show 0 left out: at
+ * most cap of them in out; returns how many there are.  Called with the
+ * state locked. */
+static unsigned list_locked(struct shared_state *st, int dev,
+                            unsigned long long (*figure)(const struct proc_slot *, int dev, unsigned long long now_ns),
+                            unsigned long long now_ns, struct fakegpu_proc_figure *out, unsigned cap)
+{
+    unsigned count = 0;
+    for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
+        struct proc_slot *slot = &st->procs[i];
+        unsigned long long value = slot_live_locked(slot) ? figure(slot, dev, now_ns) : 0;
+        if (value == 0)
+            continue;
+        if (count < cap)
+            out[count] = (struct fakegpu_proc_figure){ slot->pid, value };
+        count++;
+    }
+    return count;
+}
+
+static unsigned long long memory_held(const struct proc_slot *slot, int dev, unsigned long long now_ns)
+{
+    (void)now_ns;
+    return slot->used[dev];
+}
+
+unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out, unsigned cap)
 {
     if (!valid_device(dev))
         return 0;
     struct shared_state *st = lock_state();
     if (!st)
         return 0;
-    unsigned count = 0;
-    for (int i = 0; i < FAKEGPU_MAX_PROCS; i++) {
-        struct proc_slot *slot = &st->procs[i];
-        if (!slot_live_locked(slot) || slot->used[dev] == 0)
-            continue;
-        if (count < cap) {
-            out[count].pid = slot->pid;
-            out[count].used = slot->used[dev];
-        }
-        count++;
-    }
+    unsigned count = list_locked(st, dev, memory_held, 0, out, cap);
     unlock_state(st);
     return count;
+}
+
+/* ------------------------------------------------------------------------ */
+/* Device time                                                              */
+
+struct fakegpu_turn *fakegpu_state_turn(int dev)
+{
+    struct shared_state *st = valid_device(dev) ? state_get() : NULL;
+    return st ? &st->turns[dev] : NULL;
+}
+
+void fakegpu_state_record_busy(int dev, unsigned long long start_ns, unsigned long long end_ns)
+{
+    if (!valid_device(dev) || end_ns <= start_ns)
+        return;
+    struct shared_state *st = lock_state();
+    if (!st)
+        return;
+    fakegpu_busy_add(&st->busy[dev], start_ns, end_ns);
+    struct proc_slot *slot = own_slot_locked(st, true);
+    if (slot)
+        fakegpu_busy_add(&slot->busy[dev], start_ns, end_ns);
+    unlock_state(st);
+}
+
+static unsigned long long time_used(const struct proc_slot *slot, int dev, unsigned long long now_ns)
+{
+    return fakegpu_busy_window(&slot->busy[dev], now_ns);
+}
+
+unsigned fakegpu_state_busy(int dev, unsigned long long now_ns, unsigned long long *device_ns,
+                            struct fakegpu_proc_figure *out, unsigned cap)
+{
+    *device_ns = 0;
+    if (!valid_device(dev))
+        return 0;
+    struct shared_state *st = lock_state();
+    if (!st)
+        return 0;
+    *device_ns = fakegpu_busy_window(&st->busy[dev], now_ns);
+    unsigned count = list_locked(st, dev, time_used, now_ns, out, cap);
+    unlock_state(st);
+    return count;
+}
+
+/* A forked child is another process, and the thread of its parent that
+ * may have held g_map.lock at fork is not there. */
+static void state_after_fork_child(void)
+{
+    read_self();
+    pthread_mutex_init(&g_map.lock, NULL);
+}
+
+int fakegpu_self_pid(void)
+{
+    return self_pid();
 }
 
 /* ------------------------------------------------------------------------ */

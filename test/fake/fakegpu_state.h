@@ -11,6 +11,11 @@
  *   FAKEGPU_CTX_OVERHEAD  device bytes a context takes (default 256M)
  *   FAKEGPU_STATE         path of a file that holds the device usage of all
  *                         processes sharing it (default: process-private)
+ *   FAKEGPU_LAUNCH_NS     host time every launch call takes (default 2000)
+ *   FAKEGPU_KERNEL_NS     device time of a built-in kernel other than busy
+ *                         (default 1000)
+ *   FAKEGPU_TIMESLICE_NS  device time a process keeps the device for while
+ *                         others wait (default 200000)
  */
 #ifndef FAKEGPU_STATE_H
 #define FAKEGPU_STATE_H
@@ -31,6 +36,9 @@ struct fakegpu_config {
     unsigned long long memory;
     unsigned long long ctx_overhead; /* the first context of a process on a device */
     unsigned long long ctx_extra;    /* each further context there */
+    unsigned long long launch_ns;    /* host time of a launch call */
+    unsigned long long kernel_ns;    /* device time of add_one, fill_u32, an empty graph */
+    unsigned long long timeslice_ns; /* a turn on the device, while others wait */
 };
 
 /* Parsed environment; read once per process. */
@@ -58,15 +66,40 @@ FAKEGPU_HIDDEN void fakegpu_state_uncharge(int dev, unsigned long long bytes);
 /* Bytes used on the device by all live processes. */
 FAKEGPU_HIDDEN unsigned long long fakegpu_state_device_used(int dev);
 
-struct fakegpu_proc_usage {
+/* A process and what it holds or used on a device. */
+struct fakegpu_proc_figure {
     int pid;
-    unsigned long long used;
+    unsigned long long value;
 };
 
 /* Lists live processes using the device. Fills at most cap entries and
  * returns how many there are in total. */
-FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_usage *out,
+FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out,
                                                 unsigned cap);
+
+/* Whether the process pid that started at start_time (clock ticks since
+ * boot, /proc/PID/stat field 22) still runs; a zombie does not. */
+FAKEGPU_HIDDEN int fakegpu_process_alive(int pid, unsigned long long start_time);
+/* This process's pid and start time, without a system call. */
+FAKEGPU_HIDDEN int fakegpu_self_pid(void);
+FAKEGPU_HIDDEN unsigned long long fakegpu_self_start_time(void);
+
+/* The time-slicing lock and clock of a physical device (fakegpu_turn.h),
+ * shared like the memory accounting; NULL when the state is unusable. */
+struct fakegpu_turn;
+FAKEGPU_HIDDEN struct fakegpu_turn *fakegpu_state_turn(int dev);
+
+/* The device ran this process's kernels from start_ns to end_ns
+ * (CLOCK_MONOTONIC): counted for the device and for the process. */
+FAKEGPU_HIDDEN void fakegpu_state_record_busy(int dev, unsigned long long start_ns,
+                                              unsigned long long end_ns);
+
+/* Device time used on dev in the second before now_ns: by all processes
+ * (*device_ns) and by each live process that used some (at most cap
+ * entries; returns how many there are). */
+FAKEGPU_HIDDEN unsigned fakegpu_state_busy(int dev, unsigned long long now_ns,
+                                           unsigned long long *device_ns,
+                                           struct fakegpu_proc_figure *out, unsigned cap);
 
 /* Export-table rule shared by cuGetExportTable and nvmlInternalGetExportTable:
  * any id whose first byte is 0xfa names the fake's table. */
