@@ -237,7 +237,7 @@ int vgpu_bar0_validate(const struct vgpu_bar0 *b, uint64_t file_size, char *err,
     for (uint32_t d = 0; d < b->config.device_count; d++) {
         const struct vgpu_bar0_device_config *c = &b->config.device[d];
         if (!memchr(c->physical, 0, sizeof(c->physical)) || !memchr(c->name, 0, sizeof(c->name)) ||
-            c->compute_share == 0 || c->compute_share > 100)
+            c->compute_share == 0 || c->compute_share > 100 || c->compute_mode > VGPU_COMPUTE_CAP)
             return vgpu_fail(err, errlen, "BAR0 config of device %u is corrupt", d);
     }
     return 0;
@@ -253,6 +253,7 @@ void vgpu_bar0_write_config(struct vgpu_bar0 *b, const struct vgpu_bar0_config *
         memcpy(to->physical, from->physical, sizeof(to->physical));
         atomic_store(&to->memory_limit, atomic_load(&from->memory_limit));
         to->compute_share = from->compute_share;
+        to->compute_mode = from->compute_mode;
         memcpy(to->name, from->name, sizeof(to->name));
     }
     atomic_fetch_add(&b->header.config_generation, 1);

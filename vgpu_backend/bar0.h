@@ -60,7 +60,7 @@ struct vgpu_bar0_device_config {
     char physical[VGPU_DEVICE_TOKEN_LEN]; /* NVML index or GPU-... UUID, as configured */
     _Atomic uint64_t memory_limit;        /* bytes; 0 = the physical memory; read live */
     uint32_t compute_share;               /* percent of the device, 1-100 */
-    uint32_t reserved;
+    uint32_t compute_mode;                /* enum vgpu_compute_mode: 0 share (work-conserving), 1 cap */
     char name[64];                        /* shown by tools; "" = the physical name */
 };
 

@@ -25,7 +25,8 @@ static bool same_config(const struct vgpu_bar0_config *a, const struct vgpu_bar0
     for (uint32_t d = 0; d < a->device_count; d++)
         if (strcmp(a->device[d].physical, b->device[d].physical) != 0 ||
             atomic_load(&a->device[d].memory_limit) != atomic_load(&b->device[d].memory_limit) ||
-            a->device[d].compute_share != b->device[d].compute_share)
+            a->device[d].compute_share != b->device[d].compute_share ||
+            a->device[d].compute_mode != b->device[d].compute_mode)
             return false;
     return true;
 }

@@ -74,13 +74,15 @@ static int want_config(const struct vgpu_real_nvml *nvml, struct vgpu_bar0_confi
             snprintf(c->device[i].physical, sizeof(c->device[i].physical), "%u", i);
     }
     for (uint32_t i = 0; i < VGPU_MAX_DEVICES; i++) {
-        if (s->limit_set[i] && i >= c->device_count) {
-            refuse("VGPU_MEMORY_LIMIT sets device %u, but the vGPU has %u device(s)", i, c->device_count);
+        if ((s->limit_set[i] || s->share_set[i]) && i >= c->device_count) {
+            refuse("%s sets device %u, but the vGPU has %u device(s)",
+                   s->limit_set[i] ? "VGPU_MEMORY_LIMIT" : "VGPU_COMPUTE_SHARE", i, c->device_count);
             return -1;
         }
         if (i < c->device_count) {
             c->device[i].memory_limit = vgpu_settings_limit(s, (int)i);
-            c->device[i].compute_share = 100;
+            c->device[i].compute_share = vgpu_settings_share(s, (int)i);
+            c->device[i].compute_mode = s->compute_mode;
         }
     }
     return 0;
@@ -128,9 +130,9 @@ static int join_standalone(const struct vgpu_real_nvml *nvml)
     char err[1536];
     if (want_config(nvml, &want) != 0)
         return -1;
-    bool join = s->bar0_explicit && !s->listed && !s->limit_all;
+    bool join = s->bar0_explicit && !s->listed && !s->limit_all && !s->share_all;
     for (int i = 0; i < VGPU_MAX_DEVICES; i++)
-        join = join && !s->limit_set[i];
+        join = join && !s->limit_set[i] && !s->share_set[i];
     if ((s->bar0_dir[0] && vgpu_bar0_private_dir(s->bar0_dir, err, sizeof(err)) != 0) ||
         vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
         refuse("%s", err);

@@ -129,40 +129,93 @@ static int parse_visible(const char *value, struct vgpu_settings *s, char *err, 
     return 0;
 }
 
-static int parse_limit(const char *value, struct vgpu_settings *s, char *err, size_t errlen)
+int vgpu_parse_percent(const char *text, unsigned *percent)
 {
-    static const char accepted[] = "a size such as 20G, 512M or a byte count, or per vGPU device 0:20G,1:8G";
+    if (!text || !isdigit((unsigned char)*text))
+        return -1;
+    char *end;
+    errno = 0;
+    unsigned long v = strtoul(text, &end, 10);
+    if (*end == '%')
+        end++;
+    if (errno || *end || v == 0 || v > 100)
+        return -1;
+    *percent = (unsigned)v;
+    return 0;
+}
+
+int vgpu_parse_compute_mode(const char *text, unsigned *mode)
+{
+    if (text && strcmp(text, "share") == 0)
+        return *mode = VGPU_COMPUTE_SHARE_MODE, 0;
+    if (text && strcmp(text, "cap") == 0)
+        return *mode = VGPU_COMPUTE_CAP, 0;
+    return -1;
+}
+
+/* A value per vGPU device: one for all (into *all), or "0:A,1:B" (into
+ * each[] and set[]), as VGPU_MEMORY_LIMIT and VGPU_COMPUTE_SHARE take it.
+ * parse_one reads a value into the given slot; 0 or -1. */
+static int parse_per_device(const char *var, const char *value, const char *accepted, void *all, void *each,
+                            size_t size, bool *set, int (*parse_one)(const char *, void *), const char *what, char *err,
+                            size_t errlen)
+{
     if (!strchr(value, ':')) {
-        if (vgpu_parse_size(value, &s->limit_all) != 0)
-            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: not a size; expected %s", value, accepted);
+        if (parse_one(value, all) != 0)
+            return vgpu_fail(err, errlen, "%s=%s: not %s; expected %s", var, value, what, accepted);
         return 0;
     }
     char buf[2048];
     if (strlen(value) >= sizeof(buf))
-        return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT is too long; expected %s", accepted);
+        return vgpu_fail(err, errlen, "%s is too long; expected %s", var, accepted);
     strcpy(buf, value);
     char *fields[VGPU_MAX_DEVICES];
     int n = vgpu_split_list(buf, fields, VGPU_MAX_DEVICES);
     if (n <= 0)
-        return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: expected %s", value, accepted);
+        return vgpu_fail(err, errlen, "%s=%s: expected %s", var, value, accepted);
     for (int i = 0; i < n; i++) {
         char *colon = strchr(fields[i], ':');
         if (!colon)
-            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" has no device index; expected %s", value,
-                        fields[i], accepted);
+            return vgpu_fail(err, errlen, "%s=%s: \"%s\" has no device index; expected %s", var, value, fields[i],
+                             accepted);
         *colon = '\0';
         if (!is_index(fields[i]) || atoi(fields[i]) >= VGPU_MAX_DEVICES)
-            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" is not a vGPU device index (0-%d)", value,
-                        fields[i], VGPU_MAX_DEVICES - 1);
+            return vgpu_fail(err, errlen, "%s=%s: \"%s\" is not a vGPU device index (0-%d)", var, value, fields[i],
+                             VGPU_MAX_DEVICES - 1);
         int d = atoi(fields[i]);
-        if (s->limit_set[d])
-            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d twice", value, d);
-        if (vgpu_parse_size(colon + 1, &s->limit[d]) != 0)
-            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s: \"%s\" (device %d) is not a size; expected %s", value,
-                        colon + 1, d, accepted);
-        s->limit_set[d] = true;
+        if (set[d])
+            return vgpu_fail(err, errlen, "%s=%s sets device %d twice", var, value, d);
+        if (parse_one(colon + 1, (char *)each + (size_t)d * size) != 0)
+            return vgpu_fail(err, errlen, "%s=%s: \"%s\" (device %d) is not %s; expected %s", var, value, colon + 1, d,
+                             what, accepted);
+        set[d] = true;
     }
     return 0;
+}
+
+static int one_size(const char *text, void *out)
+{
+    return vgpu_parse_size(text, out);
+}
+
+static int one_percent(const char *text, void *out)
+{
+    return vgpu_parse_percent(text, out);
+}
+
+static int parse_limit(const char *value, struct vgpu_settings *s, char *err, size_t errlen)
+{
+    return parse_per_device("VGPU_MEMORY_LIMIT", value,
+                            "a size such as 20G, 512M or a byte count, or per vGPU device 0:20G,1:8G", &s->limit_all,
+                            s->limit, sizeof(s->limit[0]), s->limit_set, one_size, "a size", err, errlen);
+}
+
+static int parse_share(const char *value, struct vgpu_settings *s, char *err, size_t errlen)
+{
+    return parse_per_device("VGPU_COMPUTE_SHARE", value,
+                            "a percent of each device such as 30% (1 to 100), or per vGPU device 0:30%,1:50%",
+                            &s->share_all, s->share, sizeof(s->share[0]), s->share_set, one_percent, "a percent", err,
+                            errlen);
 }
 
 /* FNV-1a: a short, stable name for a long device list. */
@@ -197,22 +250,31 @@ static void default_bar0(struct vgpu_settings *s, uid_t uid)
     snprintf(s->bar0, sizeof(s->bar0), "%s/%s.bar0", s->bar0_dir, key);
 }
 
-int vgpu_settings_parse(const char *visible, const char *limit, const char *bar0, uid_t uid,
-                        struct vgpu_settings *s, char *err, size_t errlen)
+int vgpu_settings_parse(const struct vgpu_settings_env *e, uid_t uid, struct vgpu_settings *s, char *err,
+                        size_t errlen)
 {
+    const char *visible = e->visible, *limit = e->limit, *bar0 = e->bar0;
     memset(s, 0, sizeof(*s));
     if (err && errlen)
         err[0] = '\0';
-    s->active = visible || limit || bar0;
+    s->active = visible || limit || bar0 || e->share || e->mode;
     if (visible && parse_visible(visible, s, err, errlen) != 0)
         return -1;
     if (limit && parse_limit(limit, s, err, errlen) != 0)
         return -1;
-    if (limit && s->listed)
-        for (int d = 0; d < VGPU_MAX_DEVICES; d++)
-            if (s->limit_set[d] && d >= s->ndevices)
-                return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d, but VGPU_VISIBLE_DEVICES=%s has %d",
-                            limit, d, visible, s->ndevices);
+    if (e->share && parse_share(e->share, s, err, errlen) != 0)
+        return -1;
+    if (e->mode && vgpu_parse_compute_mode(e->mode, &s->compute_mode) != 0)
+        return vgpu_fail(err, errlen, "VGPU_COMPUTE_MODE=%s: expected share (the share is guaranteed, idle time is "
+                         "lent out) or cap (never more than the share)", e->mode);
+    for (int d = 0; s->listed && d < VGPU_MAX_DEVICES; d++) {
+        if (s->limit_set[d] && d >= s->ndevices)
+            return vgpu_fail(err, errlen, "VGPU_MEMORY_LIMIT=%s sets device %d, but VGPU_VISIBLE_DEVICES=%s has %d",
+                             limit, d, visible, s->ndevices);
+        if (s->share_set[d] && d >= s->ndevices)
+            return vgpu_fail(err, errlen, "VGPU_COMPUTE_SHARE=%s sets device %d, but VGPU_VISIBLE_DEVICES=%s has %d",
+                             e->share, d, visible, s->ndevices);
+    }
     if (bar0) {
         if (bar0[0] != '/' || strlen(bar0) >= sizeof(s->bar0))
             return vgpu_fail(err, errlen, "VGPU_BAR0=%s: expected the absolute path of a BAR0 file (e.g. /dev/shm/team.bar0)",
@@ -236,8 +298,16 @@ static const char *env(const char *name, bool empty_is_value)
 
 int vgpu_settings_from_env(struct vgpu_settings *s, char *err, size_t errlen)
 {
-    return vgpu_settings_parse(env("VGPU_VISIBLE_DEVICES", true), env("VGPU_MEMORY_LIMIT", false),
-                               env("VGPU_BAR0", false), getuid(), s, err, errlen);
+    struct vgpu_settings_env e = { .visible = env("VGPU_VISIBLE_DEVICES", true), .limit = env("VGPU_MEMORY_LIMIT", false),
+                                   .bar0 = env("VGPU_BAR0", false), .share = env("VGPU_COMPUTE_SHARE", false),
+                                   .mode = env("VGPU_COMPUTE_MODE", false) };
+    return vgpu_settings_parse(&e, getuid(), s, err, errlen);
+}
+
+unsigned vgpu_settings_share(const struct vgpu_settings *s, int i)
+{
+    unsigned v = i < 0 || i >= VGPU_MAX_DEVICES ? 0 : s->share_set[i] ? s->share[i] : s->share_all;
+    return v ? v : 100;
 }
 
 uint64_t vgpu_settings_limit(const struct vgpu_settings *s, int i)

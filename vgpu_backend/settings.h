@@ -30,6 +30,13 @@ struct vgpu_settings {
     uint64_t limit[VGPU_MAX_DEVICES];
     bool limit_set[VGPU_MAX_DEVICES];
 
+    /* VGPU_COMPUTE_SHARE in percent per vGPU device (0 = not set: the
+     * whole GPU, unscheduled), as VGPU_MEMORY_LIMIT; VGPU_COMPUTE_MODE. */
+    unsigned share_all;
+    unsigned share[VGPU_MAX_DEVICES];
+    bool share_set[VGPU_MAX_DEVICES];
+    unsigned compute_mode; /* enum vgpu_compute_mode */
+
     /* VGPU_BAR0, or the default path for this user and device set, in
      * bar0_dir (a directory of the user's own; "" with VGPU_BAR0). */
     bool bar0_explicit;
@@ -37,18 +44,36 @@ struct vgpu_settings {
     char bar0_dir[64];
 };
 
+/* How a vGPU's compute share holds (docs/compute.md). */
+enum vgpu_compute_mode {
+    VGPU_COMPUTE_SHARE_MODE = 0, /* work-conserving: the share is guaranteed, idle time is lent out */
+    VGPU_COMPUTE_CAP = 1,        /* a hard cap: never more than the share, even on an idle GPU */
+};
+
+/* The environment's values (NULL = unset). */
+struct vgpu_settings_env {
+    const char *visible, *limit, *bar0, *share, *mode;
+};
+
 /*
- * Parses the three values (NULL = unset).  Returns 0, or -1 with a message
- * naming the variable and saying what is accepted in err.
+ * Parses the values.  Returns 0, or -1 with a message naming the variable
+ * and saying what is accepted in err.
  */
-int vgpu_settings_parse(const char *visible, const char *limit, const char *bar0, uid_t uid,
-                        struct vgpu_settings *s, char *err, size_t errlen);
+int vgpu_settings_parse(const struct vgpu_settings_env *e, uid_t uid, struct vgpu_settings *s, char *err,
+                        size_t errlen);
 
 /* Reads the environment and parses it. */
 int vgpu_settings_from_env(struct vgpu_settings *s, char *err, size_t errlen);
 
 /* The limit for vGPU device i (0 = none). */
 uint64_t vgpu_settings_limit(const struct vgpu_settings *s, int i);
+/* The compute share of vGPU device i in percent (100 when none is set). */
+unsigned vgpu_settings_share(const struct vgpu_settings *s, int i);
+
+/* "30%", "30": a percent of a device, 1 to 100.  0, or -1. */
+int vgpu_parse_percent(const char *text, unsigned *percent);
+/* "share" or "cap".  0, or -1. */
+int vgpu_parse_compute_mode(const char *text, unsigned *mode);
 
 /* "20G", "512M", "1.5G", "1048576", "8GiB": bytes, powers of 1024.  Returns
  * 0, or -1 if text is not a positive size. */

@@ -287,14 +287,15 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         const char *key;
         int *line;
     } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
-                 { "uids", &v->uids_line },       { "gids", &v->gids_line },     { "guest", &v->guest_line } };
+                 { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
+                 { "guest", &v->guest_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
-        return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, uids, gids, "
-                        "guest", name, v->name);
+        return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
+                        "uids, gids, guest", name, v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -324,9 +325,12 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         if (vgpu_parse_size(value, &v->memory) != 0)
             return error_at(p, p->line, "memory = %s: a size per device, such as 20G or 512M", value);
     } else if (line == &v->compute_line) {
-        if (!parse_uint(value, 100, &n) || n == 0)
-            return error_at(p, p->line, "compute = %s: a percent of each device, 1 to 100", value);
-        v->compute = (unsigned)n;
+        if (vgpu_parse_percent(value, &v->compute) != 0)
+            return error_at(p, p->line, "compute = %s: a percent of each device, 1 to 100 (30 or 30%%)", value);
+    } else if (line == &v->compute_mode_line) {
+        if (vgpu_parse_compute_mode(value, &v->compute_mode) != 0)
+            return error_at(p, p->line, "compute_mode = %s: share (the share is guaranteed, idle time is lent out) "
+                            "or cap (never more than the share)", value);
     } else if (line == &v->guest_line) {
         if (!parse_bool(value, &v->guest))
             return error_at(p, p->line, "guest = %s: yes or no", value);

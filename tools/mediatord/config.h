@@ -29,6 +29,8 @@ struct med_vgpu_conf {
     int memory_line;
     unsigned compute;             /* percent of each device */
     int compute_line;
+    unsigned compute_mode;        /* enum vgpu_compute_mode */
+    int compute_mode_line;
     int nuids, ngids;
     uid_t uids[MED_MAX_IDS];
     gid_t gids[MED_MAX_IDS];

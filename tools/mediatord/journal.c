@@ -46,8 +46,9 @@ int med_journal_write(int dir, const char *name, const struct med_journal *j, ch
     fprintf(f, HEADER "\nepoch %" PRIu32 "\nguest %d\nstatus %" PRIu64 " %" PRIu64 "\n", j->epoch, j->guest ? 1 : 0,
             j->status_dev, j->status_ino);
     for (uint32_t d = 0; d < j->regs.device_count && d < VGPU_MAX_DEVICES; d++)
-        fprintf(f, "device %s %" PRIu64 " %" PRIu32 "\n", j->regs.device[d].physical,
-                (uint64_t)atomic_load(&j->regs.device[d].memory_limit), j->regs.device[d].compute_share);
+        fprintf(f, "device %s %" PRIu64 " %" PRIu32 " %" PRIu32 "\n", j->regs.device[d].physical,
+                (uint64_t)atomic_load(&j->regs.device[d].memory_limit), j->regs.device[d].compute_share,
+                j->regs.device[d].compute_mode);
     for (int i = 0; i < j->nprocs; i++)
         fprintf(f, "process %d %" PRIu64 " %u %d\n", (int)j->procs[i].pid, j->procs[i].start_time,
                 (unsigned)j->procs[i].uid, j->procs[i].slot);
@@ -66,7 +67,7 @@ static bool parse_line(char *line, struct med_journal *j, int *cap)
 {
     char word[16], uuid[VGPU_DEVICE_TOKEN_LEN];
     int pid, slot, guest;
-    unsigned uid, share;
+    unsigned uid, share, mode = 0;
     uint64_t a, b;
     if (sscanf(line, "%15s", word) != 1)
         return false;
@@ -77,13 +78,16 @@ static bool parse_line(char *line, struct med_journal *j, int *cap)
     if (strcmp(word, "status") == 0)
         return sscanf(line, "status %" SCNu64 " %" SCNu64, &j->status_dev, &j->status_ino) == 2;
     if (strcmp(word, "device") == 0) {
+        /* The compute mode came with the compute share's scheduler: an older journal has none. */
         if (j->regs.device_count >= VGPU_MAX_DEVICES ||
-            sscanf(line, "device %47s %" SCNu64 " %u", uuid, &a, &share) != 3 || share == 0 || share > 100)
+            sscanf(line, "device %47s %" SCNu64 " %u %u", uuid, &a, &share, &mode) < 3 || share == 0 || share > 100 ||
+            mode > VGPU_COMPUTE_CAP)
             return false;
         struct vgpu_bar0_device_config *d = &j->regs.device[j->regs.device_count++];
         snprintf(d->physical, sizeof(d->physical), "%s", uuid);
         atomic_store(&d->memory_limit, a);
         d->compute_share = share;
+        d->compute_mode = mode;
         return true;
     }
     if (strcmp(word, "process") == 0) {

@@ -30,6 +30,7 @@ static void registers(const struct med_vgpu_conf *conf, const struct med_gpus *g
                  gpu ? gpu->uuid : conf->devices[d]);
         out->device[d].memory_limit = conf->memory;
         out->device[d].compute_share = conf->compute;
+        out->device[d].compute_mode = conf->compute_mode;
     }
 }
 
@@ -271,6 +272,7 @@ static int adopt_orphan(struct med_vgpus *all, const struct med_gpus *g, const c
     if (conf.ndev) {
         conf.memory = atomic_load(&j.regs.device[0].memory_limit);
         conf.compute = j.regs.device[0].compute_share;
+        conf.compute_mode = j.regs.device[0].compute_mode;
     }
     struct med_vgpu *v = all->n < (int)(sizeof(all->v) / sizeof(*all->v)) ? new_vgpu(all, &conf) : NULL;
     char why[1024] = "too many vGPUs";

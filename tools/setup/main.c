@@ -238,8 +238,8 @@ static int check_settings(const struct args *a)
      * reach it. */
     struct vgpu_settings s;
     char why[512];
-    if ((a->val[O_MEMORY] || a->val[O_DEVICES] || a->val[O_BAR0]) &&
-        vgpu_settings_parse(a->val[O_DEVICES], a->val[O_MEMORY], a->val[O_BAR0], 0, &s, why, sizeof(why)) != 0)
+    struct vgpu_settings_env e = { .visible = a->val[O_DEVICES], .limit = a->val[O_MEMORY], .bar0 = a->val[O_BAR0] };
+    if ((e.limit || e.visible || e.bar0) && vgpu_settings_parse(&e, 0, &s, why, sizeof(why)) != 0)
         return usage_error("%s", why);
     return 0;
 }
