@@ -1,0 +1,188 @@
+/*
+ * The compute share's arbiter (vgpu_backend/sched_arbiter.c) in simulated
+ * time: entries that want the GPU from some moment on, a GPU that gives it
+ * to the holder alone, steps at each quantum's end.  Each scenario checks
+ * the shares a user would measure.  `sched_sim SCENARIO`.
+ */
+#include "vgpu_backend/sched_arbiter.h"
+#include "vgpu_backend/settings.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define MS 1000000ull
+#define S 1000000000ull
+
+static int failures;
+
+#define CHECK(cond, ...)                                  \
+    do {                                                  \
+        if (!(cond)) {                                    \
+            fprintf(stderr, "FAIL line %d: ", __LINE__); \
+            fprintf(stderr, __VA_ARGS__);                 \
+            fprintf(stderr, "\n");                        \
+            failures++;                                   \
+        }                                                 \
+    } while (0)
+
+struct tenant {
+    uint32_t share; /* permille */
+    uint32_t mode;
+    uint64_t from, to; /* wants the GPU in [from, to) */
+    uint64_t got;      /* GPU time it had in the measured window */
+};
+
+/*
+ * Runs n tenants from time 0 to end, stepping the arbiter whenever a step
+ * is due (or a tenant's demand changes), in 100 us ticks; measures the GPU
+ * time each had in [measure_from, end).
+ */
+static void run(struct tenant *t, int n, uint64_t end, uint64_t measure_from)
+{
+    struct vgpu_sched_state g;
+    vgpu_sched_init(&g, 0);
+    for (int i = 0; i < n; i++)
+        vgpu_sched_set(&g, i, t[i].share, t[i].mode, 0);
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { false }, was[VGPU_SCHED_MAX_ENTRIES] = { false };
+    const uint64_t tick = 100000;
+    for (uint64_t now = 0; now < end; now += tick) {
+        bool changed = false;
+        for (int i = 0; i < n; i++) {
+            demand[i] = now >= t[i].from && now < t[i].to;
+            changed |= demand[i] != was[i];
+            was[i] = demand[i];
+        }
+        /* A holder whose demand ended went idle at this tick. */
+        uint64_t idle = g.holder >= 0 && !demand[g.holder] ? now : 0;
+        if (vgpu_sched_due(&g, now) || changed)
+            vgpu_sched_step(&g, now, demand, idle);
+        if (g.holder >= 0 && demand[g.holder] && now >= measure_from)
+            t[g.holder].got += tick;
+    }
+}
+
+static double pct(uint64_t got, uint64_t window)
+{
+    return 100.0 * (double)got / (double)window;
+}
+
+static void expect_share(const struct tenant *t, uint64_t window, double want, double tol, const char *what)
+{
+    double p = pct(t->got, window);
+    CHECK(p >= want - tol && p <= want + tol, "%s: %.1f%% of the GPU, want %.0f%% +- %.0f", what, p, want, tol);
+}
+
+static void lone_cap(void)
+{
+    for (uint32_t share = 100; share <= 900; share += 200) {
+        struct tenant t = { .share = share, .mode = VGPU_COMPUTE_CAP, .to = 20 * S };
+        run(&t, 1, 20 * S, 2 * S);
+        char what[64];
+        snprintf(what, sizeof(what), "a lone tenant capped at %u%%", share / 10);
+        expect_share(&t, 18 * S, share / 10.0, 1, what);
+    }
+}
+
+static void lone_share(void)
+{
+    struct tenant t = { .share = 300, .mode = VGPU_COMPUTE_SHARE_MODE, .to = 10 * S };
+    run(&t, 1, 10 * S, 0);
+    expect_share(&t, 10 * S, 100, 0.5, "a lone tenant with a 30% share (work-conserving)");
+}
+
+static void two_tenants(void)
+{
+    struct tenant t[2] = { { .share = 250, .to = 20 * S }, { .share = 750, .to = 20 * S } };
+    run(t, 2, 20 * S, 2 * S);
+    expect_share(&t[0], 18 * S, 25, 1, "the 25% tenant of two");
+    expect_share(&t[1], 18 * S, 75, 1, "the 75% tenant of two");
+}
+
+static void four_tenants(void)
+{
+    struct tenant t[4] = { { .share = 100, .to = 30 * S }, { .share = 200, .to = 30 * S },
+                           { .share = 300, .to = 30 * S }, { .share = 400, .to = 30 * S } };
+    run(t, 4, 30 * S, 2 * S);
+    for (int i = 0; i < 4; i++) {
+        char what[64];
+        snprintf(what, sizeof(what), "the %u%% tenant of four", t[i].share / 10);
+        expect_share(&t[i], 28 * S, t[i].share / 10.0, 1, what);
+    }
+}
+
+/* A cap holds beside a work-conserving share; the capped one alone leaves the rest idle. */
+static void cap_beside_share(void)
+{
+    struct tenant t[2] = { { .share = 300, .mode = VGPU_COMPUTE_CAP, .to = 20 * S },
+                           { .share = 700, .from = 0, .to = 10 * S } };
+    run(t, 2, 20 * S, 1 * S);
+    /* [1 s, 10 s): both want it; [10 s, 20 s): the capped one alone. */
+    struct tenant a[2] = { { .share = 300, .mode = VGPU_COMPUTE_CAP, .to = 10 * S }, { .share = 700, .to = 10 * S } };
+    run(a, 2, 10 * S, 1 * S);
+    expect_share(&a[0], 9 * S, 30, 1, "a 30% cap beside a 70% share");
+    expect_share(&a[1], 9 * S, 70, 1, "a 70% share beside a 30% cap");
+    struct tenant b = { .share = 300, .mode = VGPU_COMPUTE_CAP, .to = 10 * S };
+    run(&b, 1, 10 * S, 1 * S);
+    expect_share(&b, 9 * S, 30, 1, "a 30% cap alone, the GPU otherwise idle");
+}
+
+/* A second tenant starts: within a second both have their shares. */
+static void convergence(void)
+{
+    struct tenant t[2] = { { .share = 500, .to = 20 * S }, { .share = 500, .from = 5 * S, .to = 20 * S } };
+    run(t, 2, 6 * S, 5 * S);
+    expect_share(&t[0], 1 * S, 50, 3, "the first tenant, in the second after the second one started");
+    expect_share(&t[1], 1 * S, 50, 3, "the second tenant, in its first second");
+}
+
+/* Idle for 10 s, a tenant comes back level with the other, not owed 10 s. */
+static void no_catch_up(void)
+{
+    struct tenant t[2] = { { .share = 500, .to = 30 * S }, { .share = 500, .from = 10 * S, .to = 30 * S } };
+    run(t, 2, 11 * S, 10 * S);
+    expect_share(&t[0], 1 * S, 50, 3, "the tenant that kept working, the second after the other came back");
+    expect_share(&t[1], 1 * S, 50, 3, "the tenant back from 10 s idle");
+}
+
+/* A capped tenant idle for 5 s banks no more than a quantum: in its first
+ * second back it gets its cap, not a burst of what it did not use. */
+static void cap_no_burst(void)
+{
+    struct tenant t = { .share = 300, .mode = VGPU_COMPUTE_CAP, .from = 5 * S, .to = 20 * S };
+    run(&t, 1, 6 * S, 5 * S);
+    expect_share(&t, 1 * S, 30, 3, "a 30% cap, in its first second after 5 s idle");
+}
+
+/* A holder that goes idle is charged only the time it used; the other gets the rest. */
+static void idle_holder(void)
+{
+    struct tenant t[2] = { { .share = 500, .to = 10 * S }, { .share = 500, .from = 0, .to = 10 * S } };
+    t[0].to = 3 * S;
+    run(t, 2, 10 * S, 3 * S);
+    expect_share(&t[1], 7 * S, 100, 1, "the tenant left alone after the other stopped");
+}
+
+int main(int argc, char **argv)
+{
+    static const struct {
+        const char *name;
+        void (*run)(void);
+    } scenarios[] = {
+        { "lone-cap", lone_cap },         { "lone-share", lone_share },   { "two-tenants", two_tenants },
+        { "four-tenants", four_tenants }, { "cap-beside-share", cap_beside_share },
+        { "convergence", convergence },   { "no-catch-up", no_catch_up }, { "idle-holder", idle_holder },
+        { "cap-no-burst", cap_no_burst },
+    };
+    for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
+        if (strcmp(argv[1], scenarios[i].name) == 0) {
+            scenarios[i].run();
+            if (failures)
+                return 1;
+            printf("ok - %s\n", argv[1]);
+            return 0;
+        }
+    fprintf(stderr, "usage: sched_sim SCENARIO\n");
+    return 2;
+}

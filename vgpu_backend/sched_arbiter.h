@@ -1,0 +1,69 @@
+/*
+ * The compute share's arbiter (docs/compute.md): who holds a GPU for the
+ * next quantum.  Pure: state in, state out, time given, so that the
+ * mediator (for its vGPUs, tools/mediatord/sched.c) and standalone
+ * processes (over a file they share, sched_page.c) run the same rules, and
+ * a simulation can test them (test/sched_sim.c).
+ *
+ * A GPU time-slices between the contexts of different processes, so the
+ * vGPU whose processes may launch is the one that gets the GPU.  The
+ * arbiter gives it, a quantum at a time, to the entry with demand that is
+ * furthest behind its share: each entry's virtual time advances by the
+ * GPU time charged to it divided by its share.  An entry that comes back
+ * after an idle spell starts level with the others, not with a debt to
+ * collect.  An entry in cap mode also holds a budget that refills at its
+ * share of wall time (at most one quantum ahead): with none left it is not
+ * given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
+ * keeps it (work conservation).
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#define VGPU_SCHED_MAX_ENTRIES 32
+#define VGPU_SCHED_QUANTUM_NS 20000000ull /* 20 ms: long against a switch and a drain */
+
+struct vgpu_sched_entry {
+    uint32_t used;          /* the slot is an entry */
+    uint32_t share;         /* permille of the GPU, 1-1000 */
+    uint32_t mode;          /* enum vgpu_compute_mode */
+    uint32_t wanting;       /* had demand at the last step (for the catch-up rule) */
+    uint64_t vtime;         /* GPU time charged, in ns, times 1000 / share */
+    uint64_t busy_ns;       /* GPU time charged, in all */
+    int64_t budget_ns;      /* cap mode: GPU time it may still use */
+    uint64_t refilled_ns;   /* cap mode: when the budget was last refilled */
+};
+
+struct vgpu_sched_state {
+    int32_t holder;          /* the entry holding the GPU, or -1 */
+    uint32_t reserved;
+    uint64_t granted_ns;     /* when the holder was given it (or last charged) */
+    uint64_t until_ns;       /* the holder's quantum ends; with no holder, when to look again */
+    uint64_t quantum_ns;
+    struct vgpu_sched_entry e[VGPU_SCHED_MAX_ENTRIES];
+};
+
+/* An empty state with the given quantum (0: the default). */
+void vgpu_sched_init(struct vgpu_sched_state *g, uint64_t quantum_ns);
+
+/* Sets entry i (share in permille, mode); a new entry starts level with the others. */
+void vgpu_sched_set(struct vgpu_sched_state *g, int i, uint32_t share, uint32_t mode, uint64_t now);
+
+/* Entry i is gone. */
+void vgpu_sched_drop(struct vgpu_sched_state *g, int i);
+
+/*
+ * One step at time now.  demand[i]: entry i has work waiting for the GPU
+ * (or, for the holder, launched lately); holder_idle_since: when the holder
+ * last launched, so that it is charged no time it did not use (0: it is
+ * busy).  Charges the holder, refills the budgets, and picks the holder of
+ * the next quantum.  Returns true when the holder changed.
+ */
+bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since);
+
+/* Whether a step is due at now: the quantum is over, or there is no holder. */
+static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now)
+{
+    return g->holder < 0 || now >= g->until_ns;
+}
