@@ -18,13 +18,15 @@ typedef CUresult (*coop_fn)(CUfunction, unsigned, unsigned, unsigned, unsigned, 
                             CUstream, void **);
 typedef CUresult (*graph_fn)(CUgraphExec, CUstream);
 
-static CUresult launch(const char *name, launch_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                       unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
+static CUresult launch(const char *name, bool ptsz, launch_fn real, CUfunction f, unsigned gx, unsigned gy,
+                       unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params,
                        void **extra)
 {
-    CUresult r = vgpu_backend_launch_admit(s);
-    if (r == CUDA_SUCCESS)
+    CUresult r = vgpu_backend_launch_admit(s, ptsz);
+    if (r == CUDA_SUCCESS) {
         r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
+        vgpu_backend_launch_done(s, ptsz, r);
+    }
     vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
                bz, shmem, (void *)s);
     return r;
@@ -33,23 +35,26 @@ static CUresult launch(const char *name, launch_fn real, CUfunction f, unsigned 
 VGPU_EXPORT CUresult cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by, unsigned bz,
                         unsigned shmem, CUstream s, void **params, void **extra)
 {
-    return launch("cuLaunchKernel", VGPU_REAL_CUDA(cuLaunchKernel), f, gx, gy, gz, bx, by, bz, shmem, s, params,
+    return launch("cuLaunchKernel", false, VGPU_REAL_CUDA(cuLaunchKernel), f, gx, gy, gz, bx, by, bz, shmem, s, params,
                   extra);
 }
 
 VGPU_EXPORT CUresult cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                              unsigned bz, unsigned shmem, CUstream s, void **params, void **extra)
 {
-    return launch("cuLaunchKernel_ptsz", VGPU_REAL_CUDA(cuLaunchKernel_ptsz), f, gx, gy, gz, bx, by, bz, shmem, s,
+    return launch("cuLaunchKernel_ptsz", true, VGPU_REAL_CUDA(cuLaunchKernel_ptsz), f, gx, gy, gz, bx, by, bz, shmem, s,
                   params, extra);
 }
 
-static CUresult launch_ex(const char *name, launch_ex_fn real, const CUlaunchConfig *cfg, CUfunction f,
+static CUresult launch_ex(const char *name, bool ptsz, launch_ex_fn real, const CUlaunchConfig *cfg, CUfunction f,
                           void **params, void **extra)
 {
-    CUresult r = vgpu_backend_launch_admit(cfg ? cfg->hStream : NULL);
-    if (r == CUDA_SUCCESS)
+    CUstream s = cfg ? cfg->hStream : NULL;
+    CUresult r = vgpu_backend_launch_admit(s, ptsz);
+    if (r == CUDA_SUCCESS) {
         r = real(cfg, f, params, extra);
+        vgpu_backend_launch_done(s, ptsz, r);
+    }
     if (cfg)
         vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p, %u attrs", (void *)f,
                    cfg->gridDimX, cfg->gridDimY, cfg->gridDimZ, cfg->blockDimX, cfg->blockDimY, cfg->blockDimZ,
@@ -61,21 +66,23 @@ static CUresult launch_ex(const char *name, launch_ex_fn real, const CUlaunchCon
 
 VGPU_EXPORT CUresult cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-    return launch_ex("cuLaunchKernelEx", VGPU_REAL_CUDA(cuLaunchKernelEx), config, f, kernelParams, extra);
+    return launch_ex("cuLaunchKernelEx", false, VGPU_REAL_CUDA(cuLaunchKernelEx), config, f, kernelParams, extra);
 }
 
 VGPU_EXPORT CUresult cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **kernelParams, void **extra)
 {
-    return launch_ex("cuLaunchKernelEx_ptsz", VGPU_REAL_CUDA(cuLaunchKernelEx_ptsz), config, f, kernelParams,
+    return launch_ex("cuLaunchKernelEx_ptsz", true, VGPU_REAL_CUDA(cuLaunchKernelEx_ptsz), config, f, kernelParams,
                      extra);
 }
 
-static CUresult coop(const char *name, coop_fn real, CUfunction f, unsigned gx, unsigned gy, unsigned gz,
-                     unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
+static CUresult coop(const char *name, bool ptsz, coop_fn real, CUfunction f, unsigned gx, unsigned gy,
+                     unsigned gz, unsigned bx, unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
 {
-    CUresult r = vgpu_backend_launch_admit(s);
-    if (r == CUDA_SUCCESS)
+    CUresult r = vgpu_backend_launch_admit(s, ptsz);
+    if (r == CUDA_SUCCESS) {
         r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
+        vgpu_backend_launch_done(s, ptsz, r);
+    }
     vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
                bz, shmem, (void *)s);
     return r;
@@ -84,32 +91,34 @@ static CUresult coop(const char *name, coop_fn real, CUfunction f, unsigned gx, 
 VGPU_EXPORT CUresult cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                    unsigned bz, unsigned shmem, CUstream s, void **params)
 {
-    return coop("cuLaunchCooperativeKernel", VGPU_REAL_CUDA(cuLaunchCooperativeKernel), f, gx, gy, gz, bx, by, bz,
+    return coop("cuLaunchCooperativeKernel", false, VGPU_REAL_CUDA(cuLaunchCooperativeKernel), f, gx, gy, gz, bx, by, bz,
                 shmem, s, params);
 }
 
 VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                         unsigned by, unsigned bz, unsigned shmem, CUstream s, void **params)
 {
-    return coop("cuLaunchCooperativeKernel_ptsz", VGPU_REAL_CUDA(cuLaunchCooperativeKernel_ptsz), f, gx, gy, gz,
+    return coop("cuLaunchCooperativeKernel_ptsz", true, VGPU_REAL_CUDA(cuLaunchCooperativeKernel_ptsz), f, gx, gy, gz,
                 bx, by, bz, shmem, s, params);
 }
 
-static CUresult graph(const char *name, graph_fn real, CUgraphExec g, CUstream s)
+static CUresult graph(const char *name, bool ptsz, graph_fn real, CUgraphExec g, CUstream s)
 {
-    CUresult r = vgpu_backend_launch_admit(s);
-    if (r == CUDA_SUCCESS)
+    CUresult r = vgpu_backend_launch_admit(s, ptsz);
+    if (r == CUDA_SUCCESS) {
         r = real(g, s);
+        vgpu_backend_launch_done(s, ptsz, r);
+    }
     vgpu_trace(name, r, "%p, stream %p", (void *)g, (void *)s);
     return r;
 }
 
 VGPU_EXPORT CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return graph("cuGraphLaunch", VGPU_REAL_CUDA(cuGraphLaunch), hGraphExec, hStream);
+    return graph("cuGraphLaunch", false, VGPU_REAL_CUDA(cuGraphLaunch), hGraphExec, hStream);
 }
 
 VGPU_EXPORT CUresult cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream)
 {
-    return graph("cuGraphLaunch_ptsz", VGPU_REAL_CUDA(cuGraphLaunch_ptsz), hGraphExec, hStream);
+    return graph("cuGraphLaunch_ptsz", true, VGPU_REAL_CUDA(cuGraphLaunch_ptsz), hGraphExec, hStream);
 }

@@ -31,6 +31,7 @@ struct tenant {
     uint32_t share; /* permille */
     uint32_t mode;
     uint64_t from, to; /* wants the GPU in [from, to) */
+    uint64_t pause;    /* but for this long at the start of every 250 ms (a framework's synchronize) */
     uint64_t got;      /* GPU time it had in the measured window */
 };
 
@@ -50,7 +51,7 @@ static void run(struct tenant *t, int n, uint64_t end, uint64_t measure_from)
     for (uint64_t now = 0; now < end; now += tick) {
         bool changed = false;
         for (int i = 0; i < n; i++) {
-            demand[i] = now >= t[i].from && now < t[i].to;
+            demand[i] = now >= t[i].from && now < t[i].to && (now - t[i].from) % (250 * MS) >= t[i].pause;
             changed |= demand[i] != was[i];
             was[i] = demand[i];
         }
@@ -100,6 +101,17 @@ static void two_tenants(void)
     expect_share(&t[1], 18 * S, 75, 1, "the 75% tenant of two");
 }
 
+/* Tenants that pause briefly now and then (a synchronize every 250 ms)
+ * are not tenants back from idling: they keep their shares. */
+static void brief_pauses(void)
+{
+    struct tenant t[2] = { { .share = 250, .to = 20 * S, .pause = 3 * MS },
+                           { .share = 750, .from = 100 * MS, .to = 20 * S, .pause = 3 * MS } };
+    run(t, 2, 20 * S, 2 * S);
+    expect_share(&t[0], 18 * S, 25, 2, "the 25% tenant of two that pause 3 ms every 250 ms");
+    expect_share(&t[1], 18 * S, 75, 2, "the 75% tenant of two that pause 3 ms every 250 ms");
+}
+
 static void four_tenants(void)
 {
     struct tenant t[4] = { { .share = 100, .to = 30 * S }, { .share = 200, .to = 30 * S },
@@ -146,13 +158,41 @@ static void no_catch_up(void)
     expect_share(&t[1], 1 * S, 50, 3, "the tenant back from 10 s idle");
 }
 
-/* A capped tenant idle for 5 s banks no more than a quantum: in its first
- * second back it gets its cap, not a burst of what it did not use. */
+/* A capped tenant idle for 5 s banks no more than two quanta: in its first
+ * second back it gets its cap and at most one quantum more (40 ms: 4
+ * points), not a burst of what it did not use. */
 static void cap_no_burst(void)
 {
     struct tenant t = { .share = 300, .mode = VGPU_COMPUTE_CAP, .from = 5 * S, .to = 20 * S };
     run(&t, 1, 6 * S, 5 * S);
-    expect_share(&t, 1 * S, 30, 3, "a 30% cap, in its first second after 5 s idle");
+    expect_share(&t, 1 * S, 32, 3, "a 30% cap, in its first second after 5 s idle");
+}
+
+/* A capped tenant runs in whole quanta, not in slivers as its budget
+ * trickles back: each grant lasts a quantum (queued work drained at a
+ * switch would otherwise outweigh the slivers), and there are few. */
+static void cap_in_whole_quanta(void)
+{
+    struct vgpu_sched_state g;
+    vgpu_sched_init(&g, 0);
+    vgpu_sched_set(&g, 0, 300, VGPU_COMPUTE_CAP, 0);
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { true };
+    int grants = 0;
+    uint64_t shortest = UINT64_MAX;
+    for (uint64_t now = 0; now < 10 * S; now += 100000) {
+        if (!vgpu_sched_due(&g, now))
+            continue;
+        int was = g.holder;
+        vgpu_sched_step(&g, now, demand, 0);
+        if (g.holder == 0 && was != 0) {
+            grants++;
+            shortest = g.until_ns - now < shortest ? g.until_ns - now : shortest;
+        }
+    }
+    int want = (int)(10 * S * 3 / 10 / VGPU_SCHED_QUANTUM_NS);
+    CHECK(grants >= want * 2 / 3 && grants <= want * 4 / 3, "%d grants in 10 s at 30%% in %.0f ms quanta, want about %d",
+          grants, (double)VGPU_SCHED_QUANTUM_NS / 1e6, want);
+    CHECK(shortest >= VGPU_SCHED_QUANTUM_NS, "a grant of %.2f ms, shorter than a quantum", (double)shortest / 1e6);
 }
 
 /* A holder that goes idle is charged only the time it used; the other gets the rest. */
@@ -173,7 +213,8 @@ int main(int argc, char **argv)
         { "lone-cap", lone_cap },         { "lone-share", lone_share },   { "two-tenants", two_tenants },
         { "four-tenants", four_tenants }, { "cap-beside-share", cap_beside_share },
         { "convergence", convergence },   { "no-catch-up", no_catch_up }, { "idle-holder", idle_holder },
-        { "cap-no-burst", cap_no_burst },
+        { "cap-no-burst", cap_no_burst }, { "cap-in-whole-quanta", cap_in_whole_quanta },
+        { "brief-pauses", brief_pauses },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

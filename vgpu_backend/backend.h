@@ -130,5 +130,9 @@ void vgpu_backend_limit_settle(struct vgpu_limit_claim *c, CUresult result);
 
 /* ---- compute ---- */
 
-/* Called before each kernel or graph launch on stream. */
-CUresult vgpu_backend_launch_admit(CUstream stream);
+/* Before each kernel or graph launch on stream (ptsz: through a _ptsz entry
+ * point, where NULL is the per-thread default stream): waits, when the
+ * vGPU has a compute share, until it may put work on its GPU. */
+CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz);
+/* After it, with the driver's answer. */
+void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r);

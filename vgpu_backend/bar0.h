@@ -76,7 +76,14 @@ struct vgpu_bar0_device_status {
     _Atomic uint64_t context_overhead; /* bytes a process's first context takes on this device; 0 = not measured */
     _Atomic uint64_t refusals;         /* allocations refused for the quota */
     _Atomic uint64_t context_extra;    /* bytes each further context of a process takes; 0 = not measured */
-    uint64_t reserved[4];
+    /* The compute share (docs/compute.md). */
+    _Atomic uint32_t sched_grant;      /* mediated: non-zero while the vGPU holds the GPU (the mediator
+                                        * writes it; waiting threads sleep on it, a futex) */
+    _Atomic uint32_t sched_waiting;    /* threads of its processes waiting for the GPU */
+    _Atomic uint64_t sched_active_ns;  /* CLOCK_MONOTONIC of a process's last launch, to about 1 ms */
+    _Atomic uint64_t sched_busy_ns;    /* GPU time charged to it, in all (the arbiter writes it) */
+    _Atomic uint64_t sched_beat_ns;    /* mediated: CLOCK_MONOTONIC of the mediator's last arbitration of
+                                        * this GPU; 0: the mediator does not schedule it */
 };
 
 struct vgpu_bar0_status {

@@ -1,8 +1,222 @@
-/* Compute sharing.  Pass-through: every launch goes ahead at once. */
+/*
+ * The compute share's gate (docs/compute.md): every launch path (kernels,
+ * cuLaunchKernelEx, cooperative kernels, graphs) asks here first.  A GPU
+ * time-slices between processes, so what decides a vGPU's share is when its
+ * processes may put work on the GPU: the arbiter (sched_arbiter.h) gives a
+ * GPU to one vGPU at a time, a quantum at a time, and a launch of a vGPU
+ * that does not hold its GPU waits until it does.  Under vgpu-mediatord the
+ * mediator arbitrates and writes each vGPU's grant into its BAR0; standalone
+ * vGPUs of a user arbitrate among themselves through a page they share
+ * (sched_page.h).  Queued work is bounded (inflight.c), so a vGPU whose
+ * turn ended does not run on into the next one's.
+ *
+ * With no share anywhere, a launch costs a load or two here.
+ */
+#define _GNU_SOURCE
+#include "common/log.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/cuda_devices.h"
+#include "vgpu_backend/futex.h"
+#include "vgpu_backend/inflight.h"
+#include "vgpu_backend/quota.h"
+#include "vgpu_backend/sched_page.h"
+#include "vgpu_backend/self.h"
 
-CUresult vgpu_backend_launch_admit(CUstream stream)
+#include <pthread.h>
+#include <stdio.h>
+#include <time.h>
+#include <unistd.h>
+
+/* A mediator that has not arbitrated a GPU for this long has stopped: its
+ * vGPUs' launches go ahead, unscheduled, rather than wait for ever. */
+#define MEDIATOR_STALE_NS 1000000000ull
+#define MARK_EVERY_NS 1000000ull /* how often a process says it is launching */
+
+struct gate {
+    struct vgpu_bar0_device_status *st; /* the vGPU device's registers (grant, waiting, activity, busy) */
+    struct vgpu_sched_page *page;       /* standalone: the GPU's shared page; NULL: the mediator arbitrates */
+    int entry;                          /* standalone: the vGPU's entry in the page */
+    uint64_t dev, ino;                  /* standalone: whose the entry is (the BAR0 file) */
+    uint32_t vdev, share, mode;
+    bool scheduled;                     /* standalone: it has a share (a mediated one asks its registers) */
+    _Atomic uint64_t marked_ns;         /* when this process last said it was launching */
+};
+
+/* Set up once per process (pthread_once), read-only afterwards but for
+ * marked_ns; owned by this file. */
+static struct {
+    bool any;        /* some device may be scheduled */
+    int only;        /* the vGPU device, when the vGPU has one; else -1 */
+    struct gate g[VGPU_MAX_DEVICES];
+} gates;
+static pthread_once_t set_up_once = PTHREAD_ONCE_INIT;
+static _Atomic bool stale_said;
+/* This thread's launch in flight went through a gate (admit to done). */
+static __thread bool gated;
+
+static uint64_t now_ns(void)
 {
-    (void)stream;
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void set_up(void)
+{
+    struct vgpu_self *self = vgpu_self_on();
+    if (!self)
+        return;
+    gates.only = self->ndev == 1 ? 0 : -1;
+    const struct vgpu_bar0_config *c = &self->bar0.bar->config;
+    for (int d = 0; d < self->ndev; d++) {
+        struct gate *g = &gates.g[d];
+        g->st = &self->bar0.bar->status.device[d];
+        if (self->source != VGPU_SOURCE_STANDALONE) {
+            gates.any = true; /* the mediator may schedule it at any time */
+            continue;
+        }
+        uint32_t share = c->device[d].compute_share, mode = c->device[d].compute_mode;
+        if (share >= 100 && mode != VGPU_COMPUTE_CAP)
+            continue;
+        char err[1024];
+        const char *dir = self->settings.bar0_dir[0] ? self->settings.bar0_dir : NULL;
+        char own[64];
+        if (!dir) {
+            snprintf(own, sizeof(own), "/dev/shm/vgpu-%u", (unsigned)geteuid());
+            dir = own;
+        }
+        g->dev = self->bar0.file_dev;
+        g->ino = self->bar0.file_ino;
+        g->vdev = (uint32_t)d;
+        g->share = share * 10;
+        g->mode = mode;
+        if (vgpu_bar0_private_dir(dir, err, sizeof(err)) == 0)
+            g->page = vgpu_sched_page_open(dir, self->dev[d].uuid, g->dev, g->ino, g->vdev, g->share, mode, &g->entry,
+                                           err, sizeof(err));
+        if (!g->page) {
+            vgpu_warn("vGPU device %d: its compute share of %u%% is not enforced: %s", d, share, err);
+            continue;
+        }
+        g->scheduled = gates.any = true;
+        vgpu_info("vGPU device %d: a compute share of %u%% (%s), arbitrated with this user's other vGPUs on GPU %s",
+                  d, share, mode == VGPU_COMPUTE_CAP ? "a hard cap" : "work-conserving", self->dev[d].uuid);
+    }
+}
+
+/* The device's gate, when its launches are scheduled now; else NULL. */
+static struct gate *gate_of_launch(uint64_t now)
+{
+    int vdev = gates.only;
+    if (vdev < 0) {
+        /* A launch's stream is its current context's: the device is that one's. */
+        CUcontext ctx;
+        CUdevice dev;
+        vdev = vgpu_current_device(&ctx, &dev) == 0 ? vgpu_cuda_vgpu_index(dev) : -1;
+        if (vdev < 0)
+            return NULL;
+    }
+    struct gate *g = &gates.g[vdev];
+    if (g->page)
+        return g;
+    if (g->scheduled)
+        return NULL;
+    uint64_t beat = atomic_load_explicit(&g->st->sched_beat_ns, memory_order_acquire);
+    if (!beat)
+        return NULL;
+    if (now - beat > MEDIATOR_STALE_NS && beat < now) {
+        if (!atomic_exchange(&stale_said, true))
+            vgpu_warn("vgpu-mediatord has not arbitrated vGPU device %d's GPU for %.1f s: its launches go ahead, "
+                      "unscheduled, until it is back", vdev, (double)(now - beat) / 1e9);
+        return NULL;
+    }
+    return g;
+}
+
+static bool granted(struct gate *g, uint64_t now)
+{
+    if (g->page)
+        return vgpu_sched_holder(&g->page->state) == g->entry && now < vgpu_sched_until(&g->page->state) &&
+               vgpu_sched_page_owns(g->page, g->entry, g->dev, g->ino, g->vdev);
+    return atomic_load_explicit(&g->st->sched_grant, memory_order_acquire) != 0;
+}
+
+/* Standalone: the vGPU's entry, taken again if it was dropped while the vGPU
+ * idled (the page's slot may be another vGPU's now).  False when the page is full. */
+static bool own_entry(struct gate *g)
+{
+    if (vgpu_sched_page_owns(g->page, g->entry, g->dev, g->ino, g->vdev))
+        return true;
+    return vgpu_sched_page_retake(g->page, g->dev, g->ino, g->vdev, g->share, g->mode, &g->entry) == 0;
+}
+
+/* Says, about once a millisecond, that this vGPU is launching: its demand. */
+static void mark_active(struct gate *g, uint64_t now)
+{
+    if (now - atomic_load_explicit(&g->marked_ns, memory_order_relaxed) < MARK_EVERY_NS)
+        return;
+    atomic_store_explicit(&g->marked_ns, now, memory_order_relaxed);
+    if (g->page) {
+        atomic_store(&g->page->who[g->entry].active_ns, now);
+        /* The page holds the vGPU's GPU time; BAR0 shows it, as the mediator's. */
+        atomic_store(&g->st->sched_busy_ns, __atomic_load_n(&g->page->state.e[g->entry].busy_ns, __ATOMIC_RELAXED));
+    } else {
+        atomic_store(&g->st->sched_active_ns, now);
+    }
+}
+
+/* Waits until the vGPU holds its GPU (standalone: stepping the page's
+ * arbiter itself when a step is due). */
+static void wait_for_gpu(struct gate *g, uint64_t now)
+{
+    _Atomic uint32_t *waiting = g->page ? &g->page->who[g->entry].waiting : &g->st->sched_waiting;
+    atomic_fetch_add(waiting, 1);
+    for (;; now = now_ns()) {
+        if (g->page) {
+            if (!own_entry(g))
+                break; /* the page is full: unscheduled, as the set-up's warning said it could be */
+            vgpu_sched_page_step(g->page, now);
+            uint32_t seen = atomic_load(&g->page->generation);
+            if (granted(g, now))
+                break;
+            /* Woken when the holder changes; else again when its quantum
+             * ends, or in a millisecond to see whether it went idle. */
+            uint64_t until = vgpu_sched_until(&g->page->state), t = until > now ? until - now : 0;
+            vgpu_futex_wait(&g->page->generation, seen, t < 50000 ? 50000 : t > 1000000 ? 1000000 : t);
+        } else {
+            if (granted(g, now) || !gate_of_launch(now))
+                break;
+            vgpu_futex_wait(&g->st->sched_grant, 0, 50000000);
+        }
+    }
+    atomic_fetch_sub(waiting, 1);
+}
+
+CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
+{
+    gated = false;
+    if (!vgpu_self_on())
+        return CUDA_SUCCESS;
+    pthread_once(&set_up_once, set_up);
+    if (!gates.any)
+        return CUDA_SUCCESS;
+    uint64_t now = now_ns();
+    struct gate *g = gate_of_launch(now);
+    if (!g)
+        return CUDA_SUCCESS;
+    gated = true;
+    mark_active(g, now);
+    if (!granted(g, now)) {
+        if (g->page)
+            vgpu_sched_page_step(g->page, now); /* its quantum may simply be over: it may keep the GPU */
+        if (!granted(g, now_ns()))
+            wait_for_gpu(g, now);
+    }
+    vgpu_inflight_before(stream, ptsz);
     return CUDA_SUCCESS;
+}
+
+void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r)
+{
+    if (gated && r == CUDA_SUCCESS)
+        vgpu_inflight_after(stream, ptsz);
 }

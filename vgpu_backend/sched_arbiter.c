@@ -40,7 +40,7 @@ void vgpu_sched_drop(struct vgpu_sched_state *g, int i)
 {
     memset(&g->e[i], 0, sizeof(g->e[i]));
     if (g->holder == i)
-        g->holder = -1;
+        __atomic_store_n(&g->holder, -1, __ATOMIC_RELEASE);
 }
 
 /* Charges the holder for its time since it was last charged, to now (or to
@@ -52,13 +52,15 @@ static void charge(struct vgpu_sched_state *g, uint64_t now, uint64_t idle_since
     struct vgpu_sched_entry *e = &g->e[g->holder];
     uint64_t end = idle_since && idle_since < now ? idle_since : now;
     uint64_t t = end > g->granted_ns ? end - g->granted_ns : 0;
-    e->busy_ns += t;
+    __atomic_fetch_add(&e->busy_ns, t, __ATOMIC_RELAXED); /* shown without the lock */
     e->vtime += t * 1000 / e->share;
     e->budget_ns -= (int64_t)t;
     g->granted_ns = now;
 }
 
-/* Cap mode: the budget refills at the share of wall time, at most a quantum ahead. */
+/* Cap mode: the budget refills at the share of wall time, up to two
+ * quanta: one to be given, and one to keep while it waits its turn behind
+ * others (it must not lose its refill for being second in line). */
 static void refill(struct vgpu_sched_state *g, uint64_t now)
 {
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
@@ -68,31 +70,39 @@ static void refill(struct vgpu_sched_state *g, uint64_t now)
         if (now > e->refilled_ns)
             e->budget_ns += (int64_t)((now - e->refilled_ns) * e->share / 1000);
         e->refilled_ns = now;
-        if (e->budget_ns > (int64_t)g->quantum_ns)
-            e->budget_ns = (int64_t)g->quantum_ns;
+        if (e->budget_ns > 2 * (int64_t)g->quantum_ns)
+            e->budget_ns = 2 * (int64_t)g->quantum_ns;
     }
 }
 
-/* When entry e will have budget again (cap mode). */
-static uint64_t refilled_at(const struct vgpu_sched_entry *e, uint64_t now)
+/* When entry e will have a quantum's budget again (cap mode). */
+static uint64_t refilled_at(const struct vgpu_sched_entry *e, uint64_t quantum, uint64_t now)
 {
-    if (e->budget_ns > 0)
+    if (e->budget_ns >= (int64_t)quantum)
         return now;
-    return now + ((uint64_t)-e->budget_ns * 1000 + e->share - 1) / e->share + 1;
+    uint64_t need = (uint64_t)((int64_t)quantum - e->budget_ns);
+    return now + (need * 1000 + e->share - 1) / e->share + 1;
 }
 
 bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since)
 {
     charge(g, now, holder_idle_since);
     refill(g, now);
-    /* Coming back from an idle spell: level with those that kept wanting it. */
+    /* Coming back from an idle spell: no more than a quantum behind those
+     * that kept wanting it.  A pause shorter than two quanta is not one: a
+     * framework stops for a few milliseconds at every synchronize, and a
+     * tenant held back at each would drift towards an equal split. */
     uint64_t floor = least_vtime(g, true);
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         struct vgpu_sched_entry *e = &g->e[i];
         if (!e->used)
             continue;
-        if (demand[i] && !e->wanting && i != g->holder && e->vtime < floor)
-            e->vtime = floor;
+        uint64_t credit = g->quantum_ns * 1000 / e->share;
+        bool back = demand[i] && !e->wanting && i != g->holder && now - e->quiet_ns >= 2 * g->quantum_ns;
+        if (back && e->vtime + credit < floor)
+            e->vtime = floor - credit;
+        if (e->wanting && !demand[i])
+            e->quiet_ns = now;
         e->wanting = demand[i];
     }
     int best = -1;
@@ -101,8 +111,10 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
         const struct vgpu_sched_entry *e = &g->e[i];
         if (!e->used || !demand[i])
             continue;
-        if (e->mode == VGPU_COMPUTE_CAP && e->budget_ns <= 0) {
-            uint64_t at = refilled_at(e, now);
+        /* A cap runs in whole quanta: slivers of budget, each ending in a
+         * drain of queued work that nobody is charged for, would add up. */
+        if (e->mode == VGPU_COMPUTE_CAP && e->budget_ns < (int64_t)g->quantum_ns) {
+            uint64_t at = refilled_at(e, g->quantum_ns, now);
             wake = at < wake ? at : wake;
             continue;
         }
@@ -110,16 +122,16 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
             best = i;
     }
     bool changed = best != g->holder;
-    g->holder = best;
     g->granted_ns = now;
+    uint64_t until;
     if (best < 0) {
-        g->until_ns = wake == UINT64_MAX ? now + g->quantum_ns : wake;
-        return changed;
+        until = wake == UINT64_MAX ? now + g->quantum_ns : wake;
+    } else {
+        until = now + g->quantum_ns;
     }
-    uint64_t q = g->quantum_ns;
-    const struct vgpu_sched_entry *e = &g->e[best];
-    if (e->mode == VGPU_COMPUTE_CAP && (uint64_t)e->budget_ns < q)
-        q = (uint64_t)e->budget_ns;
-    g->until_ns = now + q;
+    /* Read without the lock by the processes (vgpu_sched_holder/_until):
+     * the end first, so a new holder never sees the old one's. */
+    __atomic_store_n(&g->until_ns, until, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->holder, best, __ATOMIC_RELEASE);
     return changed;
 }

@@ -10,10 +10,12 @@
  * arbiter gives it, a quantum at a time, to the entry with demand that is
  * furthest behind its share: each entry's virtual time advances by the
  * GPU time charged to it divided by its share.  An entry that comes back
- * after an idle spell starts level with the others, not with a debt to
- * collect.  An entry in cap mode also holds a budget that refills at its
- * share of wall time (at most one quantum ahead): with none left it is not
- * given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
+ * after an idle spell (two quanta or more: not a framework's pause at a
+ * synchronize) is at most a quantum behind the others, not owed all it did
+ * not use.  An entry in cap mode also holds a budget that refills at its
+ * share of wall time, up to two quanta: it is given the GPU only with a
+ * whole quantum of budget, so it runs in whole quanta, and without one it
+ * is not given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
  * keeps it (work conservation).
  */
 #pragma once
@@ -22,13 +24,17 @@
 #include <stdint.h>
 
 #define VGPU_SCHED_MAX_ENTRIES 32
-#define VGPU_SCHED_QUANTUM_NS 20000000ull /* 20 ms: long against a switch and a drain */
+#define VGPU_SCHED_QUANTUM_NS 50000000ull /* 50 ms: long against a switch and a drain */
+/* A holder that launched nothing for this long has no demand: its queued
+ * work (at most VGPU_SCHED_QUEUE_NS, inflight.c) is done by then. */
+#define VGPU_SCHED_IDLE_NS 2000000ull
 
 struct vgpu_sched_entry {
     uint32_t used;          /* the slot is an entry */
     uint32_t share;         /* permille of the GPU, 1-1000 */
     uint32_t mode;          /* enum vgpu_compute_mode */
     uint32_t wanting;       /* had demand at the last step (for the catch-up rule) */
+    uint64_t quiet_ns;      /* when it last stopped wanting the GPU */
     uint64_t vtime;         /* GPU time charged, in ns, times 1000 / share */
     uint64_t busy_ns;       /* GPU time charged, in all */
     int64_t budget_ns;      /* cap mode: GPU time it may still use */
@@ -66,4 +72,16 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
 static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now)
 {
     return g->holder < 0 || now >= g->until_ns;
+}
+
+/* The holder and its quantum's end, for readers outside the state's lock
+ * (the steps store them atomically). */
+static inline int32_t vgpu_sched_holder(const struct vgpu_sched_state *g)
+{
+    return __atomic_load_n(&g->holder, __ATOMIC_ACQUIRE);
+}
+
+static inline uint64_t vgpu_sched_until(const struct vgpu_sched_state *g)
+{
+    return __atomic_load_n(&g->until_ns, __ATOMIC_ACQUIRE);
 }

@@ -202,16 +202,21 @@ static void scenario_launch_bound_loop(void)
     unsigned long long kernel_ns = 5000;
     void *params[] = { &kernel_ns };
     __typeof__(&cuLaunchKernel) launch = F(cuLaunchKernel);
-    double launch_s = 0, spin_s = 0, launches = 0, spins = 0;
-    for (int round = 0; round < 10; round++) {
-        double t0 = now_s(), t;
+    /* Each round's ratio, and the median of them: a round the machine's
+     * load spoilt (the fake's device thread not scheduled) does not decide. */
+    double ratio[11], launches_all = 0, launch_all_s = 0, spin_rate = 0;
+    int rounds = 11;
+    for (int round = 0; round < rounds; round++) {
+        double t0 = now_s(), t, launches = 0, spins = 0;
         do {
             for (int i = 0; i < 200; i++)
                 CU(launch(busy_fn, 1, 1, 1, 1, 1, 1, 0, s, params, NULL));
             CU(F(cuStreamSynchronize)(s));
             launches += 200;
         } while ((t = now_s()) - t0 < 0.1);
-        launch_s += t - t0;
+        double launch_s = t - t0;
+        launches_all += launches;
+        launch_all_s += launch_s;
         t0 = now_s();
         do {
             for (int i = 0; i < 200; i++) {
@@ -221,13 +226,21 @@ static void scenario_launch_bound_loop(void)
             }
             spins += 200;
         } while ((t = now_s()) - t0 < 0.1);
-        spin_s += t - t0;
+        spin_rate = spins / (t - t0);
+        ratio[round] = (launches / launch_s) / spin_rate;
     }
-    double rate = launches / launch_s, spin_rate = spins / spin_s, ideal = 1e9 / launch_ns;
-    printf("%.0f launches/s, %.0f spins of FAKEGPU_LAUNCH_NS/s, %.0f ideal\n", rate, spin_rate, ideal);
-    CHECK(rate >= 0.75 * spin_rate && rate <= 1.25 * spin_rate,
-          "a launch-bound loop ran %.0f launches/s where spinning FAKEGPU_LAUNCH_NS=%.0f makes %.0f/s", rate,
-          launch_ns, spin_rate);
+    for (int i = 1; i < rounds; i++) /* insertion sort: eleven numbers */
+        for (int j = i; j > 0 && ratio[j] < ratio[j - 1]; j--) {
+            double x = ratio[j];
+            ratio[j] = ratio[j - 1];
+            ratio[j - 1] = x;
+        }
+    double median = ratio[rounds / 2], rate = launches_all / launch_all_s, ideal = 1e9 / launch_ns;
+    printf("%.0f launches/s, %.0f spins of FAKEGPU_LAUNCH_NS/s (last round), median ratio %.2f, %.0f ideal\n",
+           rate, spin_rate, median, ideal);
+    CHECK(median >= 0.75 && median <= 1.25,
+          "a launch-bound loop ran at %.2f times the rate of spinning FAKEGPU_LAUNCH_NS=%.0f (median of %d rounds)",
+          median, launch_ns, rounds);
     CHECK(rate <= 1.05 * ideal, "%.0f launches/s: faster than FAKEGPU_LAUNCH_NS=%.0f allows", rate, launch_ns);
 }
 

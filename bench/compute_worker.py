@@ -1,0 +1,65 @@
+"""One tenant of the compute-share benchmark (bench/compute.sh).
+
+`python3 compute_worker.py LOOP SECONDS [--start-at EPOCH_S] [--window S]`
+
+LOOP is `matmul` (bf16 4096x4096 matmuls back to back: the GPU is the
+bottleneck) or `launch` (tiny element-wise kernels: the host's launch path
+is).  After warming up it waits until --start-at (so tenants start
+together), runs SECONDS, and prints one JSON line: the loop, its
+throughput (TFLOP/s or kernels/s), and the throughput of each --window
+(default 0.25 s) in order, to see how shares converge.  Timing is by host
+clock around synchronised windows.
+"""
+import json
+import os
+import sys
+import time
+
+import torch
+
+loop, seconds = sys.argv[1], float(sys.argv[2])
+start_at = float(sys.argv[sys.argv.index("--start-at") + 1]) if "--start-at" in sys.argv else 0.0
+window = float(sys.argv[sys.argv.index("--window") + 1]) if "--window" in sys.argv else 0.25
+
+if loop == "matmul":
+    n = 4096
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    work_per_step, per_call = 2.0 * n ** 3 / 1e12, 8  # TFLOP per matmul; matmuls between checks
+
+    def step():
+        for _ in range(per_call):
+            torch.mm(a, b)
+elif loop == "launch":
+    x = torch.zeros(256, device="cuda")
+    work_per_step, per_call = 1.0, 64  # kernels
+
+    def step():
+        for _ in range(per_call):
+            x.add_(1.0)
+else:
+    sys.exit("loop: matmul or launch")
+
+for _ in range(20):
+    step()
+torch.cuda.synchronize()
+if start_at:
+    time.sleep(max(0.0, start_at - time.time()))
+
+windows, done, t0 = [], 0, time.perf_counter()
+w_start, w_done = t0, 0
+while True:
+    step()
+    done += per_call
+    w_done += per_call
+    now = time.perf_counter()
+    if now - w_start >= window:
+        torch.cuda.synchronize()
+        now = time.perf_counter()
+        windows.append(round(w_done * work_per_step / (now - w_start), 3))
+        w_start, w_done = now, 0
+        if now - t0 >= seconds:
+            break
+elapsed = time.perf_counter() - t0
+print(json.dumps({"loop": loop, "pid": os.getpid(), "rate": round(done * work_per_step / elapsed, 3),
+                  "seconds": round(elapsed, 3), "windows": windows}), flush=True)

@@ -1,0 +1,199 @@
+/*
+ * Work queued ahead, bounded (docs/compute.md).  A launch returns before its
+ * kernel runs, and a framework can queue hundreds of milliseconds of work:
+ * a vGPU whose turn ended would go on running all of it, in the next
+ * holder's turn.  So each stream of a scheduled process may have at most
+ * VGPU_SCHED_QUEUE_NS of GPU time queued: a marker event (timing off, so it
+ * costs the GPU next to nothing) is recorded every so many launches, and a
+ * launch that would pass the bound waits for the oldest marker first.
+ *
+ * How much GPU time a launch takes is learnt from those waits: when the
+ * stream was backed up, the time between two markers completing is the
+ * time of the launches between them.  The markers are spaced so that a
+ * few fit in the bound: a marker for every matmul of 200 us, one for every
+ * few hundred kernels of 5 us (so the launch-bound loops pay one event
+ * record in hundreds of launches).
+ */
+#include "vgpu_backend/inflight.h"
+
+#include "forwarder/dispatch.h"
+#include "vgpu_cuda_slots.h"
+
+#include <pthread.h>
+#include <stdint.h>
+#include <string.h>
+#include <time.h>
+
+#define RING 32            /* markers per stream, at most */
+#define TRACKERS 256       /* explicit streams tracked per process (a power of two) */
+#define MAX_EVERY 1024     /* launches between markers, at most */
+#define FIRST_GUESS_NS 20000 /* a launch's GPU time until one is measured */
+
+struct tracker {
+    pthread_mutex_t lock;
+    CUstream stream;         /* the key; CU_STREAM_LEGACY or CU_STREAM_PER_THREAD for the default ones */
+    CUcontext ctx;           /* the default streams are per context */
+    int used;
+    CUevent ev[RING];        /* made on first use, timing off */
+    uint32_t covers[RING];   /* launches each outstanding marker closes */
+    uint64_t recorded_ns[RING]; /* when each was recorded */
+    uint32_t head, tail;     /* outstanding markers: [tail, head) */
+    uint32_t since;          /* launches since the last marker */
+    uint32_t every;          /* launches between markers */
+    uint64_t per_launch_ns;  /* a launch's GPU time, learnt */
+    uint64_t done_ns;        /* when the last marker was seen complete */
+};
+
+/* Explicit streams: shared by the process's threads, each tracker under its
+ * own lock (the table only grows).  The per-thread default stream: each
+ * thread's own.  Owned by this file. */
+static struct tracker trackers[TRACKERS];
+static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread struct tracker per_thread;
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+static void fresh(struct tracker *t, CUstream stream, CUcontext ctx)
+{
+    memset(t, 0, sizeof(*t));
+    pthread_mutex_init(&t->lock, NULL);
+    t->stream = stream;
+    t->ctx = ctx;
+    t->used = 1;
+    t->every = 1;
+    t->per_launch_ns = FIRST_GUESS_NS;
+}
+
+/* The tracker of a launch on stream (NULL: none could be had). */
+static struct tracker *find(CUstream stream, bool ptsz)
+{
+    /* NULL is the legacy default stream, or with the _ptsz entry points the
+     * per-thread one; both are the context's, so the context is the key too. */
+    bool per_thread_stream = stream == CU_STREAM_PER_THREAD || (!stream && ptsz);
+    CUcontext ctx = NULL;
+    if (per_thread_stream || !stream || stream == CU_STREAM_LEGACY)
+        VGPU_REAL_CUDA(cuCtxGetCurrent)(&ctx);
+    if (per_thread_stream) {
+        if (!per_thread.used || per_thread.ctx != ctx)
+            fresh(&per_thread, CU_STREAM_PER_THREAD, ctx);
+        return &per_thread;
+    }
+    if (!stream)
+        stream = CU_STREAM_LEGACY;
+    uintptr_t h = ((uintptr_t)stream ^ (uintptr_t)ctx) * 0x9e3779b97f4a7c15ull;
+    for (unsigned probe = 0; probe < TRACKERS; probe++) {
+        struct tracker *t = &trackers[(h + probe) & (TRACKERS - 1)];
+        if (!__atomic_load_n(&t->used, __ATOMIC_ACQUIRE)) {
+            pthread_mutex_lock(&table_lock);
+            if (!t->used) { /* else another thread took it meanwhile, maybe for this stream */
+                fresh(t, stream, ctx);
+                __atomic_store_n(&t->used, 1, __ATOMIC_RELEASE);
+            }
+            pthread_mutex_unlock(&table_lock);
+        }
+        if (t->stream == stream && t->ctx == ctx)
+            return t;
+    }
+    return NULL; /* more streams than tracked: those run unbounded */
+}
+
+static uint32_t outstanding(const struct tracker *t)
+{
+    uint32_t n = t->since;
+    for (uint32_t i = t->tail; i != t->head; i++)
+        n += t->covers[i % RING];
+    return n;
+}
+
+static bool past_bound(const struct tracker *t)
+{
+    return t->tail != t->head &&
+           ((uint64_t)outstanding(t) * t->per_launch_ns > VGPU_SCHED_QUEUE_NS || t->head - t->tail == RING);
+}
+
+/* Retires the oldest marker, waiting for it when wait; false when it is not done and wait is false. */
+static bool retire(struct tracker *t, bool wait)
+{
+    CUevent e = t->ev[t->tail % RING];
+    CUresult r = VGPU_REAL_CUDA(cuEventQuery)(e);
+    if (r == CUDA_ERROR_NOT_READY) {
+        if (!wait)
+            return false;
+        VGPU_REAL_CUDA(cuEventSynchronize)(e);
+        /* The stream was backed up: the launches this marker closes took
+         * the time since the previous one completed. */
+        uint64_t now = now_ns(), covers = t->covers[t->tail % RING];
+        if (t->done_ns && covers && now > t->done_ns) {
+            uint64_t seen = (now - t->done_ns) / covers;
+            t->per_launch_ns = (t->per_launch_ns * 3 + seen) / 4;
+        }
+        t->done_ns = now;
+    } else {
+        /* Done before anyone waited: the GPU keeps up with the host, so a
+         * launch takes at most the time the host took to issue one. */
+        uint32_t i = t->tail % RING, prev = (t->tail - 1) % RING;
+        if (t->tail > 0 && t->covers[i] && t->recorded_ns[i] > t->recorded_ns[prev]) {
+            uint64_t issued = (t->recorded_ns[i] - t->recorded_ns[prev]) / t->covers[i];
+            if (issued < t->per_launch_ns)
+                t->per_launch_ns = (t->per_launch_ns * 3 + issued) / 4;
+        }
+        t->done_ns = now_ns();
+    }
+    t->tail++;
+    return true;
+}
+
+void vgpu_inflight_before(CUstream stream, bool ptsz)
+{
+    struct tracker *t = find(stream, ptsz);
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->lock);
+    /* Within the bound, a launch costs no driver call here (a launch-bound
+     * loop would feel one); past it, the done markers go first, then the
+     * launch waits for the oldest while the queue is still past it. */
+    if (past_bound(t)) {
+        while (t->tail != t->head && retire(t, false))
+            ;
+        while (past_bound(t))
+            retire(t, true);
+    }
+    pthread_mutex_unlock(&t->lock);
+}
+
+void vgpu_inflight_after(CUstream stream, bool ptsz)
+{
+    struct tracker *t = find(stream, ptsz);
+    if (!t)
+        return;
+    pthread_mutex_lock(&t->lock);
+    if (++t->since >= t->every) {
+        CUstream s = t->stream;
+        CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+        /* A stream being captured into a graph runs nothing: no marker
+         * (it would become a node of the program's graph). */
+        VGPU_REAL_CUDA(cuStreamIsCapturing)(s, &capturing);
+        /* One query per marker retires the done ones, so the estimate of what is queued stays true. */
+        while (t->tail != t->head && retire(t, false))
+            ;
+        uint32_t slot = t->head % RING;
+        if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
+            t->since = 0;
+        } else if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) &&
+                   VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
+            t->covers[slot] = t->since;
+            t->recorded_ns[slot] = now_ns();
+            t->head++;
+            t->since = 0;
+        }
+        /* A few markers within the bound. */
+        uint64_t every = VGPU_SCHED_QUEUE_NS / 4 / (t->per_launch_ns ? t->per_launch_ns : 1);
+        t->every = every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every;
+    }
+    pthread_mutex_unlock(&t->lock);
+}

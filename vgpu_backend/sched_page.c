@@ -1,0 +1,175 @@
+/* Standalone vGPUs' shared arbiter page; see sched_page.h. */
+#define _GNU_SOURCE
+#include "vgpu_backend/sched_page.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "vgpu_backend/futex.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+_Static_assert(sizeof(struct vgpu_sched_page) < 4096, "the page is a page");
+
+/* A spin lock whose holder's pid lets others break it when that process
+ * died: steps take microseconds, and a process can die in one. */
+static void lock(struct vgpu_sched_page *p)
+{
+    uint32_t me = (uint32_t)getpid(), held = 0;
+    for (unsigned spins = 0; !atomic_compare_exchange_weak(&p->lock, &held, me); spins++) {
+        if (held && spins % 1024 == 1023 && kill((pid_t)held, 0) != 0 && errno == ESRCH)
+            atomic_compare_exchange_strong(&p->lock, &held, 0);
+        held = 0;
+        if (spins > 64)
+            sched_yield();
+        else
+            __builtin_ia32_pause();
+    }
+}
+
+static void unlock(struct vgpu_sched_page *p)
+{
+    atomic_store_explicit(&p->lock, 0, memory_order_release);
+}
+
+/* The entry of (dev, ino, vdev), or a new one; -1 when the page is full. */
+static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
+                      uint32_t mode, uint64_t now)
+{
+    int free_slot = -1;
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+        if (p->state.e[i].used && p->who[i].dev == dev && p->who[i].ino == ino && p->who[i].vdev == vdev) {
+            vgpu_sched_set(&p->state, i, share, mode, now);
+            return i;
+        }
+        if (!p->state.e[i].used && free_slot < 0)
+            free_slot = i;
+    }
+    if (free_slot < 0)
+        return -1;
+    p->who[free_slot].dev = dev;
+    p->who[free_slot].ino = ino;
+    p->who[free_slot].vdev = vdev;
+    atomic_store(&p->who[free_slot].waiting, 0);
+    atomic_store(&p->who[free_slot].active_ns, now); /* not idle: just made */
+    vgpu_sched_set(&p->state, free_slot, share, mode, now);
+    return free_slot;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
+
+struct vgpu_sched_page *vgpu_sched_page_open(const char *dir, const char *uuid, uint64_t dev, uint64_t ino,
+                                             uint32_t vdev, uint32_t share, uint32_t mode, int *entry, char *err,
+                                             size_t errlen)
+{
+    char path[PATH_MAX];
+    snprintf(path, sizeof(path), "%s/sched-%s", dir, uuid);
+    /* The directory is the user's own (vgpu_bar0_private_dir): no one else
+     * can put a file or a link there; a FIFO still must not hang us. */
+    int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        vgpu_fail(err, errlen, "cannot open %s, the compute share's page for GPU %s: %s", path, uuid, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode) || (st.st_size != 0 && (size_t)st.st_size != sizeof(struct vgpu_sched_page))) {
+        close(fd);
+        vgpu_fail(err, errlen, "%s is not a compute-share page (%lld bytes): remove it (no process of this user may "
+                  "be using GPU %s)", path, (long long)st.st_size, uuid);
+        return NULL;
+    }
+    /* The first process to get here makes the page; the others wait for it. */
+    flock(fd, LOCK_EX);
+    struct vgpu_sched_page *p = MAP_FAILED;
+    if (fstat(fd, &st) == 0 && (st.st_size != 0 || ftruncate(fd, sizeof(*p)) == 0))
+        p = mmap(NULL, sizeof(*p), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED && p->magic == 0) {
+        memset(p, 0, sizeof(*p));
+        p->version = VGPU_SCHED_PAGE_VERSION;
+        p->size = sizeof(*p);
+        vgpu_sched_init(&p->state, 0);
+        __atomic_store_n(&p->magic, VGPU_SCHED_PAGE_MAGIC, __ATOMIC_RELEASE);
+    }
+    flock(fd, LOCK_UN);
+    close(fd);
+    if (p == MAP_FAILED) {
+        vgpu_fail(err, errlen, "cannot map %s: %s", path, strerror(errno));
+        return NULL;
+    }
+    if (p->magic != VGPU_SCHED_PAGE_MAGIC || p->version != VGPU_SCHED_PAGE_VERSION || p->size != sizeof(*p)) {
+        munmap(p, sizeof(*p));
+        vgpu_fail(err, errlen, "%s is not a compute-share page of this vgpu (version %u): remove it (no process of "
+                  "this user may be using GPU %s)", path, p->version, uuid);
+        return NULL;
+    }
+    lock(p);
+    *entry = take_entry(p, dev, ino, vdev, share, mode, now_ns());
+    unlock(p);
+    if (*entry < 0) {
+        munmap(p, sizeof(*p));
+        vgpu_fail(err, errlen, "%s: more than %d vGPUs of this user share GPU %s", path, VGPU_SCHED_MAX_ENTRIES, uuid);
+        return NULL;
+    }
+    return p;
+}
+
+int vgpu_sched_page_retake(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
+                           uint32_t mode, int *entry)
+{
+    lock(p);
+    *entry = take_entry(p, dev, ino, vdev, share, mode, now_ns());
+    unlock(p);
+    return *entry < 0 ? -1 : 0;
+}
+
+/* An entry whose vGPU launched nothing for this long goes: its processes
+ * may all have exited (they leave no word when they do). */
+#define STALE_NS 60000000000ull
+
+void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
+{
+    lock(p);
+    struct vgpu_sched_state *g = &p->state;
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { false }, others = false;
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+        if (!g->e[i].used)
+            continue;
+        uint64_t active = atomic_load(&p->who[i].active_ns);
+        if (i != g->holder && !atomic_load(&p->who[i].waiting) && now > active && now - active > STALE_NS) {
+            vgpu_sched_drop(g, i);
+            continue;
+        }
+        demand[i] = atomic_load(&p->who[i].waiting) > 0 || (i == g->holder && now - active < VGPU_SCHED_IDLE_NS);
+        others |= demand[i] && i != g->holder;
+    }
+    bool holder_idle = g->holder >= 0 && !demand[g->holder];
+    if (vgpu_sched_due(g, now) || (holder_idle && others)) {
+        uint64_t idle_since = holder_idle ? atomic_load(&p->who[g->holder].active_ns) : 0;
+        int was = g->holder;
+        if (vgpu_sched_step(g, now, demand, idle_since)) {
+            atomic_fetch_add(&p->generation, 1);
+            vgpu_futex_wake_all(&p->generation);
+        }
+        if (vgpu_log_enabled(VGPU_LOG_DEBUG))
+            vgpu_debug("compute share: entry %d -> %d for %.2f ms (busy %.1f ms; %s)", was, g->holder,
+                       (double)(g->until_ns - now) / 1e6, was >= 0 ? (double)g->e[was].busy_ns / 1e6 : 0.0,
+                       holder_idle ? "the holder went idle" : "its quantum ended");
+    }
+    unlock(p);
+}
