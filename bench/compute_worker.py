@@ -1,14 +1,15 @@
 """One tenant of the compute-share benchmark (bench/compute.sh).
 
-`python3 compute_worker.py LOOP SECONDS [--start-at EPOCH_S] [--window S]`
+`python3 compute_worker.py LOOP SECONDS [--go] [--delay S] [--window S]`
 
 LOOP is `matmul` (bf16 4096x4096 matmuls back to back: the GPU is the
 bottleneck) or `launch` (tiny element-wise kernels: the host's launch path
-is).  After warming up it waits until --start-at (so tenants start
-together), runs SECONDS, and prints one JSON line: the loop, its
-throughput (TFLOP/s or kernels/s), and the throughput of each --window
-(default 0.25 s) in order, to see how shares converge.  Timing is by host
-clock around synchronised windows.
+is).  After warming up it prints `ready`; with --go it then reads a start
+time (seconds since the epoch) from stdin and waits for it, plus --delay
+(so tenants set up apart start together).  It runs SECONDS and prints one
+JSON line: the loop, its throughput (TFLOP/s or kernels/s), and the
+throughput of each --window (default 0.25 s) in order, to see how shares
+converge.  Timing is by host clock around synchronised windows.
 """
 import json
 import os
@@ -18,7 +19,7 @@ import time
 import torch
 
 loop, seconds = sys.argv[1], float(sys.argv[2])
-start_at = float(sys.argv[sys.argv.index("--start-at") + 1]) if "--start-at" in sys.argv else 0.0
+delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.0
 window = float(sys.argv[sys.argv.index("--window") + 1]) if "--window" in sys.argv else 0.25
 
 if loop == "matmul":
@@ -43,7 +44,9 @@ else:
 for _ in range(20):
     step()
 torch.cuda.synchronize()
-if start_at:
+print("ready", flush=True)
+if "--go" in sys.argv:
+    start_at = float(sys.stdin.readline()) + delay
     time.sleep(max(0.0, start_at - time.time()))
 
 windows, done, t0 = [], 0, time.perf_counter()

@@ -136,3 +136,7 @@ void vgpu_backend_limit_settle(struct vgpu_limit_claim *c, CUresult result);
 CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz);
 /* After it, with the driver's answer. */
 void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r);
+/* Around a synchronisation (a thread waiting for its GPU work): the vGPU
+ * is busy meanwhile, not idle.  begin's answer goes to end. */
+void *vgpu_backend_sync_begin(void);
+void vgpu_backend_sync_end(void *busy);

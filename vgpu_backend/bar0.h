@@ -76,14 +76,18 @@ struct vgpu_bar0_device_status {
     _Atomic uint64_t context_overhead; /* bytes a process's first context takes on this device; 0 = not measured */
     _Atomic uint64_t refusals;         /* allocations refused for the quota */
     _Atomic uint64_t context_extra;    /* bytes each further context of a process takes; 0 = not measured */
-    /* The compute share (docs/compute.md). */
+    /* The compute share (docs/compute.md).  Counters, not times: a VM's
+     * clock is not the host's. */
     _Atomic uint32_t sched_grant;      /* mediated: non-zero while the vGPU holds the GPU (the mediator
                                         * writes it; waiting threads sleep on it, a futex) */
     _Atomic uint32_t sched_waiting;    /* threads of its processes waiting for the GPU */
-    _Atomic uint64_t sched_active_ns;  /* CLOCK_MONOTONIC of a process's last launch, to about 1 ms */
+    _Atomic uint32_t sched_running;    /* threads of its processes waiting for their own queued work */
+    uint32_t reserved0;
+    _Atomic uint64_t sched_launches;   /* moves at most once a millisecond per process while it launches */
     _Atomic uint64_t sched_busy_ns;    /* GPU time charged to it, in all (the arbiter writes it) */
-    _Atomic uint64_t sched_beat_ns;    /* mediated: CLOCK_MONOTONIC of the mediator's last arbitration of
-                                        * this GPU; 0: the mediator does not schedule it */
+    _Atomic uint64_t sched_beat;       /* mediated: moves at each of the mediator's arbitrations of this
+                                        * GPU (about every millisecond); 0: it does not schedule it */
+    uint64_t reserved[7];
 };
 
 struct vgpu_bar0_status {

@@ -3,16 +3,16 @@
  * kernel runs, and a framework can queue hundreds of milliseconds of work:
  * a vGPU whose turn ended would go on running all of it, in the next
  * holder's turn.  So each stream of a scheduled process may have at most
- * VGPU_SCHED_QUEUE_NS of GPU time queued: a marker event (timing off, so it
- * costs the GPU next to nothing) is recorded every so many launches, and a
- * launch that would pass the bound waits for the oldest marker first.
+ * VGPU_SCHED_QUEUE_NS of GPU time queued: a marker event is recorded every
+ * so many launches, and a launch that would pass the bound waits for the
+ * oldest marker first.
  *
- * How much GPU time a launch takes is learnt from those waits: when the
- * stream was backed up, the time between two markers completing is the
- * time of the launches between them.  The markers are spaced so that a
- * few fit in the bound: a marker for every matmul of 200 us, one for every
- * few hundred kernels of 5 us (so the launch-bound loops pay one event
- * record in hundreds of launches).
+ * How much GPU time a launch takes is learnt from the markers: the GPU
+ * time between two of them (the events time it) over the launches
+ * between.  The markers are spaced so that a few fit in the bound: one for
+ * every matmul of 200 us or graph of 10 ms, one for every few hundred
+ * kernels of 5 us (so the launch-bound loops pay one event record in
+ * hundreds of launches).
  */
 #include "vgpu_backend/inflight.h"
 
@@ -22,12 +22,11 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
-#include <time.h>
 
 #define RING 32            /* markers per stream, at most */
 #define TRACKERS 256       /* explicit streams tracked per process (a power of two) */
 #define MAX_EVERY 1024     /* launches between markers, at most */
-#define FIRST_GUESS_NS 20000 /* a launch's GPU time until one is measured */
+#define FIRST_GUESS_NS 250000 /* a launch's GPU time until one is measured: a marker each, at first */
 
 struct tracker {
     pthread_mutex_t lock;
@@ -36,12 +35,13 @@ struct tracker {
     int used;
     CUevent ev[RING];        /* made on first use, timing off */
     uint32_t covers[RING];   /* launches each outstanding marker closes */
-    uint64_t recorded_ns[RING]; /* when each was recorded */
+    bool backed_up[RING];    /* the marker before it was not done when it was recorded */
     uint32_t head, tail;     /* outstanding markers: [tail, head) */
     uint32_t since;          /* launches since the last marker */
     uint32_t every;          /* launches between markers */
     uint64_t per_launch_ns;  /* a launch's GPU time, learnt */
-    uint64_t done_ns;        /* when the last marker was seen complete */
+    uint32_t prev_slot;      /* the last marker seen done, whose event ... */
+    bool prev_valid;         /* ... still holds its time (not recorded again since) */
 };
 
 /* Explicit streams: shared by the process's threads, each tracker under its
@@ -50,13 +50,6 @@ struct tracker {
 static struct tracker trackers[TRACKERS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
 static __thread struct tracker per_thread;
-
-static uint64_t now_ns(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
-}
 
 static void fresh(struct tracker *t, CUstream stream, CUcontext ctx)
 {
@@ -116,39 +109,52 @@ static bool past_bound(const struct tracker *t)
            ((uint64_t)outstanding(t) * t->per_launch_ns > VGPU_SCHED_QUEUE_NS || t->head - t->tail == RING);
 }
 
+/* Learns a launch's GPU time from marker i (its ring slot), just seen
+ * done: the GPU time between the previous marker and it, over the launches
+ * it closes.  When the stream was backed up as it was recorded (the
+ * previous marker not done yet), the GPU ran those launches back to back
+ * and the time is theirs: taken, even far up at once (a graph of 10 ms
+ * after kernels of 5 us must not queue a hundred of them).  Otherwise the
+ * stream may have run dry in between (a loop bound by its host, or held at
+ * the gate while another vGPU had the GPU): the time is only a bound from
+ * above, and may only lower the estimate. */
+static void learn(struct tracker *t, uint32_t slot)
+{
+    if (t->prev_valid && t->covers[slot]) {
+        float ms = 0;
+        if (VGPU_REAL_CUDA(cuEventElapsedTime)(&ms, t->ev[t->prev_slot], t->ev[slot]) == CUDA_SUCCESS && ms >= 0) {
+            uint64_t seen = (uint64_t)((double)ms * 1e6) / t->covers[slot];
+            if (t->backed_up[slot] && seen > t->per_launch_ns)
+                t->per_launch_ns = seen;
+            else if (seen < t->per_launch_ns || t->backed_up[slot])
+                t->per_launch_ns = (t->per_launch_ns * 3 + seen) / 4;
+            if (!t->per_launch_ns)
+                t->per_launch_ns = 1;
+        }
+    }
+    t->prev_slot = slot;
+    t->prev_valid = true;
+}
+
 /* Retires the oldest marker, waiting for it when wait; false when it is not done and wait is false. */
 static bool retire(struct tracker *t, bool wait)
 {
-    CUevent e = t->ev[t->tail % RING];
-    CUresult r = VGPU_REAL_CUDA(cuEventQuery)(e);
+    uint32_t slot = t->tail % RING;
+    CUresult r = VGPU_REAL_CUDA(cuEventQuery)(t->ev[slot]);
     if (r == CUDA_ERROR_NOT_READY) {
         if (!wait)
             return false;
-        VGPU_REAL_CUDA(cuEventSynchronize)(e);
-        /* The stream was backed up: the launches this marker closes took
-         * the time since the previous one completed. */
-        uint64_t now = now_ns(), covers = t->covers[t->tail % RING];
-        if (t->done_ns && covers && now > t->done_ns) {
-            uint64_t seen = (now - t->done_ns) / covers;
-            t->per_launch_ns = (t->per_launch_ns * 3 + seen) / 4;
-        }
-        t->done_ns = now;
-    } else {
-        /* Done before anyone waited: the GPU keeps up with the host, so a
-         * launch takes at most the time the host took to issue one. */
-        uint32_t i = t->tail % RING, prev = (t->tail - 1) % RING;
-        if (t->tail > 0 && t->covers[i] && t->recorded_ns[i] > t->recorded_ns[prev]) {
-            uint64_t issued = (t->recorded_ns[i] - t->recorded_ns[prev]) / t->covers[i];
-            if (issued < t->per_launch_ns)
-                t->per_launch_ns = (t->per_launch_ns * 3 + issued) / 4;
-        }
-        t->done_ns = now_ns();
+        r = VGPU_REAL_CUDA(cuEventSynchronize)(t->ev[slot]);
     }
+    if (r == CUDA_SUCCESS)
+        learn(t, slot);
+    else
+        t->prev_valid = false; /* an error (the context's): nothing to learn from it */
     t->tail++;
     return true;
 }
 
-void vgpu_inflight_before(CUstream stream, bool ptsz)
+void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running)
 {
     struct tracker *t = find(stream, ptsz);
     if (!t)
@@ -160,8 +166,12 @@ void vgpu_inflight_before(CUstream stream, bool ptsz)
     if (past_bound(t)) {
         while (t->tail != t->head && retire(t, false))
             ;
-        while (past_bound(t))
-            retire(t, true);
+        if (past_bound(t)) {
+            atomic_fetch_add(running, 1);
+            while (past_bound(t))
+                retire(t, true);
+            atomic_fetch_sub(running, 1);
+        }
     }
     pthread_mutex_unlock(&t->lock);
 }
@@ -182,12 +192,14 @@ void vgpu_inflight_after(CUstream stream, bool ptsz)
         while (t->tail != t->head && retire(t, false))
             ;
         uint32_t slot = t->head % RING;
+        if (slot == t->prev_slot)
+            t->prev_valid = false;
         if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
             t->since = 0;
-        } else if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DISABLE_TIMING) == CUDA_SUCCESS) &&
+        } else if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
                    VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
             t->covers[slot] = t->since;
-            t->recorded_ns[slot] = now_ns();
+            t->backed_up[slot] = t->tail != t->head; /* the done ones were just retired */
             t->head++;
             t->since = 0;
         }

@@ -2,14 +2,17 @@
 #pragma once
 
 #include <cuda.h>
+#include <stdatomic.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* GPU time a stream of a scheduled process may have queued. */
 #define VGPU_SCHED_QUEUE_NS 1000000ull
 
 /* Before a launch on stream (ptsz: through a _ptsz entry point, where NULL
  * is the per-thread default stream): waits while the stream's queued work
- * is past the bound. */
-void vgpu_inflight_before(CUstream stream, bool ptsz);
+ * is past the bound, counted in *running meanwhile (the vGPU is busy on
+ * its GPU, not idle, though it launches nothing). */
+void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running);
 /* After a successful launch on it. */
 void vgpu_inflight_after(CUstream stream, bool ptsz);

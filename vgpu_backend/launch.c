@@ -39,7 +39,10 @@ struct gate {
     uint64_t dev, ino;                  /* standalone: whose the entry is (the BAR0 file) */
     uint32_t vdev, share, mode;
     bool scheduled;                     /* standalone: it has a share (a mediated one asks its registers) */
+    uint64_t poll_ns;                   /* mediated: how long a waiter sleeps before looking again */
     _Atomic uint64_t marked_ns;         /* when this process last said it was launching */
+    _Atomic uint64_t seen_beat;         /* mediated: the mediator's beat as last seen ... */
+    _Atomic uint64_t seen_at;           /* ... and when, by this process's clock, it last moved */
 };
 
 /* Set up once per process (pthread_once), read-only afterwards but for
@@ -50,7 +53,7 @@ static struct {
     struct gate g[VGPU_MAX_DEVICES];
 } gates;
 static pthread_once_t set_up_once = PTHREAD_ONCE_INIT;
-static _Atomic bool stale_said;
+static _Atomic bool stale_said; /* the mediator's silence was logged (and not its return yet) */
 /* This thread's launch in flight went through a gate (admit to done). */
 static __thread bool gated;
 
@@ -71,6 +74,9 @@ static void set_up(void)
     for (int d = 0; d < self->ndev; d++) {
         struct gate *g = &gates.g[d];
         g->st = &self->bar0.bar->status.device[d];
+        /* A host mediator wakes its waiters (a futex on the grant); a VM's
+         * processes are in another kernel, so they look every millisecond. */
+        g->poll_ns = self->source == VGPU_SOURCE_GUEST ? 1000000 : 50000000;
         if (self->source != VGPU_SOURCE_STANDALONE) {
             gates.any = true; /* the mediator may schedule it at any time */
             continue;
@@ -120,13 +126,23 @@ static struct gate *gate_of_launch(uint64_t now)
         return g;
     if (g->scheduled)
         return NULL;
-    uint64_t beat = atomic_load_explicit(&g->st->sched_beat_ns, memory_order_acquire);
+    uint64_t beat = atomic_load_explicit(&g->st->sched_beat, memory_order_acquire);
     if (!beat)
         return NULL;
-    if (now - beat > MEDIATOR_STALE_NS && beat < now) {
+    /* The beat is the mediator's counter (a VM's clock is not the host's):
+     * silent for MEDIATOR_STALE_NS by this process's clock, it has stopped. */
+    if (beat != atomic_load_explicit(&g->seen_beat, memory_order_relaxed)) {
+        atomic_store_explicit(&g->seen_beat, beat, memory_order_relaxed);
+        atomic_store_explicit(&g->seen_at, now, memory_order_relaxed);
+        if (atomic_load_explicit(&stale_said, memory_order_relaxed) && atomic_exchange(&stale_said, false))
+            vgpu_info("vgpu-mediatord arbitrates vGPU device %d's GPU again", vdev);
+        return g;
+    }
+    uint64_t at = atomic_load_explicit(&g->seen_at, memory_order_relaxed), since = now > at ? now - at : 0;
+    if (since > MEDIATOR_STALE_NS) {
         if (!atomic_exchange(&stale_said, true))
             vgpu_warn("vgpu-mediatord has not arbitrated vGPU device %d's GPU for %.1f s: its launches go ahead, "
-                      "unscheduled, until it is back", vdev, (double)(now - beat) / 1e9);
+                      "unscheduled, until it is back", vdev, (double)since / 1e9);
         return NULL;
     }
     return g;
@@ -150,9 +166,12 @@ static bool own_entry(struct gate *g)
 }
 
 /* Says, about once a millisecond, that this vGPU is launching: its demand. */
-static void mark_active(struct gate *g, uint64_t now)
+static void mark_active(struct gate *g, uint64_t now, bool now_given)
 {
-    if (now - atomic_load_explicit(&g->marked_ns, memory_order_relaxed) < MARK_EVERY_NS)
+    /* now_given: the vGPU was just given the GPU, and launches: said at
+     * once, or the arbiter would take it for idle (its last word was
+     * before the wait). */
+    if (!now_given && now - atomic_load_explicit(&g->marked_ns, memory_order_relaxed) < MARK_EVERY_NS)
         return;
     atomic_store_explicit(&g->marked_ns, now, memory_order_relaxed);
     if (g->page) {
@@ -160,7 +179,7 @@ static void mark_active(struct gate *g, uint64_t now)
         /* The page holds the vGPU's GPU time; BAR0 shows it, as the mediator's. */
         atomic_store(&g->st->sched_busy_ns, __atomic_load_n(&g->page->state.e[g->entry].busy_ns, __ATOMIC_RELAXED));
     } else {
-        atomic_store(&g->st->sched_active_ns, now);
+        atomic_fetch_add(&g->st->sched_launches, 1);
     }
 }
 
@@ -185,7 +204,7 @@ static void wait_for_gpu(struct gate *g, uint64_t now)
         } else {
             if (granted(g, now) || !gate_of_launch(now))
                 break;
-            vgpu_futex_wait(&g->st->sched_grant, 0, 50000000);
+            vgpu_futex_wait(&g->st->sched_grant, 0, g->poll_ns);
         }
     }
     atomic_fetch_sub(waiting, 1);
@@ -204,14 +223,16 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
     if (!g)
         return CUDA_SUCCESS;
     gated = true;
-    mark_active(g, now);
+    mark_active(g, now, false);
     if (!granted(g, now)) {
         if (g->page)
             vgpu_sched_page_step(g->page, now); /* its quantum may simply be over: it may keep the GPU */
-        if (!granted(g, now_ns()))
+        if (!granted(g, now_ns())) {
             wait_for_gpu(g, now);
+            mark_active(g, now_ns(), true);
+        }
     }
-    vgpu_inflight_before(stream, ptsz);
+    vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
     return CUDA_SUCCESS;
 }
 
@@ -219,4 +240,25 @@ void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r)
 {
     if (gated && r == CUDA_SUCCESS)
         vgpu_inflight_after(stream, ptsz);
+}
+
+void *vgpu_backend_sync_begin(void)
+{
+    if (!vgpu_self_on())
+        return NULL;
+    pthread_once(&set_up_once, set_up);
+    if (!gates.any)
+        return NULL;
+    struct gate *g = gate_of_launch(now_ns());
+    if (!g)
+        return NULL;
+    _Atomic uint32_t *running = g->page ? &g->page->who[g->entry].running : &g->st->sched_running;
+    atomic_fetch_add(running, 1);
+    return (void *)running;
+}
+
+void vgpu_backend_sync_end(void *busy)
+{
+    if (busy)
+        atomic_fetch_sub((_Atomic uint32_t *)busy, 1);
 }

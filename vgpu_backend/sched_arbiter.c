@@ -135,3 +135,22 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
     __atomic_store_n(&g->holder, best, __ATOMIC_RELEASE);
     return changed;
 }
+
+bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waiting, uint32_t running,
+                       uint64_t launches, uint64_t launched_ns, uint64_t now, uint32_t *leftovers)
+{
+    *leftovers = 0;
+    if (waiting < d->waiting_floor)
+        d->waiting_floor = waiting;
+    if (running < d->running_floor)
+        d->running_floor = running;
+    bool counted = waiting > d->waiting_floor || (holder && running > d->running_floor);
+    if (holder && counted && launches == d->launches_at_grant && now > d->granted_ns &&
+        now - d->granted_ns > VGPU_SCHED_DEAD_WAITERS_NS) {
+        *leftovers = waiting - d->waiting_floor + (running > d->running_floor ? running - d->running_floor : 0);
+        d->waiting_floor = waiting;
+        d->running_floor = running;
+        counted = false;
+    }
+    return counted || (holder && (launched_ns >= now || now - launched_ns < VGPU_SCHED_IDLE_NS));
+}

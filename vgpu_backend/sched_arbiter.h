@@ -28,6 +28,10 @@
 /* A holder that launched nothing for this long has no demand: its queued
  * work (at most VGPU_SCHED_QUEUE_NS, inflight.c) is done by then. */
 #define VGPU_SCHED_IDLE_NS 2000000ull
+/* Waiters of a vGPU given the GPU launch within microseconds: waiting still
+ * counted this long after a grant, with no launch, is the leftover of a
+ * process that died waiting, and is no demand. */
+#define VGPU_SCHED_DEAD_WAITERS_NS 20000000ull
 
 struct vgpu_sched_entry {
     uint32_t used;          /* the slot is an entry */
@@ -72,6 +76,34 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
 static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now)
 {
     return g->holder < 0 || now >= g->until_ns;
+}
+
+/*
+ * Reading an entry's demand from what its processes count (the same for
+ * the mediator, from BAR0, and the standalone page): threads waiting for
+ * the GPU; threads waiting for their own queued work (the holder's demand:
+ * it is busy on the GPU though it launches nothing); launches, a counter
+ * that moves while they launch, and when the stepper last saw it move.
+ * A process killed while it waited leaves its counts behind: counts that
+ * stay VGPU_SCHED_DEAD_WAITERS_NS into a grant with no launch are
+ * leftovers, and from then on only counts above them are demand.
+ */
+struct vgpu_sched_demand {
+    uint32_t waiting_floor, running_floor; /* leftovers */
+    uint64_t granted_ns;                   /* when the entry was last given the GPU */
+    uint64_t launches_at_grant;
+};
+
+/* Entry's demand now; *leftovers: how many counts it just took for
+ * leftovers (0 mostly), for the stepper to log. */
+bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waiting, uint32_t running,
+                       uint64_t launches, uint64_t launched_ns, uint64_t now, uint32_t *leftovers);
+
+/* The entry was just given the GPU. */
+static inline void vgpu_sched_demand_granted(struct vgpu_sched_demand *d, uint64_t launches, uint64_t now)
+{
+    d->granted_ns = now;
+    d->launches_at_grant = launches;
 }
 
 /* The holder and its quantum's end, for readers outside the state's lock

@@ -41,6 +41,28 @@ static void unlock(struct vgpu_sched_page *p)
     atomic_store_explicit(&p->lock, 0, memory_order_release);
 }
 
+/* An entry idle this long may give its slot to a new vGPU when the page is
+ * full (it takes one again when it comes back, a quantum behind the others
+ * at most, as from any idle spell). */
+#define EVICT_IDLE_NS 1000000000ull
+
+/* The entry idle longest, past EVICT_IDLE_NS, with no thread counted waiting; -1 if none. */
+static int evictable(const struct vgpu_sched_page *p, uint64_t now)
+{
+    int best = -1;
+    uint64_t oldest = UINT64_MAX;
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+        uint64_t active = atomic_load(&p->who[i].active_ns);
+        if (i == p->state.holder || atomic_load(&p->who[i].waiting) > p->who[i].demand.waiting_floor ||
+            atomic_load(&p->who[i].running) > p->who[i].demand.running_floor || active >= now ||
+            now - active < EVICT_IDLE_NS || active >= oldest)
+            continue;
+        best = i;
+        oldest = active;
+    }
+    return best;
+}
+
 /* The entry of (dev, ino, vdev), or a new one; -1 when the page is full. */
 static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
                       uint32_t mode, uint64_t now)
@@ -55,11 +77,16 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
             free_slot = i;
     }
     if (free_slot < 0)
+        free_slot = evictable(p, now);
+    if (free_slot < 0)
         return -1;
+    vgpu_sched_drop(&p->state, free_slot);
     p->who[free_slot].dev = dev;
     p->who[free_slot].ino = ino;
     p->who[free_slot].vdev = vdev;
     atomic_store(&p->who[free_slot].waiting, 0);
+    atomic_store(&p->who[free_slot].running, 0);
+    memset(&p->who[free_slot].demand, 0, sizeof(p->who[free_slot].demand));
     atomic_store(&p->who[free_slot].active_ns, now); /* not idle: just made */
     vgpu_sched_set(&p->state, free_slot, share, mode, now);
     return free_slot;
@@ -77,7 +104,7 @@ struct vgpu_sched_page *vgpu_sched_page_open(const char *dir, const char *uuid, 
                                              size_t errlen)
 {
     char path[PATH_MAX];
-    snprintf(path, sizeof(path), "%s/sched-%s", dir, uuid);
+    snprintf(path, sizeof(path), "%s/sched-%s.v%d", dir, uuid, VGPU_SCHED_PAGE_VERSION);
     /* The directory is the user's own (vgpu_bar0_private_dir): no one else
      * can put a file or a link there; a FIFO still must not hang us. */
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
@@ -113,9 +140,9 @@ struct vgpu_sched_page *vgpu_sched_page_open(const char *dir, const char *uuid, 
         return NULL;
     }
     if (p->magic != VGPU_SCHED_PAGE_MAGIC || p->version != VGPU_SCHED_PAGE_VERSION || p->size != sizeof(*p)) {
-        munmap(p, sizeof(*p));
         vgpu_fail(err, errlen, "%s is not a compute-share page of this vgpu (version %u): remove it (no process of "
                   "this user may be using GPU %s)", path, p->version, uuid);
+        munmap(p, sizeof(*p));
         return NULL;
     }
     lock(p);
@@ -151,11 +178,17 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
         if (!g->e[i].used)
             continue;
         uint64_t active = atomic_load(&p->who[i].active_ns);
-        if (i != g->holder && !atomic_load(&p->who[i].waiting) && now > active && now - active > STALE_NS) {
+        uint32_t leftovers;
+        /* active_ns is both the launches' counter and their time. */
+        demand[i] = vgpu_sched_demand(&p->who[i].demand, i == g->holder, atomic_load(&p->who[i].waiting),
+                                      atomic_load(&p->who[i].running), active, active, now, &leftovers);
+        if (leftovers)
+            vgpu_info("compute share: %u thread(s) counted waiting in entry %d never launched when it was given "
+                      "the GPU: leftovers of processes that died waiting, no longer counted", leftovers, i);
+        if (i != g->holder && !demand[i] && now > active && now - active > STALE_NS) {
             vgpu_sched_drop(g, i);
             continue;
         }
-        demand[i] = atomic_load(&p->who[i].waiting) > 0 || (i == g->holder && now - active < VGPU_SCHED_IDLE_NS);
         others |= demand[i] && i != g->holder;
     }
     bool holder_idle = g->holder >= 0 && !demand[g->holder];
@@ -163,10 +196,12 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
         uint64_t idle_since = holder_idle ? atomic_load(&p->who[g->holder].active_ns) : 0;
         int was = g->holder;
         if (vgpu_sched_step(g, now, demand, idle_since)) {
+            if (g->holder >= 0)
+                vgpu_sched_demand_granted(&p->who[g->holder].demand, atomic_load(&p->who[g->holder].active_ns), now);
             atomic_fetch_add(&p->generation, 1);
             vgpu_futex_wake_all(&p->generation);
         }
-        if (vgpu_log_enabled(VGPU_LOG_DEBUG))
+        if (was != g->holder && vgpu_log_enabled(VGPU_LOG_DEBUG))
             vgpu_debug("compute share: entry %d -> %d for %.2f ms (busy %.1f ms; %s)", was, g->holder,
                        (double)(g->until_ns - now) / 1e6, was >= 0 ? (double)g->e[was].busy_ns / 1e6 : 0.0,
                        holder_idle ? "the holder went idle" : "its quantum ended");

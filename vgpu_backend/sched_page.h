@@ -1,7 +1,7 @@
 /*
  * Standalone vGPUs share a GPU through a page of their own (docs/compute.md):
- * /dev/shm/vgpu-UID/sched-<GPU UUID>, in the user's private directory, one
- * per GPU.  It holds the arbiter's state (sched_arbiter.h) for every vGPU of
+ * /dev/shm/vgpu-UID/sched-<GPU UUID>.v<VERSION>, in the user's private
+ * directory, one per GPU (and layout: processes of an older vgpu keep theirs).  It holds the arbiter's state (sched_arbiter.h) for every vGPU of
  * that user with a compute share on the GPU, and the processes themselves
  * step it: whoever finds the quantum over, under the page's lock.  (Under
  * vgpu-mediatord the mediator arbitrates instead, tools/mediatord/sched.c.)
@@ -17,7 +17,7 @@
 #include "vgpu_backend/sched_arbiter.h"
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
-#define VGPU_SCHED_PAGE_VERSION 1
+#define VGPU_SCHED_PAGE_VERSION 2
 
 struct vgpu_sched_page {
     uint64_t magic;
@@ -31,7 +31,9 @@ struct vgpu_sched_page {
         uint64_t dev, ino;         /* the vGPU's BAR0 file: whose entry it is */
         uint32_t vdev;             /* the vGPU device on this GPU */
         _Atomic uint32_t waiting;  /* its threads waiting for the GPU */
+        _Atomic uint32_t running;  /* its threads waiting for their own queued work */
         _Atomic uint64_t active_ns; /* its last launch, to about 1 ms */
+        struct vgpu_sched_demand demand; /* under lock */
     } who[VGPU_SCHED_MAX_ENTRIES];
 };
 

@@ -21,6 +21,7 @@
 #include "tools/mediatord/gpus.h"
 #include "tools/mediatord/metrics.h"
 #include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/sched.h"
 #include "tools/mediatord/state_dir.h"
 #include "tools/mediatord/vgpus.h"
 
@@ -56,7 +57,7 @@
  * journals, the log) when max_connections follows the descriptor limit. */
 #define RESERVED_FDS 512
 
-enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP };
+enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP, SRC_SCHED };
 
 /* What an epoll event is about. */
 struct source {
@@ -70,6 +71,7 @@ static struct med_config configs[2];
 static int current; /* configs[current] is in force */
 static struct med_gpus gpus;
 static struct med_vgpus vgpus;
+static struct med_sched sched; /* the compute share's arbitration of each GPU (sched.h) */
 static struct med_world world;
 static int epfd = -1;
 static int spare_fd = -1; /* given up to accept-and-refuse one connection when out of descriptors */
@@ -78,7 +80,7 @@ static struct med_ratelimit fd_log, accept_log;
 static struct source *scrapes[MED_HTTP_MAX];
 static int nscrapes;
 static struct source listen_src = { SRC_LISTEN, NULL, EPOLLIN }, signal_src = { SRC_SIGNAL, NULL, EPOLLIN },
-                     metrics_src = { SRC_METRICS, NULL, EPOLLIN };
+                     metrics_src = { SRC_METRICS, NULL, EPOLLIN }, sched_src = { SRC_SCHED, NULL, EPOLLIN };
 
 static void usage(FILE *to)
 {
@@ -374,6 +376,7 @@ static void reload(void)
     next->socket_uid = now->socket_uid;
     next->socket_gid = now->socket_gid;
     int failed = med_vgpus_reload(&vgpus, next, &gpus);
+    med_sched_sync(&sched, &vgpus, &gpus);
     current = !current;
     world.config = &configs[current];
     world.max_connections = connection_cap(world.config, world.fd_limit);
@@ -469,6 +472,9 @@ static int serve(int lfd, int sfd, int mfd)
                 if (!med_http_readable(src->obj, &world))
                     drop_scrape(src);
                 break;
+            case SRC_SCHED:
+                med_sched_tick(&sched);
+                break;
             }
         }
         if (listen_resume_ms && now >= listen_resume_ms) {
@@ -479,6 +485,7 @@ static int serve(int lfd, int sfd, int mfd)
         }
         if (now - last_tick >= 1000) {
             med_vgpus_scan(&vgpus);
+            med_sched_sync(&sched, &vgpus, &gpus);
             expire(now);
             last_tick = now;
         }
@@ -537,7 +544,7 @@ int main(int argc, char **argv)
     spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     epfd = epoll_create1(EPOLL_CLOEXEC);
     int sfd = make_signalfd(), mfd = -1, lfd;
-    if (epfd < 0 || sfd < 0) {
+    if (epfd < 0 || sfd < 0 || med_sched_init(&sched) != 0) {
         vgpu_error("cannot set up the event loop: %s", strerror(errno));
         return 1;
     }
@@ -558,6 +565,8 @@ int main(int argc, char **argv)
     /* Listening: running processes may now reattach. */
     med_vgpus_announce(&vgpus);
     med_vgpus_scan(&vgpus);
+    med_sched_sync(&sched, &vgpus, &gpus);
+    watch(sched.timer, &sched_src);
     if (!foreground)
         med_daemon_ready(open_log());
     vgpu_info("vgpu-mediatord %s serving %d vGPU(s) on %s (start %u)%s%s", VGPU_VERSION, c->nvgpus, c->socket,

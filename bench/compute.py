@@ -1,0 +1,269 @@
+#!/usr/bin/env python3
+"""The compute-share benchmark: tenants' throughput under vgpu's compute
+share, as ratios to the same loop running alone without vgpu.
+
+    python3 bench/compute.py BUILD_DIR [--rounds N] [--seconds S]
+                             [--loops matmul,launch] [--json FILE] [--only CASE,...]
+
+Each tenant is bench/compute_worker.py (PyTorch): `matmul` (bf16 4096^2
+matmuls back to back: the GPU is the bottleneck) or `launch` (tiny
+element-wise kernels: the host's launch path is).  Every case runs once
+per round, and a bare run of each loop (no vgpu) opens and closes every
+round, so ratios compare runs minutes apart at most; the table gives each
+ratio's median over the rounds and its spread (min-max).
+
+Cases (docs/compute.md says what each mode means):
+  bare          the loop alone, without vgpu (the reference)
+  no-share      alone under vgpu, no compute share: what the launch path costs
+  cap S         alone, a hard cap of S% (VGPU_COMPUTE_MODE=cap)
+  share 30      alone, a work-conserving share of 30%: it should get the GPU
+  25/75, 50/50, 10/20/30/40
+                tenants at once, work-conserving shares, each its own vGPU
+                (standalone: they arbitrate through the user's page)
+  mediated 25/75
+                the same through vgpu-mediatord
+  mps 25/75     NVIDIA MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, where the
+                image has nvidia-cuda-mps-control
+  converge      a 30% tenant alone, then a 70% one joins: how long until
+                both are within 5 points of their shares (0.25 s windows)
+"""
+import argparse
+import json
+import os
+import shutil
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+WORKER = os.environ.get("COMPUTE_WORKER", os.path.join(HERE, "compute_worker.py"))
+
+
+def parse():
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("build")
+    p.add_argument("--rounds", type=int, default=2)
+    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--loops", default="matmul,launch")
+    p.add_argument("--json", default=None)
+    p.add_argument("--only", default=None, help="comma-separated case names")
+    return p.parse_args()
+
+
+class Bench:
+    def __init__(self, args):
+        self.build = os.path.abspath(args.build)
+        self.seconds = args.seconds
+        self.tmp = tempfile.mkdtemp(prefix="vgpu-bench-")
+        self.preload = f"{self.build}/libvgpu-cuda.so {self.build}/libvgpu-nvml.so"
+        self.mediator = None
+
+    def env(self, vgpu, extra):
+        e = dict(os.environ)
+        for k in list(e):
+            if k.startswith("VGPU_") and not k.startswith("VGPU_REAL_"):
+                del e[k]  # each case sets its own; the driver's whereabouts stay
+        e.pop("LD_PRELOAD", None)
+        if vgpu:
+            e["LD_PRELOAD"] = self.preload
+            e["VGPU_LOG"] = "warn"
+        e.update(extra)
+        return e
+
+    def run(self, tenants):
+        """tenants: [(loop, vgpu, env, delay_s, seconds)]; once every one has
+        set up, all start together (each after its delay); returns their JSON."""
+        procs = []
+        for i, (loop, vgpu, extra, delay, secs) in enumerate(tenants):
+            cmd = [sys.executable, WORKER, loop, str(secs or self.seconds), "--go", "--delay", str(delay)]
+            err = open(os.path.join(self.tmp, f"t{i}.err"), "w")
+            procs.append((subprocess.Popen(cmd, env=self.env(vgpu, extra), stdin=subprocess.PIPE,
+                                           stdout=subprocess.PIPE, stderr=err, text=True), err))
+        try:
+            for p, err in procs:
+                if p.stdout.readline().strip() != "ready":
+                    p.wait(timeout=60)
+                    raise RuntimeError(f"tenant exited {p.returncode} before it was ready: "
+                                       f"{open(err.name).read()[-800:]}")
+            go = f"{time.time() + 0.3}\n"
+            for p, _ in procs:
+                p.stdin.write(go)
+                p.stdin.flush()
+            out = []
+            for p, err in procs:
+                stdout, _ = p.communicate(timeout=180)
+                err.close()
+                line = [l for l in stdout.splitlines() if l.startswith("{")]
+                if p.returncode != 0 or not line:
+                    raise RuntimeError(f"tenant exited {p.returncode}: {open(err.name).read()[-800:]}")
+                out.append(json.loads(line[-1]))
+            return out
+        finally:
+            for p, _ in procs:
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+
+    def standalone(self, name, share=None, mode=None):
+        e = {"VGPU_BAR0": os.path.join(self.tmp, f"{name}.bar0")}
+        if share is not None:
+            e["VGPU_COMPUTE_SHARE"] = f"{share}%"
+        if mode:
+            e["VGPU_COMPUTE_MODE"] = mode
+        return e
+
+    # ---- the mediator, for the mediated case ----
+    def start_mediator(self, shares):
+        conf = os.path.join(self.tmp, "mediatord.conf")
+        sock = os.path.join(self.tmp, "sock")
+        with open(conf, "w") as f:
+            f.write(f"[mediator]\nsocket = {sock}\nstate_dir = {self.tmp}/state\n")
+            for name, share in shares:
+                f.write(f"[vgpu.{name}]\ndevices = 0\nmemory = 8G\ncompute = {share}\nuids = {os.getuid()}\n")
+        log = open(os.path.join(self.tmp, "mediatord.log"), "w")
+        self.mediator = subprocess.Popen([f"{self.build}/tools/vgpu-mediatord", "--config", conf, "--foreground"],
+                                         env=self.env(False, {"VGPU_LOG": "info"}), stdout=log, stderr=log)
+        for _ in range(500):
+            if os.path.exists(sock):
+                return sock
+            time.sleep(0.02)
+        raise RuntimeError("vgpu-mediatord did not start: " + open(log.name).read()[-800:])
+
+    def stop_mediator(self):
+        if self.mediator:
+            self.mediator.send_signal(signal.SIGTERM)
+            self.mediator.wait(timeout=10)
+            self.mediator = None
+
+    # ---- MPS, where the image has it ----
+    def mps(self, shares, loop):
+        ctl = shutil.which("nvidia-cuda-mps-control")
+        if not ctl:
+            return None
+        pipe, logd = os.path.join(self.tmp, "mps-pipe"), os.path.join(self.tmp, "mps-log")
+        os.makedirs(pipe, exist_ok=True)
+        os.makedirs(logd, exist_ok=True)
+        env = dict(os.environ, CUDA_MPS_PIPE_DIRECTORY=pipe, CUDA_MPS_LOG_DIRECTORY=logd)
+        if subprocess.run([ctl, "-d"], env=env).returncode != 0:
+            return None
+        try:
+            return self.run([(loop, False, {"CUDA_MPS_PIPE_DIRECTORY": pipe, "CUDA_MPS_LOG_DIRECTORY": logd,
+                                            "CUDA_MPS_ACTIVE_THREAD_PERCENTAGE": str(s)}, 0, None) for s in shares])
+        finally:
+            subprocess.run([ctl], input="quit\n", text=True, env=env)
+
+
+def cases(b, loop):
+    """(name, shares or None, tenants) for one loop."""
+    yield "no-share", None, [(loop, True, b.standalone("alone"), 0, None)]
+    for s in (10, 30, 50, 70):
+        yield f"cap {s}", [s], [(loop, True, b.standalone(f"cap{s}", s, "cap"), 0, None)]
+    yield "share 30", [100], [(loop, True, b.standalone("share30", 30), 0, None)]
+    for split in ((25, 75), (50, 50), (10, 20, 30, 40)):
+        name = "/".join(map(str, split))
+        yield name, list(split), [(loop, True, b.standalone(f"t{s}-{i}", s), 0, None) for i, s in enumerate(split)]
+
+
+def main():
+    args = parse()
+    b = Bench(args)
+    loops = args.loops.split(",")
+    only = set(args.only.split(",")) if args.only else None
+    results = {}  # (loop, case) -> list over rounds of [ratio per tenant]
+    shares_of = {}
+    spans = {}
+
+    def note(loop, case, shares, rates, bare):
+        results.setdefault((loop, case), []).append([r / bare for r in rates])
+        shares_of[(loop, case)] = shares
+
+    try:
+        for rnd in range(args.rounds):
+            for loop in loops:
+                bare_before = b.run([(loop, False, {}, 0, None)])[0]["rate"]
+                measured = []
+                for case, shares, tenants in cases(b, loop):
+                    if only and case not in only:
+                        continue
+                    out = b.run(tenants)
+                    measured.append((case, shares, [o["rate"] for o in out]))
+                    print(f"round {rnd + 1} {loop} {case}: {[o['rate'] for o in out]}", file=sys.stderr, flush=True)
+                if not only or "mediated 25/75" in only:
+                    sock = b.start_mediator([("a", 25), ("b", 75)])
+                    try:
+                        out = b.run([(loop, True, {"VGPU_MEDIATOR_SOCKET": sock, "VGPU_NAME": n}, 0, None)
+                                     for n in ("a", "b")])
+                    finally:
+                        b.stop_mediator()
+                    measured.append(("mediated 25/75", [25, 75], [o["rate"] for o in out]))
+                if not only or "mps 25/75" in only:
+                    out = b.mps((25, 75), loop)
+                    if out:
+                        measured.append(("mps 25/75", [25, 75], [o["rate"] for o in out]))
+                bare_after = b.run([(loop, False, {}, 0, None)])[0]["rate"]
+                bare = (bare_before + bare_after) / 2
+                spans.setdefault(loop, []).append((bare_before, bare_after))
+                for case, shares, rates in measured:
+                    note(loop, case, shares, rates, bare)
+            # Convergence, once a round, on the matmul loop.
+            if "matmul" in loops and (not only or "converge" in only):
+                out = b.run([("matmul", True, b.standalone("c30", 30), 0, 6.0),
+                             ("matmul", True, b.standalone("c70", 70), 2.5, 3.0)])
+                spans.setdefault("converge", []).append(converge(out))
+    finally:
+        b.stop_mediator()
+        shutil.rmtree(b.tmp, ignore_errors=True)
+    report(results, shares_of, spans, args)
+
+
+def converge(out):
+    """Seconds from the second tenant's start until both tenants' windows are
+    within 5 points of 30% and 70% of what the first had alone."""
+    a, c = out[0]["windows"], out[1]["windows"]
+    alone = statistics.median(a[2:8]) if len(a) > 8 else max(a)
+    w = 0.25
+    start = int(round(2.5 / w))  # the window the second tenant starts in
+    for k in range(len(c)):
+        i = start + k
+        if i >= len(a):
+            break
+        if abs(a[i] / alone - 0.30) <= 0.05 and abs(c[k] / alone - 0.70) <= 0.05:
+            return (k + 1) * w
+    return None
+
+
+def report(results, shares_of, spans, args):
+    rows = []
+    print(f"compute-share benchmark: {args.rounds} round(s) of {args.seconds:.1f} s runs; ratios to the same loop "
+          "alone without vgpu (median over rounds, [min-max])")
+    print(f"{'loop':7} {'case':15} {'target':13} {'each tenant':40} {'together':16}")
+    for (loop, case), per_round in results.items():
+        n = len(per_round[0])
+        each = [statistics.median(r[i] for r in per_round) for i in range(n)]
+        lo = [min(r[i] for r in per_round) for i in range(n)]
+        hi = [max(r[i] for r in per_round) for i in range(n)]
+        tot = [sum(r) for r in per_round]
+        shares = shares_of[(loop, case)]
+        target = "/".join(f"{s}%" for s in shares) if shares else "100%"
+        each_s = " ".join(f"{e * 100:.1f}% [{l * 100:.0f}-{h * 100:.0f}]" for e, l, h in zip(each, lo, hi))
+        tot_s = f"{statistics.median(tot) * 100:.1f}% [{min(tot) * 100:.0f}-{max(tot) * 100:.0f}]"
+        print(f"{loop:7} {case:15} {target:13} {each_s:40} {tot_s:16}")
+        rows.append({"loop": loop, "case": case, "shares": shares, "each": each, "min": lo, "max": hi,
+                     "together": tot})
+    for loop, pairs in spans.items():
+        if loop == "converge":
+            print("converge: a 70% tenant joining a 30% one: both within 5 points after " +
+                  ", ".join("never" if s is None else f"{s:.2f} s" for s in pairs))
+        else:
+            print(f"bare {loop}: " + ", ".join(f"{x:.3g} then {y:.3g}" for x, y in pairs) +
+                  (" TFLOP/s" if loop == "matmul" else " kernels/s") + " (each round's first and last)")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump({"rows": rows, "spans": spans}, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()

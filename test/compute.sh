@@ -1,0 +1,228 @@
+#!/usr/bin/env bash
+# The compute share end to end on the fake GPU: compute.sh SCENARIO BUILD_DIR
+#
+# test/workload runs under vgpu (the meson test environment) over the fake
+# driver, whose device time-slices between processes as a GPU does
+# (test/fake/README.md); its `share` is the fraction of the run's wall time
+# its kernels had the device.  Standalone tenants name their own BAR0
+# (VGPU_BAR0 in the test's temp dir) and arbitrate through this user's page
+# for the fake GPU 0 in /dev/shm/vgpu-UID/; mediated ones are given vGPUs
+# by a vgpu-mediatord started here.  The bounds are wider than the GPU
+# suite's (docs/compute.md): a 2-core CI machine runs this, loaded.
+set -u
+scenario=$1
+build=$2
+workload=$build/test/workload
+tool=$build/test/sched_page_tool
+med=$build/tools/vgpu-mediatord
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-compute.XXXXXX") || exit 1
+pids=
+medpid=
+cleanup() {
+    exec 2>/dev/null
+    [ -n "$medpid" ] && kill -CONT "$medpid"
+    for p in $pids $medpid; do kill -9 "$p"; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_COMPUTE_MODE
+unset VGPU_MEDIATOR_SOCKET VGPU_LOG_FILE FAKEGPU_LAUNCH_NS FAKEGPU_KERNEL_NS FAKEGPU_TIMESLICE_NS FAKEGPU_DEVICES
+export FAKEGPU_STATE=$tmp/fake.state # one fake GPU for every process of the test
+export VGPU_LOG=info
+
+page() { # this user's page for the fake GPU 0 (once a tenant made it)
+    ls /dev/shm/vgpu-$(id -u)/sched-GPU-fa4e0000-0000-0000-0000-000000000000.v* 2>/dev/null | tail -n 1
+}
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err "$tmp/med.log"; do
+        [ -s "$f" ] && { echo "---- $f ----"; tail -n 20 "$f"; } >&2
+    done
+    [ -n "$(page)" ] && "$tool" show "$(page)" >&2
+    exit 1
+}
+
+field() { # FILE KEY: the value of KEY in a workload's line
+    sed -n "s/^workload .* $2=\([^ ]*\).*/\1/p" "$1"
+}
+
+within() { # VALUE LO HI
+    awk -v v="$1" -v lo="$2" -v hi="$3" 'BEGIN { exit !(v >= lo && v <= hi) }'
+}
+
+soon() { # a start time after every tenant's set-up
+    echo $(( $(date +%s%3N) + 1500 ))
+}
+
+# standalone NAME SHARE MODE WORKLOAD-ARGS...: a tenant with its own vGPU, in
+# the background (pid in $last); SHARE "-" for none.
+standalone() {
+    local name=$1 share=$2 mode=$3
+    shift 3
+    env VGPU_BAR0="$tmp/$name.bar0" ${share:+$( [ "$share" != - ] && echo VGPU_COMPUTE_SHARE="$share")} \
+        ${mode:+$( [ "$mode" != - ] && echo VGPU_COMPUTE_MODE="$mode")} \
+        "$workload" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last=$!
+    pids="$pids $last"
+}
+
+# mediated NAME WORKLOAD-ARGS...: a tenant of the mediator's vGPU NAME, in the background.
+mediated() {
+    local name=$1
+    shift
+    env VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME="$name" "$workload" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last=$!
+    pids="$pids $last"
+}
+
+join() { # PID NAME
+    wait "$1" || fail "$2 exited with $?"
+    grep '^workload' "$tmp/$2.out"
+}
+
+expect_share() { # NAME LO HI
+    local s
+    s=$(field "$tmp/$1.out" share)
+    within "$s" "$2" "$3" || fail "$1 got $s of the GPU, want $2..$3"
+}
+
+# expect_split NAME LO HI NAMES...: NAME's part of what all of NAMES got is
+# LO..HI (what the arbiter decides; what the loaded machine lets the fake
+# GPU deliver in all is expect_total's).
+expect_split() {
+    local name=$1 lo=$2 hi=$3 total=0 part
+    shift 3
+    for w in "$@"; do total=$(awk -v a="$total" -v b="$(field "$tmp/$w.out" share)" 'BEGIN { print a + b }'); done
+    part=$(awk -v a="$(field "$tmp/$name.out" share)" -v t="$total" 'BEGIN { print (t > 0 ? a / t : 0) }')
+    within "$part" "$lo" "$hi" || fail "$name had $part of what $* got together, want $lo..$hi"
+}
+
+expect_total() { # LO HI NAMES...
+    local lo=$1 hi=$2 total=0
+    shift 2
+    for w in "$@"; do total=$(awk -v a="$total" -v b="$(field "$tmp/$w.out" share)" 'BEGIN { print a + b }'); done
+    within "$total" "$lo" "$hi" || fail "together $* got $total of the GPU, want $lo..$hi"
+}
+
+# mediator VGPU-SECTION-LINES...: starts vgpu-mediatord with those vGPUs.
+mediator() {
+    {
+        printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
+        for line in "$@"; do printf '%s\n' "$line"; done
+    } >"$tmp/conf"
+    env -u LD_PRELOAD "$med" --config "$tmp/conf" --foreground >>"$tmp/med.log" 2>&1 &
+    medpid=$!
+    for _ in $(seq 1 500); do
+        [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.log" && return 0
+        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
+        sleep 0.02
+    done
+    fail "the mediator did not start within 10 s"
+}
+
+me=$(id -u)
+case $scenario in
+standalone-lone-cap)
+    # A hard cap holds on an idle GPU.
+    standalone a 30% cap matmul 3; join $last a
+    expect_share a 0.22 0.38
+    grep -q "a compute share of 30% (a hard cap)" "$tmp/a.err" || fail "no log line names the cap"
+    ;;
+
+standalone-lone-share-lends-idle-time)
+    # Work-conserving (the default): alone, a 30% share gets the GPU.
+    standalone a 30% - matmul 2; join $last a
+    expect_share a 0.75 1.02
+    ;;
+
+standalone-two-tenants-get-25-and-75)
+    at=$(soon)
+    standalone a 25% - matmul 4 --start-at "$at"; a=$last
+    standalone b 75% - matmul 4 --start-at "$at" --stream; b=$last
+    join $a a; join $b b
+    expect_split a 0.18 0.32 a b
+    expect_total 0.75 1.02 a b
+    ;;
+
+standalone-second-tenant-converges)
+    # a runs alone for 1.5 s, then b starts: b gets its 70% at once, and a
+    # had the whole GPU before (1.5 s) and 30% after (2.5 s).
+    now=$(date +%s%3N)
+    standalone a 30% - matmul 5.5 --start-at $((now + 1500)); a=$last
+    standalone b 70% - matmul 2.5 --start-at $((now + 4500)) --graph; b=$last
+    join $b b; join $a a
+    expect_share b 0.55 0.85
+    expect_share a 0.40 0.70
+    ;;
+
+standalone-launch-bound-loop-is-capped)
+    # A loop of tiny kernels, bound by the launch call: a 50% cap halves
+    # its rate (it may launch in half the quanta).  Beside it, at the same
+    # time so that both see the same load on the machine, the same loop
+    # with no share: it is not arbitrated, and sets the pace.
+    at=$(soon)
+    standalone free - - launch 3 --start-at "$at"; free=$last
+    standalone capped 50% cap launch 3 --start-at "$at"; capped=$last
+    join $free free; join $capped capped
+    ratio=$(awk -v c="$(field "$tmp/capped.out" kernels_per_s)" -v b="$(field "$tmp/free.out" kernels_per_s)" \
+        'BEGIN { print c / b }')
+    within "$ratio" 0.3 0.7 || fail "a 50% cap gave the launch-bound loop $ratio of the rate of one with no share"
+    ;;
+
+standalone-dead-waiters-hold-nothing)
+    # A vGPU whose process was killed while its threads waited leaves their
+    # count in the page: once given the GPU and launching nothing, it is
+    # no longer wanting, and the live tenant has the GPU.
+    standalone ghost 50% - matmul 0.3; join $last ghost
+    "$tool" add-waiting "$(page)" "$tmp/ghost.bar0" 3 || fail "could not forge the ghost's waiters"
+    standalone a 50% - matmul 3; join $last a
+    expect_share a 0.75 1.02
+    ;;
+
+mediated-two-tenants-get-25-and-75)
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
+             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
+    at=$(soon)
+    mediated a matmul 4 --start-at "$at"; a=$last
+    mediated b matmul 4 --start-at "$at" --graph; b=$last
+    join $a a; join $b b
+    expect_split a 0.18 0.32 a b
+    expect_total 0.75 1.02 a b
+    grep -q "compute shares are arbitrated" "$tmp/med.log" || fail "the mediator did not say it arbitrates"
+    ;;
+
+mediated-lone-cap)
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "compute_mode = cap" "uids = $me"
+    mediated a matmul 3; join $last a
+    expect_share a 0.22 0.38
+    ;;
+
+mediated-lone-share-lends-idle-time)
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "uids = $me" "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 70" "uids = $me"
+    mediated a matmul 2; join $last a
+    expect_share a 0.75 1.02
+    ;;
+
+mediated-stopped-mediator-lets-launches-go)
+    # The mediator stops arbitrating (SIGSTOP): within a second the capped
+    # tenant launches unscheduled, and says so once.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 20" "compute_mode = cap" "uids = $me"
+    mediated a matmul 5; a=$last
+    sleep 1.5
+    kill -STOP "$medpid"
+    join $a a
+    kill -CONT "$medpid"
+    expect_share a 0.45 1.02
+    [ "$(grep -c "has not arbitrated vGPU device 0's GPU" "$tmp/a.err")" = 1 ] ||
+        fail "the tenant did not say once that its launches go ahead unscheduled"
+    ;;
+
+*)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+echo "ok - $scenario"

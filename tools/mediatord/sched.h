@@ -1,0 +1,54 @@
+/*
+ * The mediator's side of the compute share (docs/compute.md): for each
+ * physical GPU that one of its vGPUs has a share of, it runs the arbiter
+ * (vgpu_backend/sched_arbiter.h) over the vGPUs on that GPU, about every
+ * millisecond, and writes the outcome into their BAR0s: which one holds
+ * the GPU (sched_grant, a futex its waiting threads sleep on), a beat that
+ * tells their processes the mediator is arbitrating, and the GPU time each
+ * was charged.  What it reads there (threads waiting, launches) is only
+ * demand: a process that forges it gains no more than its share's turn.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "tools/mediatord/gpus.h"
+#include "tools/mediatord/vgpus.h"
+#include "vgpu_backend/sched_arbiter.h"
+
+/* One vGPU device on a GPU: an entry of that GPU's arbiter. */
+struct med_sched_member {
+    struct med_vgpu *v;       /* NULL: the entry is free */
+    int d;                    /* the vGPU's device index */
+    uint64_t launches;        /* its sched_launches, as last read */
+    uint64_t active_ns;       /* when, by the mediator's clock, they last moved */
+    struct vgpu_sched_demand demand;
+};
+
+struct med_sched_gpu {
+    bool on;                  /* a vGPU on it has a share below 100% or a cap */
+    bool overflow_said;       /* more vGPUs than the arbiter has entries (said once) */
+    struct vgpu_sched_state s;
+    struct med_sched_member m[VGPU_SCHED_MAX_ENTRIES];
+};
+
+struct med_sched {
+    int timer;                /* a timerfd, armed while some GPU is on */
+    bool armed;
+    uint64_t beat;            /* the counter written as every on GPU's beat */
+    struct med_sched_gpu gpu[MED_MAX_GPUS];
+};
+
+/* Sets s up: 0, or -1 with errno (no timerfd). */
+int med_sched_init(struct med_sched *s);
+
+/* Takes the vGPUs as they are now (after a start, a reload, a scan that
+ * dropped a retired one): each GPU's members and their shares. */
+void med_sched_sync(struct med_sched *s, struct med_vgpus *all, const struct med_gpus *g);
+
+/* The timer fired: one arbitration of every GPU that is on. */
+void med_sched_tick(struct med_sched *s);
+
+/* GPU i is arbitrated, and v's device d holds it now (for vgpu-smi). */
+bool med_sched_holds(const struct med_sched *s, int i, const struct med_vgpu *v, int d);
