@@ -184,7 +184,8 @@ static void print_watch_json(const struct vgpu_msg *w)
             printf("null");
         printf(",\"vgpu_memory\":");
         json_bytes(c.vgpu_used, c.rule == VGPU_WATCH_VGPU_OVER_QUOTA);
-        printf(",\"seconds\":%.3f,\"enforce\":\"%s\",\"killed\":%s}", c.seen_ms / 1e3,
+        printf(",\"seconds\":%.3f,\"reported_seconds\":%.3f,\"enforce\":\"%s\",\"killed\":%s}", c.seen_ms / 1e3,
+               c.reported_ms / 1e3,
                c.flags & VGPU_WATCH_KILL ? "kill" : "report", c.flags & VGPU_WATCH_KILLED ? "true" : "false");
     }
     printf("]}");

@@ -163,11 +163,11 @@ struct vgpu_watch_case {
     uint32_t gpu;                /* as nvidia-smi numbers it */
     uint32_t rule;               /* enum vgpu_watch_rule */
     uint32_t flags;              /* VGPU_WATCH_KILLED, VGPU_WATCH_KILL */
-    uint32_t reserved;
+    uint32_t reported_ms;        /* since it was reported (found so in two readings running) */
     uint64_t used;               /* what the driver says it holds on the GPU */
     uint64_t quota;              /* its vGPU's quota there; 0 when unadmitted */
     uint64_t vgpu_used;          /* VGPU_OVER_QUOTA: what the vGPU's processes hold there together */
-    uint64_t seen_ms;            /* since it was first seen so */
+    uint64_t seen_ms;            /* since it was first found so */
     char uuid[48];               /* the GPU's */
     char comm[16];
     char user[32];

@@ -90,6 +90,9 @@ void med_watch_configure(struct med_watch *w, const struct med_world *world)
 
 /* ---- judging a reading ---- */
 
+/* A rule, as the log names it. */
+static const char *const rule_words[] = { "", "unadmitted", "over its vGPU's quota", "in its vGPU's excess" };
+
 /* NVML says (unsigned long long)NVML_VALUE_NOT_AVAILABLE where it will not
  * tell (a caller without the privilege, some virtualised GPUs). */
 static bool known(uint64_t bytes)
@@ -209,6 +212,8 @@ static void observe(struct med_watch *w, int gpu, const struct finding *f, uint6
         c->first_ms = now_ms;
         med_read_comm(m->pid, c->comm, sizeof(c->comm));
         user_name(m->proc.uid, m->proc.ids_known, c->user, sizeof(c->user));
+        vgpu_debug("watch: pid %d (%s) found %s on GPU %u; reported if the next reading finds it so too",
+                   (int)m->pid, c->comm, rule_words[f->rule], w->gpus->gpu[gpu].index);
     }
     c->used = m->used;
     c->quota = f->quota;
@@ -377,17 +382,21 @@ static void kill_for_vgpu(struct med_watch *w, const struct med_world *world, co
     }
 }
 
-static void act(struct med_watch *w, const struct med_world *world)
+static void act(struct med_watch *w, const struct med_world *world, uint64_t now_ms)
 {
     for (int i = 0; i < w->ncases; i++) {
         struct med_watch_case *c = &w->cases[i];
-        if (c->reported || c->streak < 2)
+        if (c->streak < 2)
+            continue;
+        /* Each reading: a reload that sets enforce = kill reaches the episodes under way. */
+        c->kill = to_kill(world, c);
+        if (c->reported)
             continue;
         char name[96], text[768];
         who(c, name, sizeof(name));
         what(w, world->config, c, text, sizeof(text));
         c->reported = true;
-        c->kill = to_kill(world, c);
+        c->reported_ms = now_ms;
         vgpu_warn("watch: %s %s%s", name, text, c->kill ? "; enforce = kill: it is killed" : "");
     }
     for (int i = 0; i < w->ncases; i++) {
@@ -404,7 +413,6 @@ static void act(struct med_watch *w, const struct med_world *world)
 /* Cases on the GPUs read that this reading did not find: their episode is over. */
 static void end_episodes(struct med_watch *w, uint64_t read)
 {
-    static const char *const was[] = { "", "unadmitted", "over its vGPU's quota", "in its vGPU's excess" };
     for (int i = 0; i < w->ncases; i++) {
         struct med_watch_case *c = &w->cases[i];
         if (!(read >> c->gpu & 1) || c->reading == w->readings)
@@ -412,7 +420,7 @@ static void end_episodes(struct med_watch *w, uint64_t read)
         if (c->reported) {
             char name[96];
             who(c, name, sizeof(name));
-            vgpu_info("watch: %s is no longer %s on GPU %u%s", name, was[c->rule], w->gpus->gpu[c->gpu].index,
+            vgpu_info("watch: %s is no longer %s on GPU %u%s", name, rule_words[c->rule], w->gpus->gpu[c->gpu].index,
                       c->killed ? " (killed)" : "");
         }
         drop(w, i--);
@@ -447,7 +455,7 @@ void med_watch_readable(struct med_watch *w, struct med_world *world, uint64_t n
                       w->gpus->gpu[g->gpu].uuid, held);
     }
     end_episodes(w, read);
-    act(w, world);
+    act(w, world, now_ms);
     med_reading_free(&r);
     med_watch_configure(w, world);
 }
@@ -489,7 +497,8 @@ uint8_t *med_watch_build(const struct med_watch *w, const struct med_world *worl
                                      .gpu = gpu->index, .rule = c->rule,
                                      .flags = (c->killed ? VGPU_WATCH_KILLED : 0) | (c->kill ? VGPU_WATCH_KILL : 0),
                                      .used = c->used, .quota = c->quota, .vgpu_used = c->vgpu_used,
-                                     .seen_ms = now_ms - c->first_ms };
+                                     .seen_ms = now_ms - c->first_ms,
+                                     .reported_ms = (uint32_t)(now_ms - c->reported_ms) };
         vgpu_proto_copy_string(r.uuid, sizeof(r.uuid), gpu->uuid);
         vgpu_proto_copy_string(r.comm, sizeof(r.comm), c->comm);
         vgpu_proto_copy_string(r.user, sizeof(r.user), c->user);

@@ -46,7 +46,8 @@ struct med_watch_case {
     char user[32];
     uint64_t used;            /* as the driver says, in the latest reading */
     uint64_t quota, vgpu_used;
-    uint64_t first_ms;
+    uint64_t first_ms;        /* when it was first found so */
+    uint64_t reported_ms;     /* when it was reported */
     unsigned streak;          /* readings running it was found so in */
     uint64_t reading;         /* the last reading it was found in */
     bool reported;            /* said (two readings running) */
