@@ -5,6 +5,7 @@ set -u
 scenario=$1
 build=$2
 here=$(dirname "$(realpath "$0")")
+# shellcheck source=test/mediator_lib.sh
 . "$here/mediator_lib.sh"
 
 case $scenario in

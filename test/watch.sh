@@ -12,6 +12,7 @@ set -u
 scenario=$1
 build=$2
 here=$(dirname "$(realpath "$0")")
+# shellcheck source=test/mediator_lib.sh
 . "$here/mediator_lib.sh"
 
 # since FILE: when FILE was written, in ms: a process writes its ready
