@@ -150,9 +150,7 @@ never-reports-admitted-processes)
            "[vgpu.b]" "devices = 0, 1" "memory = 2G" "compute = 50" "uids = $me"
     start_mediator
     hold 1G a
-    VGPU_NAME=b "$client" hold 512M "$tmp/b.ready" "$tmp/b.go" >>"$tmp/client.out" 2>&1 &
-    pids="$pids $!"
-    wait_file "$tmp/b.ready"
+    VGPU_NAME=b hold 512M b
     "$client" hold-fork 256M "$tmp/f.ready" >>"$tmp/client.out" 2>&1 &
     pids="$pids $!"
     wait_file "$tmp/f.ready"

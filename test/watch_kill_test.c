@@ -6,27 +6,12 @@
  * the process it found had ended and the pid gone to another.
  */
 #define _GNU_SOURCE
+#include "test/client_util.h"
 #include "tools/mediatord/watch_kill.h"
 #include "vgpu_backend/bar0.h"
 
 #include <signal.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/wait.h>
-#include <unistd.h>
-
-static int failures;
-
-#define CHECK(cond, ...)                                          \
-    do {                                                          \
-        if (!(cond)) {                                            \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__); \
-            fprintf(stderr, __VA_ARGS__);                         \
-            fprintf(stderr, "\n");                                \
-            failures++;                                           \
-        }                                                         \
-    } while (0)
 
 static pid_t sleeper(void)
 {
@@ -113,7 +98,7 @@ int main(int argc, char **argv)
                         "unknown-start-time-is-spared | ended-process-is-said\n");
         return 2;
     }
-    if (failures)
+    if (atomic_load(&failures))
         return 1;
     printf("ok - %s\n", s);
     return 0;
