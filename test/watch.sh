@@ -164,12 +164,13 @@ never-reports-admitted-processes)
 
 exiting-process-is-not-reported)
     # A process found in one reading, and gone by the next, is never a
-    # finding: it is ending, or was being admitted.
+    # finding: it is ending, or was being admitted.  Readings 2 s apart
+    # leave this script time to end it between two, on a loaded machine.
     medlog=debug
-    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    config "watch_interval = 2s" "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
     start_mediator
     rogue 1G r
-    for _ in $(seq 1 150); do grep -q "watch: pid $rogue .*found unadmitted" "$tmp/med.log" && break; sleep 0.01; done
+    for _ in $(seq 1 500); do grep -q "watch: pid $rogue .*found unadmitted" "$tmp/med.log" && break; sleep 0.01; done
     kill -9 "$rogue"
     wait "$rogue" 2>/dev/null
     grep -q "watch: pid $rogue .*found unadmitted" "$tmp/med.log" || fail "the watch never found the process"
