@@ -283,6 +283,32 @@ interval-0-turns-the-watch-off)
     within_2s "once on, the watch reported it" "$(listed "$rogue" unadmitted)"
     ;;
 
+other-users-see-only-their-own-findings)
+    other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+    if [ "$me" != 0 ] || ! command -v setpriv >/dev/null; then
+        echo "SKIP: not root, or no setpriv"; exit 77
+    elif ! other test -r "$build/libvgpu-cuda.so" -a -x "$client"; then
+        echo "SKIP: uid 65534 cannot reach $build"; exit 77
+    fi
+    chmod 755 "$tmp"
+    mkdir -m 777 "$tmp/nobody"
+    config "socket_mode = 0666" "[vgpu.a]" "devices = 0" "memory = 4G" "uids = 0"
+    start_mediator
+    rogue 1G r # root's
+    chmod 666 "$FAKEGPU_STATE"
+    other env -u LD_PRELOAD "$client" hold 512M "$tmp/nobody/n.ready" "$tmp/nobody/n.go" >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/nobody/n.ready"
+    nobody=$(cat "$tmp/nobody/n.ready")
+    t0=$(since "$tmp/nobody/n.ready")
+    within_2s "uid 65534's process was reported" "$(listed "$nobody" unadmitted)"
+    [ "$(py "sorted(p['pid'] for p in s['watch']['processes'])")" = "$(python3 -c "print(sorted([$rogue, $nobody]))")" ] ||
+        fail "root does not see both: $(smi_json)"
+    theirs=$(other "$smi" --socket "$tmp/sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin)
+print([(p['pid'], p['user']) for p in s['watch']['processes']])")
+    [ "$theirs" = "[($nobody, 'nobody')]" ] || fail "uid 65534 sees $theirs, want only its own process"
+    ;;
+
 config-errors)
     expect_config_error 4 "watch_interval = 50ms" "100ms to 60s" <<EOF
 watch_interval = 50ms
