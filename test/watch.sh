@@ -105,7 +105,7 @@ EOF
 }
 
 # The DCGM exporter's labels of fake GPU 0.
-labels0="gpu=\"0\",UUID=\"GPU-fa4e0000-0000-0000-0000-000000000000\",pci_bus_id=\"00000000:01:00.0\",modelName=\"Fake GPU 0\",Hostname=\"$(hostname)\""
+labels0="gpu=\"0\",UUID=\"GPU-fa4e0000-0000-0000-0000-000000000000\",pci_bus_id=\"00000000:01:00.0\",modelName=\"Fake GPU 0\",Hostname=\"$(python3 -c "import socket; print(socket.gethostname())")\""
 me_name=$(id -un)
 
 case $scenario in
