@@ -1,6 +1,6 @@
 /*
  * What the end-to-end test clients share (client.c, quota_client.c,
- * mediator_client.c):
+ * mediator_client.c, watch_kill_test.c):
  * checks that count failures instead of stopping, the driver loaded as
  * applications load it, sizes, and files as signals between processes.
  * Each client includes this once, after defining _GNU_SOURCE; the functions
@@ -63,8 +63,8 @@ static __attribute__((unused)) void *load(const char *soname)
 
 /* libcuda.so.1 as loaded by dlopen; a scenario may set it to a library it
  * loaded itself (by path, as ctypes users do). */
-static void *cuda_handle;
-static void *nvml_handle;
+static __attribute__((unused)) void *cuda_handle;
+static __attribute__((unused)) void *nvml_handle;
 
 /* name in the library *handle (opened by soname on first use), or exit. */
 static __attribute__((unused)) void *lib_sym(void **handle, const char *soname, const char *name)

@@ -21,6 +21,10 @@
  *                             BYTES: at most 100 ms
  *   expect-quota-refusal BYTES  a new context, or else allocating BYTES,
  *                             is refused
+ *   hold-bypass BYTES AROUND READY GO  allocate BYTES through vgpu, then
+ *                             AROUND from the fake driver directly (as a
+ *                             program that goes around vgpu's hooks), write
+ *                             READY (our pid), and wait for GO (or a kill)
  */
 #define _GNU_SOURCE
 #include "test/client_util.h"
@@ -204,6 +208,25 @@ static void scenario_expect_refusal(const char *bytes)
     CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "allocating %s returned %d, want CUDA_ERROR_OUT_OF_MEMORY", bytes, (int)r);
 }
 
+/* What vgpu never sees: the fake driver's own cuMemAlloc_v2 (found with
+ * dlmopen: vgpu answers dlopen of the driver with itself). */
+static void scenario_hold_bypass(char **argv)
+{
+    start();
+    CUdeviceptr p = 0, q = 0;
+    CU(F(cuMemAlloc_v2)(&p, parse_size(argv[2])));
+    const char *path = getenv("TEST_FAKE_LIBCUDA");
+    void *fake = path ? dlmopen(LM_ID_BASE, path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    __typeof__(&cuMemAlloc_v2) around = fake ? (__typeof__(&cuMemAlloc_v2))dlsym(fake, "cuMemAlloc_v2") : NULL;
+    CHECK(around, "the fake driver (TEST_FAKE_LIBCUDA=%s) is not loaded", path ? path : "");
+    if (around)
+        CU(around(&q, parse_size(argv[3])));
+    if (atomic_load(&failures))
+        exit(1);
+    signal_pid(argv[4], "");
+    CHECK(wait_file(argv[5], 120) == 0, "no %s within 120 s", argv[5]);
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
@@ -221,10 +244,12 @@ int main(int argc, char **argv)
         scenario_kill_time(argv);
     else if (strcmp(s, "expect-quota-refusal") == 0 && argc == 3)
         scenario_expect_refusal(argv[2]);
+    else if (strcmp(s, "hold-bypass") == 0 && argc == 6)
+        scenario_hold_bypass(argv);
     else {
         fprintf(stderr, "usage: mediator_client admitted QUOTA | refused | hold BYTES READY GO [MORE] | hold-refused "
                         "BYTES READY GO MORE | hold-fork BYTES READY | kill-time PID VGPU DEV BYTES | "
-                        "expect-quota-refusal BYTES\n");
+                        "expect-quota-refusal BYTES | hold-bypass BYTES AROUND READY GO\n");
         return 2;
     }
     if (atomic_load(&failures)) {

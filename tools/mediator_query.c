@@ -17,16 +17,29 @@ int vgpu_tool_dial(const char *path, char *err, size_t errlen)
                      e == ENOENT || e == ECONNREFUSED ? " (is it running? --socket names another socket)" : "");
 }
 
-int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
-                     size_t errlen)
+/* One request of type request on fd, answered by a message of type answer within 5 seconds. */
+static int ask(int fd, const char *path, uint16_t request, uint16_t answer, uint8_t **buf, size_t *cap,
+               struct vgpu_msg *m, char *err, size_t errlen)
 {
     char why[256] = "";
     int nfds = 0;
     memset(m, 0, sizeof(*m));
-    int r = vgpu_proto_send(fd, VGPU_MSG_STATUS_REQUEST, NULL, 0, NULL, 0);
+    int r = vgpu_proto_send(fd, request, NULL, 0, NULL, 0);
     if (r == 0 && vgpu_proto_recv(fd, buf, cap, VGPU_PROTO_MAX_REPLY, 5000, m, NULL, &nfds, why, sizeof(why)) == 0 &&
-        m->type == VGPU_MSG_STATUS)
+        m->type == answer)
         return 0;
     return vgpu_fail(err, errlen, "vgpu-mediatord at %s: %s", path,
                      r ? strerror(-r) : m->type == VGPU_MSG_REFUSE ? m->u.refuse.reason : why);
+}
+
+int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                     size_t errlen)
+{
+    return ask(fd, path, VGPU_MSG_STATUS_REQUEST, VGPU_MSG_STATUS, buf, cap, m, err, errlen);
+}
+
+int vgpu_tool_watch(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                    size_t errlen)
+{
+    return ask(fd, path, VGPU_MSG_WATCH_REQUEST, VGPU_MSG_WATCH, buf, cap, m, err, errlen);
 }

@@ -1,6 +1,7 @@
 /*
- * A tool's side of vgpu-mediatord's STATUS (docs/protocol.md): the vGPUs
- * the asking user may see, their use and processes.  vgpu-smi shows it;
+ * A tool's side of vgpu-mediatord's STATUS and WATCH (docs/protocol.md): the
+ * vGPUs the asking user may see, their use and processes, and the processes
+ * the mediator's watch found outside them.  vgpu-smi shows it;
  * vgpu-doctor asks it whether a user is admitted anywhere.
  */
 #pragma once
@@ -20,3 +21,9 @@ int vgpu_tool_dial(const char *path, char *err, size_t errlen);
  */
 int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
                      size_t errlen);
+
+/* The same for WATCH: what the mediator's watch found.  Ask only a mediator
+ * whose STATUS header has VGPU_STATUS_HAS_WATCH (an older one refuses the
+ * request and closes the connection). */
+int vgpu_tool_watch(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                    size_t errlen);

@@ -1,6 +1,7 @@
 /*
  * vgpu-smi: what vgpu-mediatord serves, as nvidia-smi shows GPUs: each
- * vGPU's devices, quota, use and compute share, and the processes in it.
+ * vGPU's devices, quota, use and compute share, the processes in it, and
+ * the processes the mediator's watch found outside their vGPU's bounds.
  *
  *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
  */
@@ -36,7 +37,9 @@ static char *mib(uint64_t bytes, char *buf, size_t len)
     return buf;
 }
 
-static void print_table(const struct vgpu_msg *m, const char *socket)
+static void print_watch_table(const struct vgpu_msg *w);
+
+static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, const char *socket)
 {
     struct vgpu_status_header h;
     vgpu_proto_status_header(m, &h);
@@ -79,9 +82,116 @@ static void print_table(const struct vgpu_msg *m, const char *socket)
             shown = true;
         }
     }
+    print_watch_table(w);
 }
 
-static void print_json(const struct vgpu_msg *m, const char *socket)
+static const char *const rule_names[] = { "?", "unadmitted", "over quota", "vGPU over quota" };
+static const char *const rule_keys[] = { "?", "unadmitted", "over_quota", "vgpu_over_quota" };
+
+static bool known(uint64_t bytes)
+{
+    return bytes != UINT64_MAX; /* NVML would not say */
+}
+
+/* "every 500 ms on GPU 0, 1; tolerance 64MiB + 2% of the quota" */
+static void describe_watch(const struct vgpu_watch_header *h, char *out, size_t len)
+{
+    char gpus[256] = "";
+    size_t n = 0;
+    for (unsigned i = 0; i < 64 && n < sizeof(gpus); i++)
+        if (h->gpus >> i & 1)
+            n += (size_t)snprintf(gpus + n, sizeof(gpus) - n, "%s%u", n ? ", " : "", i);
+    if (!h->interval_ms)
+        snprintf(out, len, "off (watch_interval = 0)");
+    else
+        snprintf(out, len, "GPU %s every %u ms; tolerance %lluMiB + %u%% of the quota; unadmitted processes are %s",
+                 n ? gpus : "(none)", h->interval_ms, (unsigned long long)(h->tolerance_bytes >> 20),
+                 h->tolerance_percent, h->flags & VGPU_WATCH_KILL_UNADMITTED ? "killed" : "reported");
+}
+
+static void print_watch_table(const struct vgpu_msg *w)
+{
+    if (!w) {
+        printf("\nWatch: this vgpu-mediatord has none (it is older than this vgpu-smi)\n");
+        return;
+    }
+    struct vgpu_watch_header h;
+    vgpu_proto_watch_header(w, &h);
+    char about[384];
+    describe_watch(&h, about, sizeof(about));
+    printf("\nWatch: %s\n%-16s %-8s %-12s %-16s %-4s %12s %12s %-16s %s\n", about, "Rule", "PID", "User", "Command",
+           "GPU", "Memory", "Quota", "vGPU", "Seen");
+    if (h.ncases == 0)
+        printf("  none\n");
+    for (uint32_t i = 0; i < h.ncases; i++) {
+        struct vgpu_watch_case c;
+        vgpu_proto_watch_case(w, i, &c);
+        char used[32] = "?", quota[32] = "-";
+        if (known(c.used))
+            mib(c.used, used, sizeof(used));
+        if (c.quota)
+            mib(c.quota, quota, sizeof(quota));
+        printf("%-16s %-8u %-12.12s %-16.16s %-4u %12s %12s %-16s %.1fs%s\n", rule_names[c.rule], c.pid, c.user,
+               c.comm, c.gpu, used, quota, c.vgpu[0] ? c.vgpu : "-", c.seen_ms / 1e3,
+               c.flags & VGPU_WATCH_KILLED ? "  killed" : "");
+    }
+}
+
+static void json_bytes(uint64_t bytes, bool present)
+{
+    if (present)
+        printf("%llu", (unsigned long long)bytes);
+    else
+        printf("null");
+}
+
+static void print_watch_json(const struct vgpu_msg *w)
+{
+    if (!w) {
+        printf("null");
+        return;
+    }
+    struct vgpu_watch_header h;
+    vgpu_proto_watch_header(w, &h);
+    printf("{\"interval_ms\":%u,\"gpus\":[", h.interval_ms);
+    for (unsigned i = 0, n = 0; i < 64; i++)
+        if (h.gpus >> i & 1)
+            printf("%s%u", n++ ? "," : "", i);
+    printf("],\"tolerance_bytes\":%llu,\"tolerance_percent\":%u,\"enforce_unadmitted\":\"%s\",\"readings\":%llu,"
+           "\"kills\":%llu,\"processes\":[",
+           (unsigned long long)h.tolerance_bytes, h.tolerance_percent,
+           h.flags & VGPU_WATCH_KILL_UNADMITTED ? "kill" : "report", (unsigned long long)h.readings,
+           (unsigned long long)h.kills);
+    for (uint32_t i = 0; i < h.ncases; i++) {
+        struct vgpu_watch_case c;
+        vgpu_proto_watch_case(w, i, &c);
+        printf("%s{\"rule\":\"%s\",\"pid\":%u,\"uid\":", i ? "," : "", rule_keys[c.rule], c.pid);
+        json_bytes(c.uid, c.uid != UINT32_MAX);
+        printf(",\"user\":");
+        vgpu_json_string(stdout, c.user);
+        printf(",\"command\":");
+        vgpu_json_string(stdout, c.comm);
+        printf(",\"gpu\":%u,\"uuid\":", c.gpu);
+        vgpu_json_string(stdout, c.uuid);
+        printf(",\"memory\":");
+        json_bytes(c.used, known(c.used));
+        printf(",\"quota\":");
+        json_bytes(c.quota, c.quota != 0);
+        printf(",\"vgpu\":");
+        if (c.vgpu[0])
+            vgpu_json_string(stdout, c.vgpu);
+        else
+            printf("null");
+        printf(",\"vgpu_memory\":");
+        json_bytes(c.vgpu_used, c.rule == VGPU_WATCH_VGPU_OVER_QUOTA);
+        printf(",\"seconds\":%.3f,\"reported_seconds\":%.3f,\"enforce\":\"%s\",\"killed\":%s}", c.seen_ms / 1e3,
+               c.reported_ms / 1e3,
+               c.flags & VGPU_WATCH_KILL ? "kill" : "report", c.flags & VGPU_WATCH_KILLED ? "true" : "false");
+    }
+    printf("]}");
+}
+
+static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const char *socket)
 {
     struct vgpu_status_header h;
     vgpu_proto_status_header(m, &h);
@@ -134,7 +244,9 @@ static void print_json(const struct vgpu_msg *m, const char *socket)
             printf("%s%llu", d ? "," : "", (unsigned long long)p.held[d]);
         printf("]}");
     }
-    printf("]}\n");
+    printf("],\"watch\":");
+    print_watch_json(w);
+    printf("}\n");
 }
 
 int main(int argc, char **argv)
@@ -179,26 +291,34 @@ int main(int argc, char **argv)
         fprintf(stderr, "vgpu-smi: %s\n", err);
         return 1;
     }
-    uint8_t *buf = NULL;
-    size_t cap = 0;
+    uint8_t *buf = NULL, *wbuf = NULL;
+    size_t cap = 0, wcap = 0;
     for (;;) {
-        struct vgpu_msg m;
+        struct vgpu_msg m, w;
+        struct vgpu_status_header h;
         if (vgpu_tool_status(fd, socket, &buf, &cap, &m, err, sizeof(err)) != 0) {
+            fprintf(stderr, "vgpu-smi: %s\n", err);
+            return 1;
+        }
+        vgpu_proto_status_header(&m, &h);
+        bool watch = h.features & VGPU_STATUS_HAS_WATCH;
+        if (watch && vgpu_tool_watch(fd, socket, &wbuf, &wcap, &w, err, sizeof(err)) != 0) {
             fprintf(stderr, "vgpu-smi: %s\n", err);
             return 1;
         }
         if (every > 0 && !json)
             printf("\033[H\033[2J");
         if (json)
-            print_json(&m, socket);
+            print_json(&m, watch ? &w : NULL, socket);
         else
-            print_table(&m, socket);
+            print_table(&m, watch ? &w : NULL, socket);
         fflush(stdout);
         if (every <= 0)
             break;
         usleep((useconds_t)(every * 1e6));
     }
     free(buf);
+    free(wbuf);
     close(fd);
     return 0;
 }

@@ -22,6 +22,11 @@ _Static_assert(sizeof(struct vgpu_status_header) == 40, "STATUS header is 40 byt
 _Static_assert(sizeof(struct vgpu_status_device) == 152, "STATUS device is 152 bytes");
 _Static_assert(sizeof(struct vgpu_status_vgpu) == 56 + 16 * 152, "STATUS vGPU record");
 _Static_assert(sizeof(struct vgpu_status_proc) == 192, "STATUS process record is 192 bytes");
+_Static_assert(sizeof(struct vgpu_watch_header) == 48, "WATCH header is 48 bytes");
+_Static_assert(sizeof(struct vgpu_watch_case) == 184, "WATCH case record is 184 bytes");
+_Static_assert(sizeof(struct vgpu_watch_header) + VGPU_WATCH_MAX_CASES * sizeof(struct vgpu_watch_case) <=
+                   VGPU_PROTO_MAX_REPLY,
+               "the largest WATCH is one a client reads");
 _Static_assert(sizeof(struct vgpu_status_header) + VGPU_STATUS_MAX_VGPUS * sizeof(struct vgpu_status_vgpu) +
                        VGPU_STATUS_MAX_PROCS * sizeof(struct vgpu_status_proc) <=
                    VGPU_PROTO_MAX_REPLY,
@@ -77,6 +82,31 @@ static ssize_t check_status(const uint8_t *p, uint32_t length, char *err, size_t
     return 0;
 }
 
+static ssize_t check_watch(const uint8_t *p, uint32_t length, char *err, size_t errlen)
+{
+    struct vgpu_watch_header h;
+    if (length < sizeof(h))
+        return vgpu_fail(err, errlen, "WATCH of %u bytes is shorter than its header", length);
+    memcpy(&h, p, sizeof(h));
+    if (h.ncases > VGPU_WATCH_MAX_CASES)
+        return vgpu_fail(err, errlen, "WATCH counts %u processes (at most %d)", h.ncases, VGPU_WATCH_MAX_CASES);
+    uint64_t want = sizeof(h) + (uint64_t)h.ncases * sizeof(struct vgpu_watch_case);
+    if (want != length)
+        return vgpu_fail(err, errlen, "WATCH of %u processes takes %llu bytes, not %u", h.ncases,
+                         (unsigned long long)want, length);
+    if (h.tolerance_percent > 100)
+        return vgpu_fail(err, errlen, "WATCH tolerance of %u%% is over 100%%", h.tolerance_percent);
+    const uint8_t *q = p + sizeof(h);
+    for (uint32_t i = 0; i < h.ncases; i++, q += sizeof(struct vgpu_watch_case)) {
+        struct vgpu_watch_case c;
+        memcpy(&c, q, sizeof(c));
+        if (c.rule < VGPU_WATCH_UNADMITTED || c.rule > VGPU_WATCH_VGPU_OVER_QUOTA || !TERMINATED(c.uuid) ||
+            !TERMINATED(c.comm) || !TERMINATED(c.user) || !TERMINATED(c.vgpu))
+            return vgpu_fail(err, errlen, "WATCH process record %u is malformed", i);
+    }
+    return 0;
+}
+
 ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, struct vgpu_msg *msg, char *err,
                          size_t errlen)
 {
@@ -128,6 +158,7 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         break;
     case VGPU_MSG_ENTER:
     case VGPU_MSG_STATUS_REQUEST:
+    case VGPU_MSG_WATCH_REQUEST:
         if (!fixed(h.length, 0, h.type, err, errlen))
             return -1;
         break;
@@ -135,6 +166,11 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         if (check_status(p, h.length, err, errlen) != 0)
             return -1;
         msg->status = p;
+        break;
+    case VGPU_MSG_WATCH:
+        if (check_watch(p, h.length, err, errlen) != 0)
+            return -1;
+        msg->watch = p;
         break;
     default:
         return vgpu_fail(err, errlen, "unknown message type %u", h.type);
@@ -159,6 +195,16 @@ void vgpu_proto_status_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_st
     memcpy(p,
            m->status + sizeof(h) + (size_t)h.nvgpus * sizeof(struct vgpu_status_vgpu) + (size_t)i * sizeof(*p),
            sizeof(*p));
+}
+
+void vgpu_proto_watch_header(const struct vgpu_msg *m, struct vgpu_watch_header *h)
+{
+    memcpy(h, m->watch, sizeof(*h));
+}
+
+void vgpu_proto_watch_case(const struct vgpu_msg *m, uint32_t i, struct vgpu_watch_case *c)
+{
+    memcpy(c, m->watch + sizeof(struct vgpu_watch_header) + (size_t)i * sizeof(*c), sizeof(*c));
 }
 
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len)

@@ -32,6 +32,7 @@
 #define VGPU_STATUS_MAX_VGPUS 256
 #define VGPU_STATUS_MAX_PROCS 16384
 #define VGPU_STATUS_MAX_DEVICES 16
+#define VGPU_WATCH_MAX_CASES 16384
 
 enum vgpu_msg_type {
     VGPU_MSG_HELLO = 1,          /* client: admit me (or take me back after a restart) */
@@ -41,6 +42,9 @@ enum vgpu_msg_type {
     VGPU_MSG_ENTERED = 5,        /* mediator: this slot */
     VGPU_MSG_STATUS_REQUEST = 6, /* tool: what is there */
     VGPU_MSG_STATUS = 7,         /* mediator: vGPUs and processes */
+    VGPU_MSG_WATCH_REQUEST = 8,  /* tool: what the watch found (asked only of a mediator whose STATUS
+                                    says VGPU_STATUS_HAS_WATCH: an older one refuses the type) */
+    VGPU_MSG_WATCH = 9,          /* mediator: processes that escaped their vGPU, or hold too much */
 };
 
 struct vgpu_proto_header {
@@ -86,11 +90,15 @@ struct vgpu_msg_entered {
 #define VGPU_STATUS_GUEST 1u   /* the vGPU is a VM's (ivshmem): its processes are the guest's */
 #define VGPU_STATUS_RETIRED 2u /* gone from the config; kept until its processes exit */
 
+/* The header's features: what else this mediator answers.  An older one
+ * sends 0 (the field was reserved), so a newer tool asks it nothing new. */
+#define VGPU_STATUS_HAS_WATCH 1u /* WATCH_REQUEST */
+
 struct vgpu_status_header {
     uint32_t nvgpus;
     uint32_t nprocs;
     uint32_t epoch;
-    uint32_t reserved;
+    uint32_t features;           /* VGPU_STATUS_HAS_WATCH */
     uint64_t refused_admissions; /* connections refused since start */
     char version[16];            /* vgpu-mediatord's version */
 };
@@ -126,6 +134,46 @@ struct vgpu_status_proc {
     uint64_t held[VGPU_STATUS_MAX_DEVICES];
 };
 
+/* ---- WATCH: a header, then ncases case records ---- */
+
+enum vgpu_watch_rule {
+    VGPU_WATCH_UNADMITTED = 1,      /* uses a watched GPU, admitted to no vGPU on it */
+    VGPU_WATCH_OVER_QUOTA = 2,      /* holds more than its vGPU's quota there, beyond the tolerance */
+    VGPU_WATCH_VGPU_OVER_QUOTA = 3, /* its vGPU's processes there together do */
+};
+
+#define VGPU_WATCH_KILL_UNADMITTED 1u /* header flags: enforce = kill in [mediator] */
+#define VGPU_WATCH_KILLED 1u          /* case flags: the mediator sent it SIGKILL */
+#define VGPU_WATCH_KILL 2u            /* case flags: the config says to kill it (enforce = kill) */
+
+struct vgpu_watch_header {
+    uint32_t ncases;
+    uint32_t interval_ms;        /* between readings; 0: the watch is off */
+    uint32_t flags;              /* VGPU_WATCH_KILL_UNADMITTED */
+    uint32_t tolerance_percent;  /* of the quota, on top of tolerance_bytes */
+    uint64_t tolerance_bytes;
+    uint64_t gpus;               /* bit i: GPU i (as nvidia-smi numbers them) is watched */
+    uint64_t readings;           /* readings of the driver since start */
+    uint64_t kills;              /* processes killed since start */
+};
+
+struct vgpu_watch_case {
+    uint32_t pid;                /* as the mediator sees it (the host's PID namespace) */
+    uint32_t uid;                /* 0xffffffff: unknown */
+    uint32_t gpu;                /* as nvidia-smi numbers it */
+    uint32_t rule;               /* enum vgpu_watch_rule */
+    uint32_t flags;              /* VGPU_WATCH_KILLED, VGPU_WATCH_KILL */
+    uint32_t reported_ms;        /* since it was reported (found so in two readings running) */
+    uint64_t used;               /* what the driver says it holds on the GPU */
+    uint64_t quota;              /* its vGPU's quota there; 0 when unadmitted */
+    uint64_t vgpu_used;          /* VGPU_OVER_QUOTA: what the vGPU's processes hold there together */
+    uint64_t seen_ms;            /* since it was first found so */
+    char uuid[48];               /* the GPU's */
+    char comm[16];
+    char user[32];
+    char vgpu[VGPU_NAME_LEN];    /* "" when unadmitted */
+};
+
 /* A message as parsed: its type and, for fixed-size types, its payload. */
 struct vgpu_msg {
     uint16_t type;
@@ -139,6 +187,7 @@ struct vgpu_msg {
     /* STATUS: validated, pointing into the parsed buffer (may be unaligned:
      * copy records out with vgpu_proto_status_vgpu/_proc). */
     const uint8_t *status;
+    const uint8_t *watch;        /* WATCH, likewise */
 };
 
 /*
@@ -154,6 +203,10 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
 void vgpu_proto_status_header(const struct vgpu_msg *m, struct vgpu_status_header *h);
 void vgpu_proto_status_vgpu(const struct vgpu_msg *m, uint32_t i, struct vgpu_status_vgpu *v);
 void vgpu_proto_status_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_status_proc *p);
+
+/* The header and case i of a parsed WATCH (bounds already validated). */
+void vgpu_proto_watch_header(const struct vgpu_msg *m, struct vgpu_watch_header *h);
+void vgpu_proto_watch_case(const struct vgpu_msg *m, uint32_t i, struct vgpu_watch_case *c);
 
 /* Writes a frame header for a payload of len bytes of type into out. */
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len);

@@ -34,6 +34,7 @@ static void open_once(void)
     api.name = (__typeof__(api.name))dlsym(h, "nvmlDeviceGetName");
     api.memory = (__typeof__(api.memory))dlsym(h, "nvmlDeviceGetMemoryInfo");
     api.processes = (__typeof__(api.processes))dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
+    api.pci = (__typeof__(api.pci))dlsym(h, "nvmlDeviceGetPciInfo_v3");
     nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
     if (init && api.count && api.by_index && api.by_uuid && api.uuid && api.name && api.memory && api.processes)
         r = init();

@@ -16,6 +16,7 @@ struct vgpu_real_nvml {
     nvmlReturn_t (*name)(nvmlDevice_t, char *, unsigned int);
     nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
     nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
+    nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t *); /* NULL where the driver lacks it: optional */
 };
 
 /* The real NVML, initialised (once; never shut down), or NULL with the

@@ -2,7 +2,7 @@
  * libFuzzer target: the mediator protocol's parser (vgpu_backend/protocol.c),
  * as the mediator meets a client's bytes and as a client meets the
  * mediator's.  Every message it accepts is then read the way its readers
- * read it (STATUS records, their strings), so an accepted message that a
+ * read it (STATUS and WATCH records, their strings), so an accepted message that a
  * reader would overrun is a finding too.  Built with clang's
  * -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
@@ -18,6 +18,15 @@ static size_t walk(const struct vgpu_msg *m)
         sum += strlen(m->u.hello.vgpu);
     if (m->type == VGPU_MSG_REFUSE)
         sum += strlen(m->u.refuse.reason);
+    if (m->type == VGPU_MSG_WATCH) {
+        struct vgpu_watch_header h;
+        vgpu_proto_watch_header(m, &h);
+        for (uint32_t i = 0; i < h.ncases; i++) {
+            struct vgpu_watch_case c;
+            vgpu_proto_watch_case(m, i, &c);
+            sum += strlen(c.uuid) + strlen(c.comm) + strlen(c.user) + strlen(c.vgpu) + c.rule;
+        }
+    }
     if (m->type != VGPU_MSG_STATUS)
         return sum;
     struct vgpu_status_header h;

@@ -1,5 +1,6 @@
 """Writes a seed corpus for protocol_fuzz: one valid message of each type
-(STATUS with a vGPU of two devices and a process), and a stream of several.
+(STATUS with a vGPU of two devices and a process, WATCH with a process of
+each rule), and a stream of several.
 Usage: seeds.py DIR"""
 import os
 import struct
@@ -29,10 +30,22 @@ device = cstr("GPU-fa4e0000-0000-0000-0000-000000000000", 48) + cstr("Fake GPU 0
 vgpu = cstr("train", 32) + struct.pack("<IIIIQ", 2, 0, 1, 0, 0) + device * 2 + bytes(152 * 14)
 proc = struct.pack("<IIII", 4242, 1000, 0, 3) + cstr("python3", 16) + cstr("alice", 32) + \
     struct.pack("<16Q", *([1 << 30] + [0] * 15))
-status = frame(7, struct.pack("<IIIIQ", 1, 1, 2, 0, 0) + cstr("0.1.0", 16) + vgpu + proc)
+status = frame(7, struct.pack("<IIIIQ", 1, 1, 2, 1, 0) + cstr("0.1.0", 16) + vgpu + proc)
+watch_request = frame(8, b"")
+uuid = cstr("GPU-fa4e0000-0000-0000-0000-000000000000", 48)
+
+
+def case(pid, rule, flags, vgpu_name, quota, vgpu_used):
+    return struct.pack("<IIIIIIQQQQ", pid, 1000, 0, rule, flags, 700, 1 << 30, quota, vgpu_used, 1200) + uuid + \
+        cstr("python3", 16) + cstr("alice", 32) + cstr(vgpu_name, 32)
+
+
+cases = case(4242, 1, 3, "", 0, 0) + case(4243, 2, 0, "train", 8 << 30, 0) + \
+    case(4244, 3, 2, "train", 8 << 30, 9 << 30)
+watch = frame(9, struct.pack("<IIIIQQQQ", 3, 500, 1, 2, 64 << 20, 0b11, 10, 1) + cases)
 seeds = {"hello": hello, "reattach": reattach, "admit": admit, "refuse": refuse, "enter": enter,
-         "entered": entered, "request": request, "status": status,
-         "stream": hello + enter + request + admit + entered}
+         "entered": entered, "request": request, "status": status, "watch_request": watch_request,
+         "watch": watch, "stream": hello + enter + request + admit + entered + watch_request}
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)

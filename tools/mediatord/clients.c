@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -282,7 +283,18 @@ static bool status(struct med_client *c, struct med_world *w)
     return ok;
 }
 
-static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_msg *m)
+static bool watch_status(struct med_client *c, struct med_world *w, uint64_t now_ms)
+{
+    uint32_t len;
+    uint8_t *payload = med_watch_build(w->watch, w, c->uid, c->gid, c->groups, c->ngroups, now_ms, &len);
+    if (!payload)
+        return false;
+    bool ok = send_or_drop(c, VGPU_MSG_WATCH, payload, len, NULL, 0);
+    free(payload);
+    return ok;
+}
+
+static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_msg *m, uint64_t now_ms)
 {
     switch (m->type) {
     case VGPU_MSG_HELLO:
@@ -295,6 +307,8 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
         return enter(c);
     case VGPU_MSG_STATUS_REQUEST:
         return status(c, w);
+    case VGPU_MSG_WATCH_REQUEST:
+        return watch_status(c, w, now_ms);
     default:
         return refuse(c, VGPU_REFUSE_BAD_REQUEST, "message type %u is not a request", m->type);
     }
@@ -312,7 +326,7 @@ static bool answer(struct med_client *c, struct med_world *w, uint64_t now_ms)
         if (used < 0) /* said in version 1's terms, which every client reads */
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "malformed message: %s", why);
         c->last_ms = now_ms;
-        if (!handle(c, w, &m))
+        if (!handle(c, w, &m, now_ms))
             return false;
         memmove(c->in, c->in + used, c->have - (size_t)used);
         c->have -= (size_t)used;

@@ -39,10 +39,13 @@ struct med_client {
     size_t have;
 };
 
+struct med_watch;
+
 /* What a connection's request needs from the rest of the mediator. */
 struct med_world {
     const struct med_config *config;
     struct med_vgpus *vgpus;
+    struct med_watch *watch;     /* what the watch found (watch.h) */
     struct med_client **clients; /* every connection, for STATUS and the caps */
     int nclients;
     int max_connections;         /* in force: the config's, or what the descriptor limit allows */

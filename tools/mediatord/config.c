@@ -23,7 +23,7 @@ struct parse {
     int line;               /* the line inih was last given */
     bool in_mediator;       /* [mediator] is the current section */
     struct med_vgpu_conf *v; /* the current [vgpu.NAME], or NULL */
-    bool seen_mediator_key[9];
+    bool seen_mediator_key[14];
     char err[1024];         /* the first error */
 };
 
@@ -191,13 +191,92 @@ static bool group_id(const char *v, gid_t *out)
     return true;
 }
 
+/* key = a list of users (or groups) into out, at most MED_MAX_IDS; *n is set. */
+static int ids(struct parse *p, const char *key, const char *value, bool users, void *out, int *n)
+{
+    char buf[1024];
+    char *fields[MED_MAX_IDS];
+    snprintf(buf, sizeof(buf), "%s", value);
+    int count = vgpu_split_list(buf, fields, MED_MAX_IDS);
+    if (count <= 0)
+        return error_at(p, p->line, "%s = %s: a comma-separated list of %s (at most %d)", key, value,
+                        users ? "user names or uids" : "group names or gids", MED_MAX_IDS);
+    for (int i = 0; i < count; i++) {
+        bool ok = users ? user_id(fields[i], &((uid_t *)out)[i]) : group_id(fields[i], &((gid_t *)out)[i]);
+        if (!ok)
+            return error_at(p, p->line, "%s: no such %s: %s", key, users ? "user" : "group", fields[i]);
+    }
+    *n = count;
+    return 1;
+}
+
+/* "500ms", "1s", "1.5s", or milliseconds; 0 (off) or 100 ms to a minute. */
+static bool parse_interval(const char *v, unsigned *ms)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*v))
+        return false;
+    double n = strtod(v, &end);
+    if (errno)
+        return false;
+    if (strcmp(end, "s") == 0)
+        n *= 1000;
+    else if (*end && strcmp(end, "ms") != 0)
+        return false;
+    if (n != 0 && (n < 100 || n > MED_MAX_WATCH_INTERVAL_MS))
+        return false;
+    *ms = (unsigned)n;
+    return true;
+}
+
+/* "64M + 2%", "64M", "2%" or "0": bytes, a percent of the quota, or both. */
+static bool parse_tolerance(const char *v, uint64_t *bytes, unsigned *percent)
+{
+    char buf[128];
+    char *parts[3];
+    snprintf(buf, sizeof(buf), "%s", v);
+    for (char *c = buf; *c; c++)
+        if (*c == '+')
+            *c = ',';
+    int n = vgpu_split_list(buf, parts, 2);
+    bool have_bytes = false, have_percent = false;
+    *bytes = 0;
+    *percent = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(parts[i]);
+        unsigned long pc;
+        if (len > 1 && parts[i][len - 1] == '%') {
+            parts[i][len - 1] = '\0';
+            if (have_percent || !parse_uint(parts[i], 100, &pc))
+                return false;
+            *percent = (unsigned)pc;
+            have_percent = true;
+        } else if (!have_bytes && (strcmp(parts[i], "0") == 0 || vgpu_parse_size(parts[i], bytes) == 0)) {
+            have_bytes = true;
+        } else {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+static bool parse_enforce(const char *v, bool *kill)
+{
+    if (strcmp(v, "kill") == 0 || strcmp(v, "report") == 0)
+        return *kill = v[0] == 'k', true;
+    return false;
+}
+
 /* ---- keys ---- */
 
 static int mediator_key(struct parse *p, const char *name, const char *value)
 {
-    static const char *const keys[] = { "socket",  "socket_mode",   "socket_owner",    "socket_group",
-                                        "state_dir", "metrics",     "oversubscribe", "max_connections",
-                                        "max_connections_per_uid" };
+    static const char *const keys[] = { "socket",         "socket_mode",    "socket_owner",    "socket_group",
+                                        "state_dir",      "metrics",        "oversubscribe",   "max_connections",
+                                        "max_connections_per_uid",          "watch_interval",  "watch_tolerance",
+                                        "enforce",        "exempt_uids",    "exempt_gids" };
+    _Static_assert(sizeof(keys) / sizeof(*keys) == sizeof(p->seen_mediator_key), "a seen flag for each key");
     struct med_config *c = p->c;
     int k = -1;
     for (int i = 0; i < (int)(sizeof(keys) / sizeof(*keys)); i++)
@@ -205,8 +284,8 @@ static int mediator_key(struct parse *p, const char *name, const char *value)
             k = i;
     if (k < 0)
         return error_at(p, p->line, "unknown key %s in [mediator]; known: socket, socket_mode, socket_owner, "
-                        "socket_group, state_dir, metrics, oversubscribe, max_connections, max_connections_per_uid",
-                        name);
+                        "socket_group, state_dir, metrics, oversubscribe, max_connections, max_connections_per_uid, "
+                        "watch_interval, watch_tolerance, enforce, exempt_uids, exempt_gids", name);
     if (p->seen_mediator_key[k])
         return error_at(p, p->line, "%s is set twice in [mediator]", name);
     p->seen_mediator_key[k] = true;
@@ -254,29 +333,25 @@ static int mediator_key(struct parse *p, const char *name, const char *value)
             return error_at(p, p->line, "%s = %s: a number of connections, 1 to %d", name, value, 1 << 24);
         *(k == 7 ? &c->max_connections : &c->max_connections_per_uid) = (int)n;
         break;
+    case 9:
+        if (!parse_interval(value, &c->watch_interval_ms))
+            return error_at(p, p->line, "watch_interval = %s: 0 (no watch), or 100ms to 60s, such as 500ms or 1s",
+                            value);
+        break;
+    case 10:
+        if (!parse_tolerance(value, &c->watch_tolerance_bytes, &c->watch_tolerance_percent))
+            return error_at(p, p->line, "watch_tolerance = %s: a size, a percent of the quota, or both, such as "
+                            "64M + 2%%", value);
+        break;
+    case 11:
+        if (!parse_enforce(value, &c->kill_unadmitted))
+            return error_at(p, p->line, "enforce = %s: report or kill", value);
+        break;
+    case 12:
+        return ids(p, name, value, true, c->exempt_uids, &c->nexempt_uids);
+    case 13:
+        return ids(p, name, value, false, c->exempt_gids, &c->nexempt_gids);
     }
-    return 1;
-}
-
-static int ids(struct parse *p, const char *key, const char *value, bool users)
-{
-    struct med_vgpu_conf *v = p->v;
-    char buf[1024];
-    char *fields[MED_MAX_IDS];
-    snprintf(buf, sizeof(buf), "%s", value);
-    int n = vgpu_split_list(buf, fields, MED_MAX_IDS);
-    if (n <= 0)
-        return error_at(p, p->line, "%s = %s: a comma-separated list of %s (at most %d)", key, value,
-                        users ? "user names or uids" : "group names or gids", MED_MAX_IDS);
-    for (int i = 0; i < n; i++) {
-        bool ok = users ? user_id(fields[i], &v->uids[i]) : group_id(fields[i], &v->gids[i]);
-        if (!ok)
-            return error_at(p, p->line, "%s: no such %s: %s", key, users ? "user" : "group", fields[i]);
-    }
-    if (users)
-        v->nuids = n;
-    else
-        v->ngids = n;
     return 1;
 }
 
@@ -288,14 +363,14 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         int *line;
     } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
                  { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
-                 { "guest", &v->guest_line } };
+                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest", name, v->name);
+                        "uids, gids, guest, enforce", name, v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -334,8 +409,13 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
     } else if (line == &v->guest_line) {
         if (!parse_bool(value, &v->guest))
             return error_at(p, p->line, "guest = %s: yes or no", value);
+    } else if (line == &v->enforce_line) {
+        if (!parse_enforce(value, &v->kill_over_quota))
+            return error_at(p, p->line, "enforce = %s: report or kill", value);
+    } else if (line == &v->uids_line) {
+        return ids(p, name, value, true, v->uids, &v->nuids);
     } else {
-        return ids(p, name, value, line == &v->uids_line);
+        return ids(p, name, value, false, v->gids, &v->ngids);
     }
     return 1;
 }
@@ -366,6 +446,9 @@ static int check(struct parse *p)
         if (v->guest && (v->nuids || v->ngids))
             return error_at(p, v->line, "vGPU %s is a guest's: its processes are the VM's, so uids and gids do not "
                             "apply", v->name);
+        if (v->guest && v->enforce_line)
+            return error_at(p, v->enforce_line, "vGPU %s is a guest's: its processes run in the VM, where the "
+                            "mediator's watch cannot see them, so enforce does not apply", v->name);
     }
     return 0;
 }
@@ -408,6 +491,9 @@ int med_config_load(const char *path, struct med_config *c, char *err, size_t er
     c->socket_uid = (uid_t)-1;
     c->socket_gid = (gid_t)-1;
     c->max_connections_per_uid = MED_DEFAULT_CONNECTIONS_PER_UID;
+    c->watch_interval_ms = MED_DEFAULT_WATCH_INTERVAL_MS;
+    c->watch_tolerance_bytes = MED_DEFAULT_WATCH_TOLERANCE_BYTES;
+    c->watch_tolerance_percent = MED_DEFAULT_WATCH_TOLERANCE_PERCENT;
     struct parse p = { .c = c };
     if (!(p.file = open_regular(path, err, errlen)))
         return -1;

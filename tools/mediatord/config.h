@@ -18,6 +18,13 @@
 /* Connections one user may hold at once, unless the config says otherwise:
  * one a process, and a machine's tenants seldom run more. */
 #define MED_DEFAULT_CONNECTIONS_PER_UID 1024
+/* The watch (watch.h): a reading of the driver every half second finds a
+ * process in two, within a second; the tolerance covers what the driver
+ * counts beyond what vgpu does (docs/mediator.md, "Watch"). */
+#define MED_DEFAULT_WATCH_INTERVAL_MS 500
+#define MED_MAX_WATCH_INTERVAL_MS 60000
+#define MED_DEFAULT_WATCH_TOLERANCE_BYTES (64ull << 20)
+#define MED_DEFAULT_WATCH_TOLERANCE_PERCENT 2
 
 struct med_vgpu_conf {
     char name[VGPU_NAME_LEN];
@@ -37,6 +44,8 @@ struct med_vgpu_conf {
     int uids_line, gids_line;
     bool guest;                   /* a VM's vGPU: its window is a file for ivshmem */
     int guest_line;
+    bool kill_over_quota;         /* enforce = kill: the watch ends its processes over quota */
+    int enforce_line;
 };
 
 struct med_config {
@@ -50,6 +59,13 @@ struct med_config {
     bool oversubscribe;
     int max_connections;          /* 0: as the descriptor limit allows (main.c) */
     int max_connections_per_uid;
+    unsigned watch_interval_ms;   /* 0: no watch */
+    uint64_t watch_tolerance_bytes;
+    unsigned watch_tolerance_percent; /* of the quota, on top of the bytes */
+    bool kill_unadmitted;         /* enforce = kill: the watch ends processes admitted nowhere */
+    int nexempt_uids, nexempt_gids; /* the watch lets these use the GPUs without a vGPU */
+    uid_t exempt_uids[MED_MAX_IDS];
+    gid_t exempt_gids[MED_MAX_IDS];
     int nvgpus;
     struct med_vgpu_conf vgpu[MED_MAX_VGPUS];
 };

@@ -30,6 +30,9 @@ int med_gpus_discover(struct med_gpus *g, char *err, size_t errlen)
             return vgpu_fail(err, errlen, "the driver's NVML cannot describe GPU %u", i);
         if (nvml->name(h, d->name, sizeof(d->name)) != NVML_SUCCESS)
             snprintf(d->name, sizeof(d->name), "GPU %u", i);
+        nvmlPciInfo_t pci;
+        if (nvml->pci && nvml->pci(h, &pci) == NVML_SUCCESS)
+            snprintf(d->pci_bus_id, sizeof(d->pci_bus_id), "%.*s", (int)sizeof(pci.busId), pci.busId);
         d->index = i;
         d->total = mem.total;
         g->n++;

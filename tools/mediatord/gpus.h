@@ -15,6 +15,7 @@ struct med_gpu {
     unsigned index;    /* as nvidia-smi numbers it */
     char uuid[96];
     char name[96];
+    char pci_bus_id[32]; /* NVML's busId, "00000000:01:00.0"; "" where the driver does not say */
     uint64_t total;    /* bytes of memory */
 };
 

@@ -8,7 +8,9 @@
  * metrics socket and its scrapes, and a signalfd (SIGHUP reloads the config,
  * SIGTERM/SIGINT stop).  Nothing in it blocks: sockets are non-blocking,
  * answers a slow reader has not taken wait in its queue, and a wakeup
- * accepts a bounded number of connections.  A tick every second returns
+ * accepts a bounded number of connections.  The watch's readings of the
+ * driver come from a thread of their own (watch_sampler.h), which the loop
+ * hears through a descriptor like any other.  A tick every second returns
  * the memory of processes that died holding no connection (after a
  * restart, until they reattach) and closes connections that sit idle
  * without being admitted, or do not take their answers.
@@ -24,6 +26,7 @@
 #include "tools/mediatord/sched.h"
 #include "tools/mediatord/state_dir.h"
 #include "tools/mediatord/vgpus.h"
+#include "tools/mediatord/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +60,7 @@
  * journals, the log) when max_connections follows the descriptor limit. */
 #define RESERVED_FDS 512
 
-enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP, SRC_SCHED };
+enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP, SRC_WATCH, SRC_SCHED };
 
 /* What an epoll event is about. */
 struct source {
@@ -73,6 +76,7 @@ static struct med_gpus gpus;
 static struct med_vgpus vgpus;
 static struct med_sched sched; /* the compute share's arbitration of each GPU (sched.h) */
 static struct med_world world;
+static struct med_watch watcher;
 static int epfd = -1;
 static int spare_fd = -1; /* given up to accept-and-refuse one connection when out of descriptors */
 static uint64_t listen_resume_ms; /* the listening socket is unwatched until then (0: watched) */
@@ -80,7 +84,8 @@ static struct med_ratelimit fd_log, accept_log;
 static struct source *scrapes[MED_HTTP_MAX];
 static int nscrapes;
 static struct source listen_src = { SRC_LISTEN, NULL, EPOLLIN }, signal_src = { SRC_SIGNAL, NULL, EPOLLIN },
-                     metrics_src = { SRC_METRICS, NULL, EPOLLIN }, sched_src = { SRC_SCHED, NULL, EPOLLIN };
+                     metrics_src = { SRC_METRICS, NULL, EPOLLIN }, watch_src = { SRC_WATCH, NULL, EPOLLIN },
+                     sched_src = { SRC_SCHED, NULL, EPOLLIN };
 
 static void usage(FILE *to)
 {
@@ -380,6 +385,7 @@ static void reload(void)
     current = !current;
     world.config = &configs[current];
     world.max_connections = connection_cap(world.config, world.fd_limit);
+    med_watch_configure(&watcher, &world);
     if (failed)
         vgpu_error("reloaded %s: %d vGPU(s), %d of them could not be made (above)", next->path, next->nvgpus, failed);
     else
@@ -472,6 +478,9 @@ static int serve(int lfd, int sfd, int mfd)
                 if (!med_http_readable(src->obj, &world))
                     drop_scrape(src);
                 break;
+            case SRC_WATCH:
+                med_watch_readable(&watcher, &world, now);
+                break;
             case SRC_SCHED:
                 med_sched_tick(&sched);
                 break;
@@ -551,15 +560,18 @@ int main(int argc, char **argv)
     char where[160] = "";
     if (med_vgpus_open(&vgpus, c, &gpus, err, sizeof(err)) != 0 ||
         (lfd = listen_socket(c, err, sizeof(err))) < 0 ||
-        (c->metrics[0] && (mfd = med_metrics_listen(c->metrics, where, sizeof(where), err, sizeof(err))) < 0)) {
+        (c->metrics[0] && (mfd = med_metrics_listen(c->metrics, where, sizeof(where), err, sizeof(err))) < 0) ||
+        med_watch_start(&watcher, &gpus, err, sizeof(err)) != 0) {
         vgpu_error("%s", err);
         return 1;
     }
     world.config = c;
     world.vgpus = &vgpus;
+    world.watch = &watcher;
     world.max_connections = connection_cap(c, world.fd_limit);
     watch(lfd, &listen_src);
     watch(sfd, &signal_src);
+    watch(med_watch_fd(&watcher), &watch_src);
     if (mfd >= 0)
         watch(mfd, &metrics_src);
     /* Listening: running processes may now reattach. */
@@ -571,6 +583,7 @@ int main(int argc, char **argv)
         med_daemon_ready(open_log());
     vgpu_info("vgpu-mediatord %s serving %d vGPU(s) on %s (start %u)%s%s", VGPU_VERSION, c->nvgpus, c->socket,
               vgpus.epoch, mfd >= 0 ? ", metrics on " : "", where);
+    med_watch_configure(&watcher, &world);
     med_notify_systemd("READY=1");
     int rc = serve(lfd, sfd, mfd);
     med_notify_systemd("STOPPING=1");

@@ -3,6 +3,7 @@
 #include "tools/mediatord/metrics.h"
 
 #include "common/log.h"
+#include "tools/mediatord/watch.h"
 
 #include <errno.h>
 #include <netdb.h>
@@ -155,6 +156,98 @@ static uint64_t device_value(int family, const struct vgpu_status_device *d)
     }
 }
 
+/* A label value, escaped as the text format wants: a GPU's name or the
+ * host's come from outside. */
+static void put_label(struct text *t, const char *name, const char *value, bool comma)
+{
+    put(t, "%s%s=\"", comma ? "," : "", name);
+    for (const char *c = value; *c; c++) {
+        const char *escaped = *c == '"' ? "\\\"" : *c == '\\' ? "\\\\" : *c == '\n' ? "\\n" : NULL;
+        if (escaped)
+            put(t, "%s", escaped);
+        else
+            put(t, "%c", *c);
+    }
+    put(t, "\"");
+}
+
+/* The labels the DCGM exporter gives a GPU, so that the two join. */
+static void gpu_labels(struct text *t, const struct med_watch *watch, int k)
+{
+    const struct med_gpu *g = &watch->gpus->gpu[k];
+    char index[16];
+    snprintf(index, sizeof(index), "%u", g->index);
+    put_label(t, "gpu", index, false);
+    put_label(t, "UUID", g->uuid, true);
+    put_label(t, "pci_bus_id", g->pci_bus_id, true);
+    put_label(t, "modelName", g->name, true);
+    put_label(t, "Hostname", watch->hostname, true);
+}
+
+/* Reported cases on GPU k: of the rule (0: either over-quota rule), of vGPU name (NULL: any). */
+static unsigned count_cases(const struct med_watch *watch, int k, enum vgpu_watch_rule rule, const char *name)
+{
+    unsigned n = 0;
+    for (int i = 0; i < watch->ncases; i++) {
+        const struct med_watch_case *c = &watch->cases[i];
+        n += c->reported && c->gpu == k && (rule ? c->rule == rule : c->rule != VGPU_WATCH_UNADMITTED) &&
+             (!name || strcmp(c->vgpu, name) == 0);
+    }
+    return n;
+}
+
+/* The watch's findings, by GPU (and vGPU). */
+static void watch_metrics(struct text *t, const struct med_world *w)
+{
+    const struct med_watch *watch = w->watch;
+    if (!watch)
+        return;
+    put(t, "# HELP vgpu_watch_unadmitted_processes Processes using the GPU that vgpu-mediatord admitted to no vGPU "
+           "on it (two readings running).\n# TYPE vgpu_watch_unadmitted_processes gauge\n");
+    for (int k = 0; k < watch->gpus->n; k++)
+        if (watch->watched >> k & 1) {
+            put(t, "vgpu_watch_unadmitted_processes{");
+            gpu_labels(t, watch, k);
+            put(t, "} %u\n", count_cases(watch, k, VGPU_WATCH_UNADMITTED, NULL));
+        }
+    put(t, "# HELP vgpu_watch_over_quota_processes Processes of the vGPU holding more on the GPU than its quota "
+           "allows, alone or together (two readings running).\n# TYPE vgpu_watch_over_quota_processes gauge\n");
+    for (int i = 0; i < w->vgpus->n; i++) {
+        const struct med_vgpu *v = w->vgpus->v[i];
+        for (uint32_t d = 0; !v->conf.guest && d < v->regs.device_count && d < VGPU_MAX_DEVICES; d++) {
+            int k = v->gpu[d] ? (int)(v->gpu[d] - watch->gpus->gpu) : -1;
+            if (k < 0 || !(watch->watched >> k & 1))
+                continue;
+            put(t, "vgpu_watch_over_quota_processes{");
+            gpu_labels(t, watch, k);
+            put(t, ",vgpu=\"%s\"} %u\n", v->conf.name, count_cases(watch, k, 0, v->conf.name));
+        }
+    }
+    put(t, "# HELP vgpu_watch_kills_total Processes vgpu-mediatord killed on the GPU (enforce = kill), by the rule "
+           "they broke.\n# TYPE vgpu_watch_kills_total counter\n");
+    static const char *const rules[] = { "unadmitted", "over_quota" };
+    for (int k = 0; k < watch->gpus->n; k++)
+        for (int r = 0; r < 2; r++)
+            if (watch->watched >> k & 1 || watch->kills[k][r]) {
+                put(t, "vgpu_watch_kills_total{");
+                gpu_labels(t, watch, k);
+                put(t, ",vgpu_rule=\"%s\"} %llu\n", rules[r], (unsigned long long)watch->kills[k][r]);
+            }
+    put(t, "# HELP vgpu_watch_failed_readings_total Readings of the GPU's processes the driver did not answer.\n"
+           "# TYPE vgpu_watch_failed_readings_total counter\n");
+    for (int k = 0; k < watch->gpus->n; k++)
+        if (watch->watched >> k & 1 || watch->failed_readings[k]) {
+            put(t, "vgpu_watch_failed_readings_total{");
+            gpu_labels(t, watch, k);
+            put(t, "} %llu\n", (unsigned long long)watch->failed_readings[k]);
+        }
+    put(t, "# HELP vgpu_watch_readings_total Readings of the driver the watch has taken.\n"
+           "# TYPE vgpu_watch_readings_total counter\nvgpu_watch_readings_total %llu\n",
+        (unsigned long long)watch->readings);
+    put(t, "# HELP vgpu_watch_interval_seconds Time between the watch's readings; 0: off.\n"
+           "# TYPE vgpu_watch_interval_seconds gauge\nvgpu_watch_interval_seconds %g\n", watch->interval_ms / 1e3);
+}
+
 char *med_metrics_text(struct med_world *w)
 {
     uint32_t len;
@@ -189,6 +282,7 @@ char *med_metrics_text(struct med_world *w)
         (unsigned long long)h.refused_admissions);
     put(&t, "# HELP vgpu_mediator_info The mediator's version and start count.\n# TYPE vgpu_mediator_info gauge\n"
             "vgpu_mediator_info{version=\"%s\",epoch=\"%u\"} 1\n", h.version, h.epoch);
+    watch_metrics(&t, w);
     free(v);
     free(payload);
     return t.buf;

@@ -1,0 +1,109 @@
+#!/usr/bin/env bash
+# The gpu suite's check of the mediator's watch (docs/mediator.md, "Watch"),
+# as root: vgpu-mediatord with enforce = kill for unadmitted processes, and
+# one vGPU of 4 GiB on GPU 0.
+#   (1) PyTorch with LD_PRELOAD unset allocates 1 GiB: killed within 2 s of
+#       the driver listing it;
+#   (2) a statically linked CUDA program (built here: gcc -static of
+#       static_alloc.c, which dlopens libcuda.so.1; failing that, nvcc with
+#       the runtime static and -Xlinker -static): the same;
+#   (3) a PyTorch process admitted to the vGPU, under its quota, runs
+#       through it all and is never reported.
+# Prints "ok ..." or "FAIL ..." lines with the times measured, and which
+# static build ran.
+# Usage: watch.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
+set -uo pipefail
+build=$(realpath "$1"); out=${2:-$(mktemp -d)}
+here=$(dirname "$(realpath "$0")")
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: no NVIDIA GPU"; exit 77
+fi
+mkdir -p "$out"
+rm -rf "$out/state"
+unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME
+sock=$out/mediator.sock
+cat >"$out/mediatord.conf" <<CONF
+[mediator]
+socket = $sock
+state_dir = $out/state
+watch_interval = 500ms
+enforce = kill
+[vgpu.a]
+devices = 0
+memory = 4G
+uids = $(id -u)
+CONF
+VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
+med=$!
+adm=
+trap 'kill -9 $med $adm 2>/dev/null' EXIT
+up=no
+for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && up=yes && break; sleep 0.05; done
+if [ $up = no ]; then
+    echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
+    exit 1
+fi
+clients=$here/watch_clients.py
+
+# (3) first, so that it runs through the rest.
+LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG_FILE=$out/admitted.log \
+    python3 "$clients" torch-hold >"$out/admitted.out" 2>&1 &
+adm=$!
+for _ in $(seq 1 600); do grep -q '^ready' "$out/admitted.out" && break; kill -0 "$adm" 2>/dev/null || break; sleep 0.1; done
+grep -q '^ready' "$out/admitted.out" || echo "FAIL the admitted PyTorch process did not start: $(tail -3 "$out/admitted.out")"
+
+# (1)
+python3 "$clients" caught "PyTorch with LD_PRELOAD unset, 1 GiB" 2000 -- env -u LD_PRELOAD python3 "$clients" torch-hold
+
+# (2) A static program, built here (a static glibc's dlopen wants the
+# machine's own libraries); the first build that runs on the GPU is timed.
+static_ran=no
+try_static() { # HOW BINARY: "caught" for a build that came out static
+    local how=$1 bin=$2
+    if readelf -l "$bin" 2>/dev/null | grep -q INTERP; then
+        echo "# $how: not a static program (it has an ELF interpreter); not counted"
+        return
+    fi
+    python3 "$clients" caught "static CUDA program ($how)" 2000 --may-not-run -- "$bin"
+    [ $? = 3 ] || static_ran=yes
+}
+if gcc -static -O2 -o "$out/static_alloc" "$here/static_alloc.c" >"$out/static-gcc.log" 2>&1; then
+    try_static "gcc -static, dlopen of libcuda.so.1" "$out/static_alloc"
+else
+    echo "# gcc -static failed: $(grep -v warning "$out/static-gcc.log" | tail -2 | tr '\n' ' ')"
+fi
+if [ $static_ran = no ] && command -v nvcc >/dev/null; then
+    for flags in "-Xlinker -static" "-Xcompiler -static"; do
+        [ $static_ran = no ] || break
+        # shellcheck disable=SC2086 # the flags are two words each
+        if nvcc -cudart static $flags -o "$out/static_alloc_nvcc" "$here/static_alloc.cu" >"$out/static-nvcc.log" 2>&1; then
+            try_static "nvcc -cudart static $flags" "$out/static_alloc_nvcc"
+        else
+            echo "# nvcc -cudart static $flags failed: $(tail -2 "$out/static-nvcc.log" | tr '\n' ' ')"
+        fi
+    done
+fi
+[ $static_ran = yes ] || echo "FAIL no statically linked CUDA program could run on the GPU here (see the lines above)"
+
+# (3) The admitted process: alive, listed in its vGPU, never found by the watch.
+sleep 1 # two more readings
+json=$("$build/tools/vgpu-smi" --socket "$sock" --json)
+python3 - "$json" "$adm" <<'PY'
+import json, sys
+s, pid = json.loads(sys.argv[1]), int(sys.argv[2])
+mine = [p for p in s["processes"] if p["pid"] == pid]
+found = [p for p in s["watch"]["processes"] if p["pid"] == pid]
+print(("ok " if mine and not found else "FAIL ") + "the admitted PyTorch process is in vGPU a (%s MiB of its 4096 MiB) "
+      "and the watch lists %d finding(s) of it, after %d readings" %
+      ([p["memory"][0] >> 20 for p in mine], len(found), s["watch"]["readings"]))
+PY
+if grep -q "watch: pid $adm " "$out/mediatord.log"; then
+    echo "FAIL the watch reported the admitted process: $(grep "watch: pid $adm " "$out/mediatord.log" | head -1)"
+elif ! kill -0 "$adm" 2>/dev/null; then
+    echo "FAIL the admitted process died: $(tail -3 "$out/admitted.out")"
+else
+    echo "ok the watch never reported the admitted process, and it runs"
+fi
+nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader >"$out/nvidia-smi.csv" 2>&1
+echo "# the watch's log:"
+grep "watch:" "$out/mediatord.log" | sed 's/^/#   /'

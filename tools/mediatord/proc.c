@@ -1,0 +1,62 @@
+/* What /proc says of a process; see proc.h. */
+#define _GNU_SOURCE
+#include "tools/mediatord/proc.h"
+
+#include "vgpu_backend/bar0.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+/* path's first len - 1 bytes, terminated; false if it cannot be read. */
+static bool read_text(const char *path, char *buf, size_t len)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, len - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    buf[n > 0 ? n : 0] = '\0';
+    return n > 0;
+}
+
+/* The effective ids of Uid:, Gid: and the list of Groups: in /proc/PID/status. */
+static void read_ids(pid_t pid, struct med_proc *out)
+{
+    char path[64], buf[4096];
+    snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+    if (!read_text(path, buf, sizeof(buf)))
+        return;
+    unsigned long real, effective;
+    const char *uid = strstr(buf, "\nUid:"), *gid = strstr(buf, "\nGid:"), *groups = strstr(buf, "\nGroups:");
+    if (!uid || !gid || sscanf(uid + 5, "%lu %lu", &real, &effective) != 2)
+        return;
+    out->uid = (uid_t)effective;
+    if (sscanf(gid + 5, "%lu %lu", &real, &effective) != 2)
+        return;
+    out->gid = (gid_t)effective;
+    out->ids_known = true;
+    if (!groups)
+        return;
+    const char *q = groups + 8, *end = strchr(q, '\n');
+    while (out->ngroups < MED_PROC_MAX_GROUPS) {
+        char *next;
+        unsigned long g = strtoul(q, &next, 10);
+        if (next == q || (end && next > end))
+            break;
+        out->groups[out->ngroups++] = (gid_t)g;
+        q = next;
+    }
+}
+
+bool med_proc_read(pid_t pid, struct med_proc *out)
+{
+    memset(out, 0, sizeof(*out));
+    if (pid <= 0 || !(out->start_time = vgpu_proc_start_time(pid)))
+        return false;
+    /* Dead with this start time: a zombie (or no longer there). */
+    out->ended = !vgpu_bar0_owner_alive(pid, out->start_time);
+    read_ids(pid, out);
+    return true;
+}

@@ -1,0 +1,26 @@
+/*
+ * What /proc says of a process that the mediator did not hear from itself
+ * (the watch meets processes by the pids the driver lists): when it
+ * started, whether it has ended, and who it runs as.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define MED_PROC_MAX_GROUPS 64
+
+struct med_proc {
+    uint64_t start_time;  /* /proc/PID/stat's, in clock ticks since boot: tells a reused pid apart */
+    bool ended;           /* a zombie: what it held is being returned */
+    bool ids_known;       /* /proc/PID/status was read */
+    uid_t uid;            /* effective, as SO_PEERCRED gives them to admission */
+    gid_t gid;
+    int ngroups;          /* supplementary groups, at most MED_PROC_MAX_GROUPS */
+    gid_t groups[MED_PROC_MAX_GROUPS];
+};
+
+/* Reads pid's /proc entries.  False when there is no such process (or
+ * /proc will not show it). */
+bool med_proc_read(pid_t pid, struct med_proc *out);

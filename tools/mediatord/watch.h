@@ -1,0 +1,93 @@
+/*
+ * The mediator's watch: in-process interposition cannot contain a process
+ * that goes around it (LD_PRELOAD unset, a static binary, the device files
+ * used directly), so the mediator looks at the GPUs from outside.  On each
+ * GPU a host vGPU uses, every reading of the driver (watch_sampler.h) is
+ * compared with the mediator's own records of whom it admitted (pid and
+ * start time of its connections and journaled admissions; never what a
+ * process wrote in a window):
+ *
+ *   unadmitted        a process uses the GPU and was admitted to no vGPU
+ *                     on it (unless exempt_uids / exempt_gids allow it);
+ *   over quota        an admitted process holds more than its vGPU's quota
+ *                     there, beyond the tolerance;
+ *   vGPU over quota   its vGPU's processes there together do, and none of
+ *                     them alone (each is named).
+ *
+ * A process is reported once it is found so in two readings running (one
+ * that is exiting, or being admitted, is not), one log line an episode;
+ * vgpu-smi (WATCH) and the metrics list it while it lasts.  Where the
+ * config says enforce = kill it is sent SIGKILL (watch_kill.h), once.
+ * docs/mediator.md, "Watch", is the manual.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "tools/mediatord/clients.h"
+#include "tools/mediatord/proc.h"
+#include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/watch_sampler.h"
+
+/* Processes the watch keeps track of at once, all GPUs; past that a
+ * reading's further findings wait for room (said in the log). */
+#define MED_WATCH_MAX_CASES 4096
+
+/* One process found in one state on one GPU. */
+struct med_watch_case {
+    pid_t pid;
+    int gpu;                  /* index into the mediator's med_gpus */
+    enum vgpu_watch_rule rule;
+    char vgpu[VGPU_NAME_LEN]; /* the vGPU it was admitted to; "" when unadmitted */
+    struct med_proc proc;     /* start time and ids, when first seen */
+    char comm[16];
+    char user[32];
+    uint64_t used;            /* as the driver says, in the latest reading */
+    uint64_t quota, vgpu_used;
+    uint64_t first_ms;        /* when it was first found so */
+    uint64_t reported_ms;     /* when it was reported */
+    unsigned streak;          /* readings running it was found so in */
+    uint64_t reading;         /* the last reading it was found in */
+    bool reported;            /* said (two readings running) */
+    bool kill;                /* the config says to kill it */
+    bool kill_tried;          /* once an episode, whatever came of it */
+    bool killed;
+};
+
+struct med_watch {
+    const struct med_gpus *gpus;
+    struct med_sampler *sampler;
+    uint64_t watched;         /* GPUs (bits by med_gpus index) the sampler reads */
+    unsigned interval_ms;     /* in force; 0: off */
+    const struct med_config *config; /* the one last configured with (a reload brings another) */
+    bool configured;
+    struct med_watch_case *cases;
+    int ncases;
+    uint64_t readings;
+    uint64_t kills[MED_MAX_GPUS][2];      /* by GPU: unadmitted, over quota (either rule) */
+    uint64_t failed_readings[MED_MAX_GPUS];
+    struct med_ratelimit fail_log, full_log;
+    char hostname[256];       /* for the metrics' Hostname label */
+};
+
+/* Starts the sampler (idle until configured).  0, or -1 with err. */
+int med_watch_start(struct med_watch *w, const struct med_gpus *g, char *err, size_t errlen);
+
+/* The sampler's descriptor, for the loop: readable when a reading waits. */
+int med_watch_fd(const struct med_watch *w);
+
+/* Takes the config and the vGPUs as they are now: the interval, and the
+ * GPUs to read (those host vGPUs use; none of a VM's).  At start, after a
+ * reload; each reading does it again, as vGPUs come and go. */
+void med_watch_configure(struct med_watch *w, const struct med_world *world);
+
+/* A reading is there: judges it against the records, reports, enforces. */
+void med_watch_readable(struct med_watch *w, struct med_world *world, uint64_t now_ms);
+
+/* The WATCH payload of what uid may see (malloc'd; *len set), or NULL:
+ * root and the mediator's user see every case; anyone else the cases of
+ * their own processes and of the vGPUs that admit them. */
+uint8_t *med_watch_build(const struct med_watch *w, const struct med_world *world, uid_t uid, gid_t gid,
+                         const gid_t *groups, int ngroups, uint64_t now_ms, uint32_t *len);
