@@ -1246,6 +1246,9 @@ struct churner {
 };
 
 static atomic_bool churn_done;
+/* The churners of one process start together and fill together: threads
+ * that ran one after another on a loaded machine would never meet. */
+static pthread_barrier_t churn_barrier;
 
 static void *churn(void *arg)
 {
@@ -1259,6 +1262,7 @@ static void *churn(void *arg)
         CUdeviceptr p;
         CUmemGenericAllocationHandle h;
     } live[LIVE] = { { 0 } };
+    pthread_barrier_wait(&churn_barrier);
     for (int i = 0; i < ROUNDS; i++) {
         int k = rand_r(&c->seed) % LIVE;
         if (live[k].kind) {
@@ -1283,6 +1287,25 @@ static void *churn(void *arg)
             c->refusals++;
         }
     }
+    /* Then every thread, still holding its live set, takes 32 MiB at a time
+     * until the quota says no: the churn reaches the quota whatever the
+     * scheduler made of the rounds above. */
+    pthread_barrier_wait(&churn_barrier);
+    enum { FILL = 64 };
+    CUdeviceptr fill[FILL];
+    int filled = 0;
+    CUresult fr = CUDA_SUCCESS;
+    while (filled < FILL && (fr = F(cuMemAlloc_v2)(&fill[filled], 32 * MiB)) == CUDA_SUCCESS) {
+        filled++;
+        c->allocs++;
+    }
+    if (filled < FILL) {
+        CHECK(fr == CUDA_ERROR_OUT_OF_MEMORY, "fill: allocation returned %d", (int)fr);
+        c->refusals++;
+    }
+    pthread_barrier_wait(&churn_barrier);
+    for (int f = 0; f < filled; f++)
+        CU(F(cuMemFree_v2)(fill[f]));
     for (int k = 0; k < LIVE; k++)
         if (live[k].kind)
             CU(live[k].kind == 3 ? F(cuMemRelease)(live[k].h) : F(cuMemFree_v2)(live[k].p));
@@ -1342,6 +1365,7 @@ static void scenario_churn(int argc, char **argv)
                                  .hold = (uint64_t)(id * nthreads + t + 1) * MiB + 100 };
         holding += round512(c[t].hold);
     }
+    pthread_barrier_init(&churn_barrier, NULL, (unsigned)nthreads);
     pthread_t mon;
     if (alone)
         pthread_create(&mon, NULL, monitor, NULL);
