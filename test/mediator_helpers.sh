@@ -14,7 +14,12 @@ medpid=
 pids=
 cleanup() {
     exec 2>/dev/null # not the shell's "Killed" for each
-    for p in $pids $medpid; do kill -9 "$p"; done
+    # A shell function run in the background (tenant ... &) is a subshell
+    # whose program is its child: that goes first, or it is left running.
+    for p in $pids $medpid; do
+        for child in $(cat "/proc/$p/task/"*/children); do kill -9 "$child"; done
+        kill -9 "$p"
+    done
     rm -rf "$tmp"
 }
 trap cleanup EXIT

@@ -2,10 +2,11 @@
 test/stress/mediator_load.sh.  The mediator's config has vGPU a, which
 admits this user, and b, which does not.
 
-  mediator_load.py SOCKET probe STOP
+  mediator_load.py SOCKET probe STOP CROWD
       a normal client's admission (HELLO -> ADMIT), timed, every 20 ms until
-      the file STOP exists; prints how many and the slowest
-  mediator_load.py SOCKET crowd N ROUNDS
+      the file STOP exists; prints how many and the slowest, apart for those
+      that came while a crowd did (the file CROWD says "N in" then)
+  mediator_load.py SOCKET crowd N ROUNDS CROWD
       N clients connect at once and say HELLO (for vGPU a, for none, for b
       or for one that does not exist); one in 8 admitted asks for a slot;
       then all leave at once.  ROUNDS times
@@ -101,9 +102,21 @@ def closed_within(s, seconds=5):
 
 # ---- probe ----
 
-def probe(path, stop):
-    times, refused = [], 0
+def read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def probe(path, stop, crowd_file):
+    """A client that comes with a crowd waits its turn behind it: those are
+    told apart (the crowd's file said the same before and after, and no
+    crowd was in)."""
+    times, crowded, refused = [], [], 0
     while not os.path.exists(stop):
+        before = read(crowd_file)
         t0 = time.monotonic()
         try:
             s = connect(path)
@@ -113,17 +126,20 @@ def probe(path, stop):
         except OSError as e:
             t, payload = None, str(e).encode()
         if t == ADMIT:
-            times.append((time.monotonic() - t0) * 1e3)
-            if times[-1] >= 100:
-                print("probe: %.1f ms at %s" % (times[-1], time.strftime("%H:%M:%S")), flush=True)
+            after = read(crowd_file)
+            (times if after == before and not after.endswith(" in") else crowded).append((time.monotonic() - t0) * 1e3)
         else:
             refused += 1
             failed("the normal client was not admitted: %s" % (reason(payload) if t == REFUSE else payload))
         time.sleep(0.02)
     times.sort()
-    print("probe: %d admissions of a normal client, %d not admitted; median %.1f ms, slowest %.1f ms"
-          % (len(times), refused, times[len(times) // 2] if times else 0, times[-1] if times else 0))
+    crowded.sort()
+    print("probe: %d admissions of a normal client, %d not admitted; median %.1f ms, slowest %.1f ms; and %d that "
+          "came with a crowd, the slowest in %.1f ms"
+          % (len(times), refused, times[len(times) // 2] if times else 0, times[-1] if times else 0, len(crowded),
+             crowded[-1] if crowded else 0))
     print("slowest ms %.1f" % (times[-1] if times else 1e9))
+    print("slowest with a crowd ms %.1f" % (crowded[-1] if crowded else 0))
 
 
 # ---- crowd ----
@@ -160,7 +176,7 @@ async def async_answer(s):
         s.setblocking(False)
 
 
-def crowd(path, n, rounds):
+def crowd(path, n, rounds, crowd_file):
     """One thread, so that the crowd's clients come at once without taking
     the mediator's CPU from it."""
     names = ["a", "", "b", "nosuch"]
@@ -185,22 +201,32 @@ def crowd(path, n, rounds):
         await leave.wait()
         s.close()
 
+    def say(text):
+        with open(crowd_file + ".tmp", "w") as f:
+            f.write(text)
+        os.rename(crowd_file + ".tmp", crowd_file)
+
     async def one_round(r):
         leave = asyncio.Event()
+        say("%d in" % r)
         t0 = time.monotonic()
         clients = [asyncio.ensure_future(client(i, leave)) for i in range(n)]
         while sum(counts[k] for k in ("admitted", "refused")) < (r + 1) * n and not all(c.done() for c in clients):
             await asyncio.sleep(0.005)
+        served = time.monotonic() - t0
         leave.set()  # all leave at once
         await asyncio.gather(*clients)
-        print("crowd round %d: %d clients in %.2f s, ended %s" % (r + 1, n, time.monotonic() - t0,
-                                                                   time.strftime("%H:%M:%S")), flush=True)
+        say("%d out" % r)
+        slowest[0] = max(slowest[0], served)
+        print("crowd round %d: %d clients in %.2f s" % (r + 1, n, time.monotonic() - t0), flush=True)
 
+    slowest = [0]
     for r in range(rounds):
         asyncio.run(one_round(r))
     print("crowd: %d connections: %d admitted (%d of them given a slot, %d refused one: 4 a process), "
-          "%d refused (vGPU b, or none of that name)"
-          % (n * rounds, counts["admitted"], counts["entered"], counts["slot refused"], counts["refused"]))
+          "%d refused (vGPU b, or none of that name); the slowest crowd answered in %.0f ms"
+          % (n * rounds, counts["admitted"], counts["entered"], counts["slot refused"], counts["refused"],
+             slowest[0] * 1e3))
 
 
 # ---- slow and half-open ----
@@ -369,9 +395,9 @@ def stranger(path, n):
 def main():
     path, what, args = sys.argv[1], sys.argv[2], sys.argv[3:]
     if what == "probe":
-        probe(path, args[0])
+        probe(path, args[0], args[1])
     elif what == "crowd":
-        crowd(path, int(args[0]), int(args[1]))
+        crowd(path, int(args[0]), int(args[1]), args[2])
     elif what == "slow":
         slow(path, int(args[0]))
     elif what == "malformed":

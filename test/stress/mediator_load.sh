@@ -2,8 +2,9 @@
 # vgpu-mediatord under load: mediator_load.sh BUILD_DIR
 #
 # While a normal client is admitted every 20 ms (it must be, each time
-# within 100 ms), and the config is reloaded every 0.3 s, broken one time
-# in two: 500 clients connect and leave at once, 20 times; slow, half-open
+# within 100 ms; one that comes with a crowd waits its turn behind it, and
+# within 2 s), and the config is reloaded every 0.3 s, broken one time in
+# two: 500 clients connect and leave at once, 20 times; slow, half-open
 # and silent clients; the protocol fuzzer's seeds whole, cut short and
 # corrupted, and oversized frames; and, as root, 200 clients of another
 # user.  mediator_load.py says what each does and checks every answer.
@@ -31,7 +32,7 @@ fds() { ls "/proc/$medpid/fd" | wc -l; }
 alive() { kill -0 "$medpid" 2>/dev/null || fail "the mediator died during $1 ($(wait "$medpid"; echo "exit $?"))"; }
 fds_before=$(fds)
 
-load probe "$tmp/stop" >"$tmp/probe" 2>&1 &
+load probe "$tmp/stop" "$tmp/crowd" >"$tmp/probe" 2>&1 &
 probe=$!
 pids="$pids $probe"
 
@@ -57,7 +58,7 @@ broken() {
 reloader=$!
 pids="$pids $reloader"
 
-load crowd 500 20 || fail "the crowd"
+load crowd 500 20 "$tmp/crowd" || fail "the crowd"
 alive "the crowd"
 load slow 100 || fail "the slow and half-open clients"
 alive "the slow and half-open clients"
@@ -78,8 +79,17 @@ touch "$tmp/stop"
 wait "$probe" || { cat "$tmp/probe"; fail "the normal client was not always admitted"; }
 wait "$reloader"
 cat "$tmp/probe"
+# A client among 500 that come at once is served in its turn, as fast as the
+# machine lets the mediator serve them all (the crowd's line above).
+# Sanitized, the mediator is checked for what it does, not for its speed:
+# ten times slower is still answered.
+bound=100 crowd_bound=2000
+[ -n "${VGPU_TEST_SANITIZE:-}" ] && bound=1000 crowd_bound=20000
 slowest=$(sed -n 's/^slowest ms \([0-9]*\).*/\1/p' "$tmp/probe")
-[ -n "$slowest" ] && [ "$slowest" -lt 100 ] || fail "a normal client waited ${slowest:-?} ms to be admitted"
+[ -n "$slowest" ] && [ "$slowest" -lt $bound ] || fail "a normal client waited ${slowest:-?} ms to be admitted (at most $bound)"
+slowest=$(sed -n 's/^slowest with a crowd ms \([0-9]*\).*/\1/p' "$tmp/probe")
+[ -n "$slowest" ] && [ "$slowest" -lt $crowd_bound ] ||
+    fail "a normal client that came with a crowd waited ${slowest:-?} ms (at most $crowd_bound)"
 
 # The reloads: each broken one refused, the config as it was.
 config "${good[@]}"
