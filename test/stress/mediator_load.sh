@@ -18,7 +18,8 @@ scenario=mediator-load
 build=$1
 stress=$(dirname "$(realpath "$0")")
 . "$stress/../mediator_helpers.sh"
-load() { python3 "$stress/mediator_load.py" "$tmp/sock" "$@"; }
+# Raw protocol clients: no vgpu in them (nor, in a sanitized build, its runtime).
+load() { env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" "$@"; }
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "seed $seed"
 
@@ -69,7 +70,7 @@ stranger() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 py3=$(command -v /usr/bin/python3 python3 | head -n 1)
 if [ "$me" = 0 ] && command -v setpriv >/dev/null && stranger "$py3" -c "import sys; sys.path[:0] = ['$here']; import mediator_tenant; open('$stress/mediator_load.py')" 2>/dev/null; then
     chmod 755 "$tmp"
-    stranger "$py3" "$stress/mediator_load.py" "$tmp/sock" stranger 200 || fail "another user's clients"
+    stranger env -u LD_PRELOAD "$py3" "$stress/mediator_load.py" "$tmp/sock" stranger 200 || fail "another user's clients"
     alive "another user's clients"
 else
     echo "# not root, or uid 65534 cannot run $py3 on $stress: another user's clients are not tried"
