@@ -1,14 +1,12 @@
 #!/usr/bin/env bash
 # vgpu-mediatord end to end: mediator.sh SCENARIO BUILD_DIR
-#
-# Each scenario writes its config into a fresh temp dir (socket, state_dir
-# there too), starts the mediator over the fake driver's NVML, and runs
-# test/mediator_client under vgpu (the meson test environment: LD_PRELOAD,
-# VGPU_REAL_*) against it; vgpu-smi --json is read with python3.
+# (the scenarios' shared steps: mediator_lib.sh)
 set -u
 scenario=$1
 build=$2
-. "$(dirname "$(realpath "$0")")/mediator_helpers.sh"
+here=$(dirname "$(realpath "$0")")
+# shellcheck source=test/mediator_lib.sh
+. "$here/mediator_lib.sh"
 
 case $scenario in
 admit-by-uid)

@@ -9,7 +9,9 @@ scenario=$1
 build=$2
 seconds=$3
 kill_ms=$4
-. "$(dirname "$(realpath "$0")")/../mediator_helpers.sh"
+here=$(realpath "$(dirname "$0")/..") # test/
+# shellcheck source=test/mediator_lib.sh
+. "$here/mediator_lib.sh"
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 # A small context, so that 4 of them and every thread's final holding fit the 1 GiB quota.
 export FAKEGPU_CTX_OVERHEAD=64M

@@ -17,7 +17,9 @@ set -u
 scenario=mediator-load
 build=$1
 stress=$(dirname "$(realpath "$0")")
-. "$stress/../mediator_helpers.sh"
+here=$(dirname "$stress") # test/
+# shellcheck source=test/mediator_lib.sh
+. "$here/mediator_lib.sh"
 # Raw protocol clients: no vgpu in them (nor, in a sanitized build, its runtime).
 load() { env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" "$@"; }
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
@@ -33,7 +35,9 @@ fds() { ls "/proc/$medpid/fd" | wc -l; }
 alive() { kill -0 "$medpid" 2>/dev/null || fail "the mediator died during $1 ($(wait "$medpid"; echo "exit $?"))"; }
 fds_before=$(fds)
 
-load probe "$tmp/stop" "$tmp/crowd" >"$tmp/probe" 2>&1 &
+# Not through load(): a function in the background is a subshell, and
+# killing it at a failure would leave its python3 running.
+env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" probe "$tmp/stop" "$tmp/crowd" >"$tmp/probe" 2>&1 &
 probe=$!
 pids="$pids $probe"
 

@@ -1,9 +1,9 @@
-# Sourced by the scripts that drive vgpu-mediatord end to end (test/mediator.sh,
-# test/stress/): a fresh temp dir ($tmp, removed at exit) holding the config
-# ($conf), socket and state_dir, the mediator over the fake driver's NVML,
-# the test clients under vgpu, and what each script checks with.  Needs
-# $scenario (named in failures) and $build (the build directory).
-here=$(dirname "$(realpath "${BASH_SOURCE[0]}")") # test/
+# What the scripts that test vgpu-mediatord end to end share (mediator.sh,
+# watch.sh): sourced with $scenario, $build and $here set.  Each scenario
+# writes its config into a fresh temp dir (socket, state_dir there too),
+# starts the mediator over the fake driver's NVML, and runs
+# test/mediator_client under vgpu (the meson test environment: LD_PRELOAD,
+# VGPU_REAL_*) against it; vgpu-smi --json is read with python3.
 med=$build/tools/vgpu-mediatord
 smi=$build/tools/vgpu-smi
 client=$build/test/mediator_client
@@ -14,12 +14,7 @@ medpid=
 pids=
 cleanup() {
     exec 2>/dev/null # not the shell's "Killed" for each
-    # A shell function run in the background (tenant ... &) is a subshell
-    # whose program is its child: that goes first, or it is left running.
-    for p in $pids $medpid; do
-        for child in $(cat "/proc/$p/task/"*/children); do kill -9 "$child"; done
-        kill -9 "$p"
-    done
+    for p in $pids $medpid; do kill -9 "$p"; done
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -73,9 +68,9 @@ wait_log() {
     fail "no \"$1\" in the log"
 }
 
-# start_mediator [ARGS...]; $wrap, if set, runs it (e.g. under prlimit).
+# start_mediator [ARGS...]; $wrap, if set, runs it (e.g. under prlimit); $medlog is its VGPU_LOG.
 start_mediator() {
-    ${wrap:-} env -u LD_PRELOAD VGPU_LOG=info "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
+    ${wrap:-} env -u LD_PRELOAD VGPU_LOG="${medlog:-info}" "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do
         "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && return 0
