@@ -14,7 +14,7 @@
       "entered K" and the first refusal
   mediator_tenant.py SOCKET connections N GO
       one process opens N connections, each admitted or refused; prints
-      "admitted K" and the first refusal, then holds them until GO exists
+      "admitted K" and the first refusal, then holds them until GO exists (or its parent ends)
   mediator_tenant.py SOCKET deaf N
       N connections that keep asking for STATUS and never read the answers;
       then a new process's HELLO -> ADMIT, timed: prints "admitted in MS ms"
@@ -195,7 +195,10 @@ def connections(path, n, go):
             refusal = reason(payload) if t == REFUSE else "closed without a word"
     print("admitted %d" % admits, flush=True)
     print("refused: %s" % refusal, flush=True)
-    while not os.path.exists(go):
+    # Until GO, or until the test that started it is gone (a scenario that
+    # ends without GO kills only the shell that runs this in the background).
+    parent = os.getppid()
+    while not os.path.exists(go) and os.getppid() == parent:
         time.sleep(0.01)
 
 

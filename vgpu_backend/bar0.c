@@ -173,11 +173,11 @@ unsigned vgpu_bar0_live_slots(const struct vgpu_bar0 *b)
 }
 
 /*
- * Why this is exact.  A process sets its slot's busy word before it moves
- * memory_used and clears it after it has moved its held word too (seq_cst,
- * as the loads here).  memory_used is read first: if some process moved it
- * before that read and has not finished, its busy word is seen set below,
- * and nothing is changed; if it moves memory_used after that read, the CAS
+ * Why this is exact.  A thread counts itself into its process's busy word
+ * before it moves memory_used and out after it has moved the held word too
+ * (seq_cst, as the loads here).  memory_used is read first: if some thread
+ * moved it before that read and has not finished, its slot's busy word is
+ * seen non-zero below, and nothing is changed; if it moves memory_used after that read, the CAS
  * below fails.  So a successful CAS replaces a value that equalled the sum
  * of the held words at that moment, plus only what dead processes left.
  */
@@ -284,18 +284,21 @@ void vgpu_bar0_init(struct vgpu_bar0 *b, const struct vgpu_bar0_config *config, 
 
 /* ---- accounting ---- */
 
-/* Brackets one process's update of a device's counter and its held word
- * (see vgpu_bar0_rebuild): the set is seq_cst, before the counter moves. */
+/* Brackets one thread's update of a device's counter and its process's
+ * held word (see vgpu_bar0_rebuild): the increment is seq_cst, before the
+ * counter moves.  A count, not a flag: the process's threads share the
+ * slot, and one that finishes must not clear the mark of one still between
+ * its two updates. */
 static _Atomic uint64_t *busy_begin(struct vgpu_bar0_map *m)
 {
     _Atomic uint64_t *busy = &m->bar->procs[m->slot].busy;
-    atomic_store(busy, 1);
+    atomic_fetch_add(busy, 1);
     return busy;
 }
 
 static void busy_end(_Atomic uint64_t *busy)
 {
-    atomic_store(busy, 0);
+    atomic_fetch_sub(busy, 1);
 }
 
 bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t limit)

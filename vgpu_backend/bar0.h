@@ -106,8 +106,8 @@ enum vgpu_bar0_proc_state {
 
 /*
  * A process slot.  owner = pid << 8 | state, so claiming and reaping are one
- * CAS.  busy is non-zero while the process is between its update of a
- * device's memory_used and of its own held word: a process killed there
+ * CAS.  busy counts the process's threads that are between their update of
+ * a device's memory_used and of the slot's held word: a process killed there
  * leaves the two apart, and vgpu_bar0_rebuild() mends them at a moment when
  * no live slot is busy.
  */

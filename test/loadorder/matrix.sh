@@ -10,6 +10,7 @@ chain=${10} cgo=${11}
 case_name="$placement $consumer $driver"
 . "$(dirname "$0")/common.sh"
 . "$(dirname "$0")/private_etc.sh"
+. "$(dirname "$0")/../sanitizers/sanitized.sh"
 
 drv=$tmp/driver
 driver_dir "$drv"
@@ -26,6 +27,8 @@ dlopen-global) cmd=("$client" load-order-global) ;;
 ctypes | ctypes-global | cffi) cmd=("$python" "$python_load" "$consumer" "$cuda_lib") ;;
 cgo)
     if [ ! -x "$cgo" ]; then echo "SKIP: no Go toolchain built the cgo consumer (apt-get install golang-go)"; exit 77; fi
+    # Preloaded, vgpu brings the ASan runtime in before the Go runtime starts.
+    case $placement in preload | ld-so-preload) ;; *) asan_cannot "$ASAN_IN_GO" ;; esac
     cmd=("$cgo") ;;
 *) echo "unknown consumer $consumer"; exit 2 ;;
 esac

@@ -12,6 +12,9 @@
 set -uo pipefail
 cell=$1
 
+# The cells where the Go server loads vgpu by dlopen, not preloaded.
+. "$(dirname "$0")/../sanitizers/sanitized.sh"
+case $cell in symlink-dir | ld-so-conf-d | mediator) asan_cannot "$ASAN_IN_GO" ;; esac
 if [ ! -x "$OLLAMA_SERVER" ]; then
     echo "SKIP: the Go server was not built: install golang-go (Go 1.19 or later) and run meson setup --reconfigure"
     exit 77

@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# BAR0's accounting under threads, forks and kill -9 (kill_churn.c says
+# what is tried and checked):
+#   kill_churn.sh standalone|mediated BUILD_DIR SECONDS KILL_MS
+# The seed is random, and printed first; VGPU_STRESS_SEED=N runs that one
+# again (the kills fall on the same moments, the threads' timing differs).
+set -u
+scenario=$1
+build=$2
+seconds=$3
+kill_ms=$4
+here=$(realpath "$(dirname "$0")/..") # test/
+# shellcheck source=test/mediator_lib.sh
+. "$here/mediator_lib.sh"
+seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
+# A small context, so that 4 of them and every thread's final holding fit the 1 GiB quota.
+export FAKEGPU_CTX_OVERHEAD=64M
+case $scenario in
+standalone)
+    export VGPU_MEDIATOR_SOCKET=none VGPU_BAR0=$tmp/vgpu.bar0 VGPU_MEMORY_LIMIT=1G
+    vgpu=()
+    log=$tmp/vgpu.log ;;
+mediated)
+    config "[vgpu.stress]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    vgpu=(stress)
+    log=$tmp/med.log ;;
+*)
+    echo "kill_churn.sh: unknown scenario $scenario" >&2; exit 2 ;;
+esac
+export VGPU_LOG=info VGPU_LOG_FILE=$tmp/vgpu.log
+"$build/test/stress/kill_churn" "$seconds" "$kill_ms" "$seed" "${vgpu[@]}" ||
+    { grep -v 'refused: .* left of its' "$tmp/vgpu.log" | tail -n 40 >&2; fail "the accounting is not exact (seed $seed)"; }
+if [ "$scenario" = mediated ]; then
+    kill -0 "$medpid" 2>/dev/null || fail "the mediator died"
+fi
+# Counters a process killed between its two updates left apart, mended by a rebuild.
+echo "$(grep -c 'usage counter corrected' "$log") counter(s) mended by a rebuild"
+echo "ok - $scenario"
