@@ -210,6 +210,17 @@ mediated-lone-share-lends-idle-time)
     expect_share a 0.75 1.02
     ;;
 
+mediated-tenant-cannot-set-its-own-share)
+    # The mediator's config decides: a tenant's own VGPU_COMPUTE_SHARE (a
+    # cap of 10% it would like to put on itself, or one it would like to
+    # lift) is ignored, and it says so.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "compute_mode = cap" "uids = $me"
+    VGPU_COMPUTE_SHARE=100% VGPU_COMPUTE_MODE=share mediated a matmul 3; join $last a
+    expect_share a 0.22 0.38
+    grep -q "VGPU_COMPUTE_SHARE and VGPU_COMPUTE_MODE are ignored: vgpu-mediatord" "$tmp/a.err" ||
+        fail "the tenant did not say that its own share is ignored"
+    ;;
+
 mediated-stopped-mediator-lets-launches-go)
     # The mediator stops arbitrating (SIGSTOP): within a second the capped
     # tenant launches unscheduled, and says so once.

@@ -1,5 +1,5 @@
 /*
- * BAR0 layout v2, the window itself: initialise, validate, account, claim
+ * BAR0 layout v3, the window itself: initialise, validate, account, claim
  * and free process slots, reap.  Mapping it from files is bar0_attach.c's
  * job.  See bar0.h and docs/bar0.md.
  */

@@ -1,5 +1,5 @@
 /*
- * BAR0: the vGPU's shared register window, layout version 2 (docs/bar0.md).
+ * BAR0: the vGPU's shared register window, layout version 3 (docs/bar0.md).
  *
  * Mapped by every process of the vGPU.  Three regions, each on its own page:
  *
@@ -33,7 +33,7 @@
 #include "vgpu_backend/settings.h"
 
 #define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
-#define VGPU_BAR0_VERSION 2 /* 2: a slot's busy word (counters are rebuilt from the slots) */
+#define VGPU_BAR0_VERSION 3 /* 2: a slot's busy word (counters are rebuilt from the slots); 3: the compute share's registers */
 #define VGPU_BAR0_MAX_PROCS 1024
 #define VGPU_BAR0_CONFIG_PAGE 0x1000 /* header + config: what a mediated client maps read-only */
 #define VGPU_BAR0_GUEST_FILE_SIZE (256u << 10) /* ivshmem BARs are a power of two */

@@ -175,9 +175,10 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
     switch (mediator) {
     case VGPU_MEDIATOR_ADMITTED:
         self.source = VGPU_SOURCE_MEDIATOR;
-        if (env_set("VGPU_MEMORY_LIMIT") || env_set("VGPU_VISIBLE_DEVICES") || env_set("VGPU_BAR0"))
-            vgpu_info("VGPU_MEMORY_LIMIT, VGPU_VISIBLE_DEVICES and VGPU_BAR0 are ignored: vgpu-mediatord at %s "
-                      "decides this process's vGPU", self.link.socket);
+        if (env_set("VGPU_MEMORY_LIMIT") || env_set("VGPU_VISIBLE_DEVICES") || env_set("VGPU_BAR0") ||
+            env_set("VGPU_COMPUTE_SHARE") || env_set("VGPU_COMPUTE_MODE"))
+            vgpu_info("VGPU_MEMORY_LIMIT, VGPU_VISIBLE_DEVICES, VGPU_BAR0, VGPU_COMPUTE_SHARE and VGPU_COMPUTE_MODE "
+                      "are ignored: vgpu-mediatord at %s decides this process's vGPU", self.link.socket);
         break;
     case VGPU_MEDIATOR_REFUSED:
         refuse("%s", err);
