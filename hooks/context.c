@@ -13,42 +13,50 @@
 
 #include <cuda.h>
 
-#define CREATE(name, dev, primary, call)                                          \
+/* The first context of a GPU is measured once made: one the quota cannot
+ * hold is then undone (undo) and refused. */
+#define CREATE(name, dev, primary, call, undo)                                    \
     do {                                                                          \
         uint64_t token;                                                           \
         CUresult r = vgpu_backend_ctx_claim(dev, primary, &token);                \
         if (r == CUDA_SUCCESS) {                                                  \
             r = call;                                                             \
-            vgpu_backend_ctx_settle(dev, primary, r, r ? NULL : *pctx, token);    \
+            CUresult s = vgpu_backend_ctx_settle(dev, primary, r, r ? NULL : *pctx, token); \
+            if (r == CUDA_SUCCESS && s != CUDA_SUCCESS) {                         \
+                undo;                                                             \
+                r = s;                                                            \
+            }                                                                     \
         }                                                                         \
         vgpu_trace(name, r, "dev=%d -> %p", dev, r ? NULL : (void *)*pctx);       \
         return r;                                                                 \
     } while (0)
+#define DESTROY_NEW VGPU_REAL_CUDA(cuCtxDestroy_v2)(*pctx)
 
 VGPU_EXPORT CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    CREATE("cuCtxCreate", dev, false, VGPU_REAL_CUDA(cuCtxCreate)(pctx, flags, dev));
+    CREATE("cuCtxCreate", dev, false, VGPU_REAL_CUDA(cuCtxCreate)(pctx, flags, dev), DESTROY_NEW);
 }
 
 VGPU_EXPORT CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
-    CREATE("cuCtxCreate_v2", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v2)(pctx, flags, dev));
+    CREATE("cuCtxCreate_v2", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v2)(pctx, flags, dev), DESTROY_NEW);
 }
 
 VGPU_EXPORT CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *params, int n, unsigned int flags,
                                     CUdevice dev)
 {
-    CREATE("cuCtxCreate_v3", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v3)(pctx, params, n, flags, dev));
+    CREATE("cuCtxCreate_v3", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v3)(pctx, params, n, flags, dev), DESTROY_NEW);
 }
 
 VGPU_EXPORT CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsigned int flags, CUdevice dev)
 {
-    CREATE("cuCtxCreate_v4", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v4)(pctx, params, flags, dev));
+    CREATE("cuCtxCreate_v4", dev, false, VGPU_REAL_CUDA(cuCtxCreate_v4)(pctx, params, flags, dev), DESTROY_NEW);
 }
 
 VGPU_EXPORT CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
 {
-    CREATE("cuDevicePrimaryCtxRetain", dev, true, VGPU_REAL_CUDA(cuDevicePrimaryCtxRetain)(pctx, dev));
+    CREATE("cuDevicePrimaryCtxRetain", dev, true, VGPU_REAL_CUDA(cuDevicePrimaryCtxRetain)(pctx, dev),
+           VGPU_REAL_CUDA(cuDevicePrimaryCtxRelease_v2)(dev));
 }
 
 static CUresult destroy(const char *name, CUresult (*real)(CUcontext), CUcontext ctx)

@@ -143,6 +143,18 @@ reclaim)
     run expect-used 0 0
     ;;
 
+context-too-big)
+    # A 100 MiB quota, a 256 MiB context (the fake's): the first process
+    # measures the context and is refused it, and so is the next, which
+    # knows the size beforehand; each says the smallest quota that works.
+    export VGPU_MEMORY_LIMIT=100M
+    for who in first second; do
+        run context-too-big
+        grep -q "error: .*memory quota of 100.00 MiB is smaller than one CUDA context on this GPU, which takes 256.00 MiB (measured).* at least 256.00 MiB .*(VGPU_MEMORY_LIMIT)" "$VGPU_LOG_FILE" ||
+            fail "the $who process did not name the smallest quota"
+        : >"$VGPU_LOG_FILE"
+    done
+    ;;
 contexts)
     export VGPU_MEMORY_LIMIT=2G FAKEGPU_CTX_EXTRA=192M
     run contexts

@@ -1423,6 +1423,31 @@ static void scenario_refused(void)
     NV(N(nvmlShutdown)());
 }
 
+/* A quota smaller than one context: the context is refused, whether it is
+ * the GPU's first (measured only once made, then undone) or a later
+ * process's, and the vGPU never holds more than its quota. */
+static void scenario_context_too_big(void)
+{
+    CU(F(cuInit)(0));
+    CUcontext ctx = NULL;
+    CUresult r = F(cuDevicePrimaryCtxRetain)(&ctx, 0);
+    CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuDevicePrimaryCtxRetain returned %d, want CUDA_ERROR_OUT_OF_MEMORY", (int)r);
+    CHECK(bar0_used(0) == 0, "BAR0 memory_used %llu after the refusal, want 0", (unsigned long long)bar0_used(0));
+    r = F(cuCtxCreate_v2)(&ctx, 0, 0);
+    CHECK(r == CUDA_ERROR_OUT_OF_MEMORY, "cuCtxCreate_v2 returned %d, want CUDA_ERROR_OUT_OF_MEMORY", (int)r);
+    CUcontext current = (CUcontext)1;
+    CU(F(cuCtxGetCurrent)(&current));
+    CHECK(current == NULL, "a refused context was left current (%p)", (void *)current);
+    CHECK(bar0_used(0) == 0, "BAR0 memory_used %llu after the refusals, want 0", (unsigned long long)bar0_used(0));
+    /* What NVML shows stays inside the quota: used never past total. */
+    NV(N(nvmlInit_v2)());
+    nvmlDevice_t d;
+    NV(N(nvmlDeviceGetHandleByIndex_v2)(0, &d));
+    nvmlMemory_t m;
+    NV(N(nvmlDeviceGetMemoryInfo)(d, &m));
+    CHECK(m.used <= m.total && m.free <= m.total, "NVML total %llu used %llu free %llu", m.total, m.used, m.free);
+}
+
 /* Joins the vGPU the environment describes, making its window, and leaves. */
 static void scenario_view_quiet(void)
 {
@@ -1490,6 +1515,7 @@ int main(int argc, char **argv)
         { "primary-reset", scenario_primary_reset, NULL },
         { "oom-log", scenario_oom_log, NULL },
         { "refused", scenario_refused, NULL },
+        { "context-too-big", scenario_context_too_big, NULL },
         { "view-quiet", scenario_view_quiet, NULL },
         { "no-settings", scenario_no_settings, NULL },
         { "hold", NULL, scenario_hold },

@@ -106,7 +106,7 @@ void vgpu_backend_pool_changed(CUmemoryPool pool, bool destroyed);
  * the vGPU has no room for one.  *token carries state to the settle call. */
 CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token);
 /* After: r is the driver's answer, ctx the new context. */
-void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token);
+CUresult vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token);
 /* A context was destroyed (primary: released to zero or reset); what was
  * allocated in it is gone with it. */
 void vgpu_backend_ctx_destroyed(CUcontext ctx);

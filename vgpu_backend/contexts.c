@@ -105,6 +105,26 @@ static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t used_before)
     return used_before && after > used_before ? after - used_before : 0;
 }
 
+/* Takes a context's size from the quota.  A quota that could never hold
+ * the context is a configuration to fix, not a moment's shortage: said as an
+ * error, with the smallest quota that works. */
+static bool take(struct vgpu_self *self, int vdev, uint64_t size, bool further)
+{
+    if (vgpu_quota_take(self, vdev, size, further ? "further context" : "context"))
+        return true;
+    uint64_t limit = vgpu_self_total(self, vdev);
+    if (!further && size > limit) {
+        char want[32], total[32];
+        vgpu_error("vGPU %s device %d: its memory quota of %s is smaller than one CUDA context on this GPU, which "
+                   "takes %s (measured): no CUDA program can run in it; give the vGPU at least %s plus what its "
+                   "programs allocate (%s)",
+                   self->bar0.path, vdev, vgpu_format_size(limit, total, sizeof(total)),
+                   vgpu_format_size(size, want, sizeof(want)), want,
+                   self->source == VGPU_SOURCE_STANDALONE ? "VGPU_MEMORY_LIMIT" : "memory = in the mediator's config");
+    }
+    return false;
+}
+
 CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
 {
     *token = 0;
@@ -127,22 +147,22 @@ CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
         *token = nvml_used(self, vdev) << TOKEN_SHIFT | TOKEN_MEASURE | kind;
         return CUDA_SUCCESS;
     }
-    if (!vgpu_quota_take(self, vdev, size, "context"))
+    if (!take(self, vdev, size, further))
         return CUDA_ERROR_OUT_OF_MEMORY;
     *token = size << TOKEN_SHIFT | TOKEN_TAKEN | kind;
     return CUDA_SUCCESS;
 }
 
-void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token)
+CUresult vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext ctx, uint64_t token)
 {
     struct vgpu_self *self = vgpu_self_on();
     int vdev = self ? vgpu_cuda_vgpu_index(dev) : -1;
     if (vdev < 0)
-        return;
+        return r;
     uint64_t taken = token & TOKEN_TAKEN ? token >> TOKEN_SHIFT : 0;
     if (r != CUDA_SUCCESS) {
         vgpu_bar0_give(&self->bar0, vdev, taken);
-        return;
+        return r;
     }
     if (token & TOKEN_MEASURE) {
         bool further = token & TOKEN_FURTHER;
@@ -152,9 +172,17 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
             vgpu_info("a %scontext on vGPU device %d takes %s (measured)", further ? "further " : "", vdev,
                       vgpu_format_size(m, size, sizeof(size)));
         }
-        if (!atomic_load(size_of(self, vdev, further)))
+        uint64_t size = atomic_load(size_of(self, vdev, further));
+        if (!size)
             vgpu_warn("vGPU device %d: a context's memory could not be measured (no NVML usage); the quota "
                       "counts allocations only", vdev);
+        /* Measured only once made: a context that does not fit is refused
+         * now, as a later process's is before it is made (the caller
+         * destroys it), so that the vGPU never holds more than its quota. */
+        else if (!take(self, vdev, size, further))
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        else
+            taken = size;
     }
     pthread_mutex_lock(&lock);
     bool is_new = true;
@@ -171,6 +199,7 @@ void vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUcontext c
     charged[vdev] += taken;
     settle_charge(self, vdev);
     pthread_mutex_unlock(&lock);
+    return CUDA_SUCCESS;
 }
 
 int vgpu_primary_device(CUcontext ctx)
