@@ -344,6 +344,22 @@ stopped-mediator-refuses)
     run admitted 1G
     ;;
 
+reload-refuses-a-quota-smaller-than-a-context)
+    # A process of a has measured a context on GPU 0 (256 MiB on the fake):
+    # a vGPU of 100 MiB there could run nothing, and the reload that adds it
+    # is refused, naming the smallest quota that works.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "compute = 50" "uids = $me"
+    start_mediator
+    hold 512M x
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "compute = 50" "uids = $me" \
+           "[vgpu.b]" "devices = 0" "memory = 100M" "compute = 50" "uids = $me"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 500); do grep -q "reload refused" "$tmp/med.log" && break; sleep 0.02; done
+    grep -q "reload refused, the running configuration stays: $conf:11: vGPU b: memory = 100.00 MiB is smaller than one CUDA context on GPU 0 (GPU-fa4e0000-0000-0000-0000-000000000000), which takes 256.00 MiB (measured by a process of vGPU a).*at least 256.00 MiB" \
+        "$tmp/med.log" || fail "the reload was not refused naming the smallest quota: $(grep 'reload' "$tmp/med.log")"
+    [ "$(py "[v['name'] for v in s['vgpus']]")" = "['a']" ] || fail "b was added anyway: $(smi_json)"
+    ;;
+
 reload-admission-and-vgpus)
     config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
     start_mediator

@@ -6,6 +6,7 @@
 #include "common/log.h"
 #include "tools/mediatord/guest_window.h"
 #include "tools/mediatord/state_dir.h"
+#include "vgpu_backend/settings.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -374,11 +375,57 @@ struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name)
     return NULL;
 }
 
+/*
+ * The smallest size of a process's first context on gpu that a vGPU's
+ * processes measured (docs/memory.md), and which vGPU's; 0 when none has.
+ * Written by processes, so only a reason to refuse a quota that could never
+ * hold one, named with where it came from.
+ */
+static uint64_t context_size(const struct med_vgpus *all, const struct med_gpu *gpu, const char **measured_in)
+{
+    uint64_t least = 0;
+    for (int i = 0; i < all->n; i++) {
+        const struct med_vgpu *v = all->v[i];
+        for (uint32_t d = 0; d < v->regs.device_count && d < VGPU_MAX_DEVICES; d++) {
+            uint64_t size = atomic_load(&v->bar->status.device[d].context_overhead);
+            if (size && strcmp(v->regs.device[d].physical, gpu->uuid) == 0 && (!least || size < least)) {
+                least = size;
+                *measured_in = v->conf.name;
+            }
+        }
+    }
+    return least;
+}
+
+/* A quota smaller than one context on one of its GPUs can run nothing. */
+static int check_quota_holds_a_context(const struct med_vgpus *all, const struct med_config *c,
+                                       const struct med_vgpu_conf *conf, const struct med_gpus *g, char *err,
+                                       size_t errlen)
+{
+    for (int d = 0; conf->memory && d < conf->ndev; d++) {
+        const struct med_gpu *gpu = med_gpus_find(g, conf->devices[d]);
+        const char *where = NULL;
+        uint64_t size = gpu ? context_size(all, gpu, &where) : 0;
+        if (size > conf->memory) {
+            char quota[32], need[32];
+            return vgpu_fail(err, errlen, "%s:%d: vGPU %s: memory = %s is smaller than one CUDA context on GPU %u "
+                             "(%s), which takes %s (measured by a process of vGPU %s): no CUDA program could run "
+                             "in it; give it at least %s plus what its programs allocate", c->path,
+                             conf->memory_line ? conf->memory_line : conf->line, conf->name,
+                             vgpu_format_size(conf->memory, quota, sizeof(quota)), gpu->index, gpu->uuid,
+                             vgpu_format_size(size, need, sizeof(need)), where, need);
+        }
+    }
+    return 0;
+}
+
 int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g, char *err,
                            size_t errlen)
 {
     for (int i = 0; i < c->nvgpus; i++) {
         const struct med_vgpu_conf *conf = &c->vgpu[i];
+        if (check_quota_holds_a_context(all, c, conf, g, err, errlen) != 0)
+            return -1;
         const struct med_vgpu *v = med_vgpus_find(all, conf->name);
         if (!v)
             continue;
