@@ -143,6 +143,13 @@ reclaim)
     run expect-used 0 0
     ;;
 
+property-*)
+    # The accounting's invariants through a random walk of every path
+    # (property_client.c); the seed is the scenario's suffix.
+    export VGPU_MEMORY_LIMIT=1G FAKEGPU_CTX_EXTRA=192M
+    "$(dirname "$client")/property_client" "${scenario#property-}" 1500 ||
+        fail "the accounting's invariants broke (seed ${scenario#property-})"
+    ;;
 context-too-big)
     # A 100 MiB quota, a 256 MiB context (the fake's): the first process
     # measures the context and is refused it, and so is the next, which

@@ -47,7 +47,7 @@ static struct {
 static int ncontexts;
 
 /* The claim's token: what was taken, which size it was, whether to measure. */
-enum { TOKEN_TAKEN = 1, TOKEN_MEASURE = 2, TOKEN_FURTHER = 4, TOKEN_SHIFT = 3 };
+enum { TOKEN_TAKEN = 1, TOKEN_MEASURE = 2, TOKEN_FURTHER = 4, TOKEN_BY_PID = 8, TOKEN_SHIFT = 4 };
 
 static _Atomic uint64_t *size_of(struct vgpu_self *self, int vdev, bool further)
 {
@@ -81,28 +81,47 @@ static uint64_t nvml_used(const struct vgpu_self *self, int vdev)
     return nvml && nvml->memory(self->dev[vdev].nvml, &m) == NVML_SUCCESS ? m.used : 0;
 }
 
-/* What this process uses on vdev beyond what it holds in BAR0: the new
- * context's size, from the driver's NVML. */
-static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t used_before)
+/* What the driver's NVML says this process uses on vdev; false when it
+ * does not list the process (a PID namespace, or nothing used yet). */
+static bool own_usage(struct vgpu_self *self, int vdev, uint64_t *used)
 {
     const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
-    if (!nvml)
-        return 0;
     unsigned n = 0;
-    nvmlProcessInfo_t *procs = vgpu_real_nvml_processes(nvml, self->dev[vdev].nvml, &n);
-    uint64_t held = self->bar0.slot >= 0
-                        ? __atomic_load_n(&self->bar0.bar->procs[self->bar0.slot].held[vdev], __ATOMIC_RELAXED)
-                        : 0;
-    for (unsigned i = 0; procs && i < n; i++)
+    nvmlProcessInfo_t *procs = nvml ? vgpu_real_nvml_processes(nvml, self->dev[vdev].nvml, &n) : NULL;
+    bool found = false;
+    for (unsigned i = 0; procs && i < n && !found; i++)
         if (procs[i].pid == (unsigned)getpid() && procs[i].usedGpuMemory != (unsigned long long)NVML_VALUE_NOT_AVAILABLE) {
-            uint64_t used = procs[i].usedGpuMemory;
-            free(procs);
-            return used > held ? used - held : 0;
+            *used = procs[i].usedGpuMemory;
+            found = true;
         }
     free(procs);
+    return found;
+}
+
+/*
+ * The new context's size, from the driver's NVML: the growth of this
+ * process's usage across the creation (by_pid: base is its usage before),
+ * or, for its first context on the GPU, its usage less what it holds in
+ * BAR0 (nothing, or next to nothing, with no context yet).  Not what it
+ * uses less what it holds in general: vgpu rounds allocations up to the
+ * driver's unit, and the difference would be taken from the context.
+ */
+static uint64_t measure(struct vgpu_self *self, int vdev, uint64_t base, bool by_pid)
+{
+    uint64_t used;
+    if (own_usage(self, vdev, &used)) {
+        if (by_pid)
+            return used > base ? used - base : 0;
+        uint64_t held = self->bar0.slot >= 0
+                            ? __atomic_load_n(&self->bar0.bar->procs[self->bar0.slot].held[vdev], __ATOMIC_RELAXED)
+                            : 0;
+        return used > held ? used - held : 0;
+    }
+    if (by_pid)
+        return 0; /* listed before, not now: nothing to go by */
     /* Not listed under our pid (a PID namespace): the device's growth. */
     uint64_t after = nvml_used(self, vdev);
-    return used_before && after > used_before ? after - used_before : 0;
+    return base && after > base ? after - base : 0;
 }
 
 /* Takes a context's size from the quota.  A quota that could never hold
@@ -143,8 +162,11 @@ CUresult vgpu_backend_ctx_claim(CUdevice dev, bool primary, uint64_t *token)
     uint64_t size = atomic_load(size_of(self, vdev, further));
     uint64_t kind = further ? TOKEN_FURTHER : 0;
     if (!size) {
-        /* Measured after creation; the device's usage now is the fallback's base. */
-        *token = nvml_used(self, vdev) << TOKEN_SHIFT | TOKEN_MEASURE | kind;
+        /* Measured after creation, from this process's usage now, or the
+         * device's where the driver does not list the process. */
+        uint64_t mine;
+        *token = own_usage(self, vdev, &mine) ? mine << TOKEN_SHIFT | TOKEN_MEASURE | TOKEN_BY_PID | kind
+                                              : nvml_used(self, vdev) << TOKEN_SHIFT | TOKEN_MEASURE | kind;
         return CUDA_SUCCESS;
     }
     if (!take(self, vdev, size, further))
@@ -166,7 +188,7 @@ CUresult vgpu_backend_ctx_settle(CUdevice dev, bool primary, CUresult r, CUconte
     }
     if (token & TOKEN_MEASURE) {
         bool further = token & TOKEN_FURTHER;
-        uint64_t m = measure(self, vdev, token >> TOKEN_SHIFT), zero = 0;
+        uint64_t m = measure(self, vdev, token >> TOKEN_SHIFT, token & TOKEN_BY_PID), zero = 0;
         if (m && atomic_compare_exchange_strong(size_of(self, vdev, further), &zero, m)) {
             char size[32];
             vgpu_info("a %scontext on vGPU device %d takes %s (measured)", further ? "further " : "", vdev,
