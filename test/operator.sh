@@ -92,7 +92,8 @@ case $scenario in
 environment-cannot-turn-the-mediator-off)
     operator "require = mediator" "mediator_socket = $tmp/op.sock"
     mediator op 2G
-    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=12G VGPU_BAR0=$tmp/mine.bar0 run admitted $((2 * GiB))
+    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=12G VGPU_BAR0=$tmp/mine.bar0 VGPU_VISIBLE_DEVICES=0,1 \
+        VGPU_COMPUTE_SHARE=100% run admitted $((2 * GiB))
     [ ! -e "$tmp/mine.bar0" ] || fail "a standalone BAR0 was made: the environment chose the vGPU"
     ;;
 environment-cannot-redirect-the-socket)
