@@ -102,12 +102,19 @@ VGPU_EXPORT CUresult cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, u
                 bx, by, bz, shmem, s, params);
 }
 
+/* A graph launch asks the compute share's gate, and claims what the graph's
+ * memory nodes may add to the device's graph memory (graph_mem.c). */
 static CUresult graph(const char *name, bool ptsz, graph_fn real, CUgraphExec g, CUstream s)
 {
-    CUresult r = vgpu_backend_launch_admit(s, ptsz);
+    struct vgpu_graph_claim claim;
+    CUresult r = vgpu_backend_graph_launch_claim(g, &claim);
     if (r == CUDA_SUCCESS) {
-        r = real(g, s);
-        vgpu_backend_launch_done(s, ptsz, r);
+        r = vgpu_backend_launch_admit(s, ptsz);
+        if (r == CUDA_SUCCESS) {
+            r = real(g, s);
+            vgpu_backend_launch_done(s, ptsz, r);
+        }
+        vgpu_backend_graph_launch_settle(&claim);
     }
     vgpu_trace(name, r, "%p, stream %p", (void *)g, (void *)s);
     return r;

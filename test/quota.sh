@@ -150,6 +150,10 @@ property-*)
     "$(dirname "$client")/property_client" "${scenario#property-}" 1500 ||
         fail "the accounting's invariants broke (seed ${scenario#property-})"
     ;;
+graph-memory)
+    export VGPU_MEMORY_LIMIT=1G
+    run graph-memory
+    ;;
 context-too-big)
     # A 100 MiB quota, a 256 MiB context (the fake's): the first process
     # measures the context and is refused it, and so is the next, which

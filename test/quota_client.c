@@ -1448,6 +1448,59 @@ static void scenario_context_too_big(void)
     CHECK(m.used <= m.total && m.free <= m.total, "NVML total %llu used %llu free %llu", m.total, m.used, m.free);
 }
 
+/* A graph that allocates (allocation nodes) and the device's graph memory
+ * reserve behind them: counted, claimed before a launch, given back by a trim. */
+static CUgraphExec graph_allocating(uint64_t bytes, bool v2)
+{
+    CUgraph g;
+    CU(F(cuGraphCreate)(&g, 0));
+    CUDA_MEM_ALLOC_NODE_PARAMS p = { .poolProps = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                    .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } },
+                                     .bytesize = bytes };
+    CUgraphNode alloc, release;
+    CU(F(cuGraphAddMemAllocNode)(&alloc, g, NULL, 0, &p));
+    CU(F(cuGraphAddMemFreeNode)(&release, g, &alloc, 1, p.dptr));
+    CUgraphExec x;
+    if (v2)
+        CU(F(cuGraphInstantiate_v2)(&x, g, NULL, NULL, 0));
+    else
+        CU(F(cuGraphInstantiateWithFlags)(&x, g, 0));
+    CU(F(cuGraphDestroy)(g));
+    return x;
+}
+
+static void scenario_graph_memory(void)
+{
+    start();
+    CUgraphExec a = graph_allocating(300 * MiB, false);
+    expect_used(OVH, "a graph instantiated, not launched");
+    CU(F(cuGraphLaunch)(a, NULL));
+    CU(F(cuStreamSynchronize)(NULL));
+    expect_used(OVH + 300 * MiB, "the graph memory reserve after a launch");
+    CU(F(cuGraphLaunch)(a, NULL));
+    expect_used(OVH + 300 * MiB, "the reserve reused by the next launch");
+    /* A bigger graph grows the reserve by the difference only. */
+    CUgraphExec b = graph_allocating(600 * MiB, true);
+    CU(F(cuGraphLaunch)(b, NULL));
+    expect_used(OVH + 600 * MiB, "the reserve grown to the bigger graph's");
+    /* One that would take the vGPU past its quota is refused before the driver has it. */
+    CUgraphExec c = graph_allocating(L - OVH + MiB, false);
+    expect_refused(F(cuGraphLaunch)(c, NULL), L - OVH + MiB - 600 * MiB, "a graph past the quota");
+    expect_used(OVH + 600 * MiB, "after the refused launch");
+    /* The reserve counts against plain allocations too. */
+    CUdeviceptr p = 0;
+    expect_refused(F(cuMemAlloc_v2)(&p, L - OVH - 600 * MiB + MiB), L - OVH - 600 * MiB + MiB,
+                   "an allocation past what the graph reserve left");
+    CU(F(cuDeviceGraphMemTrim)(device(0)));
+    expect_used(OVH, "cuDeviceGraphMemTrim gives the reserve back");
+    CU(F(cuMemAlloc_v2)(&p, L - OVH - 600 * MiB + MiB));
+    CU(F(cuMemFree_v2)(p));
+    CU(F(cuGraphExecDestroy)(a));
+    CU(F(cuGraphExecDestroy)(b));
+    CU(F(cuGraphExecDestroy)(c));
+    expect_used(OVH, "after the graphs were destroyed");
+}
+
 /* Joins the vGPU the environment describes, making its window, and leaves. */
 static void scenario_view_quiet(void)
 {
@@ -1516,6 +1569,7 @@ int main(int argc, char **argv)
         { "oom-log", scenario_oom_log, NULL },
         { "refused", scenario_refused, NULL },
         { "context-too-big", scenario_context_too_big, NULL },
+        { "graph-memory", scenario_graph_memory, NULL },
         { "view-quiet", scenario_view_quiet, NULL },
         { "no-settings", scenario_no_settings, NULL },
         { "hold", NULL, scenario_hold },

@@ -15,6 +15,7 @@
 
 #include "vgpu/nvml_abi.h"
 #include "vgpu_backend/alloc_table.h"
+#include "vgpu_backend/settings.h"
 
 /* ---- admission (cuInit, nvmlInit) ---- */
 
@@ -99,6 +100,26 @@ void vgpu_backend_mem_free_end(struct vgpu_mem_free *f, CUresult r);
 
 /* A memory pool was trimmed or destroyed: count what it holds now. */
 void vgpu_backend_pool_changed(CUmemoryPool pool, bool destroyed);
+
+/* ---- graphs' memory nodes (graph_mem.c) ---- */
+
+#define VGPU_GRAPH_MAX_DEVICES 64 /* CUDA devices whose graph memory is counted */
+/* What a graph launch claimed, to settle after the driver's answer. */
+struct vgpu_graph_claim {
+    bool allocates;                                 /* the graph has allocation nodes */
+    uint64_t device_bytes[VGPU_GRAPH_MAX_DEVICES];  /* what they take, per CUDA device */
+    uint64_t claimed[VGPU_MAX_DEVICES];             /* taken from the quota, per vGPU device */
+};
+/* A graph was instantiated as x: what its allocation nodes take is noted. */
+void vgpu_backend_graph_instantiated(CUgraphExec x, CUgraph g);
+void vgpu_backend_graph_destroyed(CUgraphExec x);
+/* Before launching x: CUDA_SUCCESS, or OUT_OF_MEMORY when the graph memory
+ * reserve could not grow by what x needs within the quota. */
+CUresult vgpu_backend_graph_launch_claim(CUgraphExec x, struct vgpu_graph_claim *c);
+/* After the launch (whatever its result): the reserve as the driver has it. */
+void vgpu_backend_graph_launch_settle(const struct vgpu_graph_claim *c);
+/* cuDeviceGraphMemTrim(dev) returned: count what the reserve holds now. */
+void vgpu_backend_graph_mem_trimmed(CUdevice dev);
 
 /* ---- contexts: each takes device memory no allocation call reports ---- */
 

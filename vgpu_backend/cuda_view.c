@@ -35,6 +35,7 @@ CUresult vgpu_backend_mem_info(size_t *free_bytes, size_t *total_bytes)
         return r;
     vgpu_bar0_reap(self->bar0.bar, false);
     vgpu_pools_resync_all(self);
+    vgpu_graph_mem_resync_all(self);
     uint64_t total = vgpu_self_total(self, vdev), used = vgpu_self_used(self, vdev);
     uint64_t left = used < total ? total - used : 0;
     /* Never more than the GPU really has free (other tenants, other vGPUs). */

@@ -31,6 +31,7 @@ bool vgpu_quota_take(struct vgpu_self *self, int vdev, uint64_t bytes, const cha
     /* Before refusing: memory of processes that died, pools' idle reserve. */
     vgpu_bar0_reap(m->bar, true);
     vgpu_pools_resync_all(self);
+    vgpu_graph_mem_resync_all(self);
     if (vgpu_bar0_take(m, vdev, bytes, limit))
         return true;
     __atomic_fetch_add(&m->bar->status.device[vdev].refusals, 1, __ATOMIC_RELAXED);

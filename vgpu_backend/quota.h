@@ -30,6 +30,8 @@ uint64_t vgpu_pool_growth(CUmemoryPool pool, CUdevice dev, uint64_t bytes);
 void vgpu_pool_settle(struct vgpu_self *self, CUmemoryPool pool, CUdevice dev, int vdev);
 /* Counts every pool's reserve again. */
 void vgpu_pools_resync_all(struct vgpu_self *self);
+/* Counts every device's graph memory reserve again (graph_mem.c). */
+void vgpu_graph_mem_resync_all(struct vgpu_self *self);
 
 /* ---- limits.c: what a context's limits reserve ---- */
 

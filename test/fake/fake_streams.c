@@ -19,6 +19,7 @@
 #include "fake_cuda.h"
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -47,16 +48,28 @@ struct kernel_list {
     size_t count, cap;
 };
 
+/* A node added by cuGraphAdd*Node (captured kernels are not nodes here). */
+struct CUgraphNode_st {
+    unsigned magic;
+    CUgraphNodeType type;
+    int dev;            /* a memory node's device */
+    size_t bytes;       /* an allocation node's size */
+    CUdeviceptr dptr;
+};
+
 struct CUgraph_st {
     unsigned magic;
     int alive;
     struct kernel_list kernels;
+    struct CUgraphNode_st **nodes;
+    size_t nnodes;
 };
 
 struct CUgraphExec_st {
     unsigned magic;
     int alive;
     struct kernel_list kernels; /* copied at instantiation */
+    unsigned long long alloc_bytes[FAKEGPU_MAX_DEVICES]; /* its allocation nodes, per device */
 };
 
 static int kernels_append(struct kernel_list *l, const struct fake_op *op)
@@ -618,6 +631,9 @@ static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph)
             free(x);
             return CUDA_ERROR_OUT_OF_MEMORY;
         }
+    for (size_t i = 0; i < hGraph->nnodes; i++)
+        if (hGraph->nodes[i]->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
+            x->alloc_bytes[hGraph->nodes[i]->dev] += hGraph->nodes[i]->bytes;
     x->magic = GEXEC_MAGIC;
     x->alive = 1;
     *phGraphExec = x;
@@ -667,6 +683,8 @@ CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
                : CUDA_ERROR_INVALID_HANDLE;
 }
 
+int fake_graph_mem_reserve(int dev, unsigned long long bytes);
+
 /* One launch call (one launch cost) queues every kernel of the graph; a
  * graph with none takes one kernel's time. */
 static CUresult graph_launch(int ptsz, CUgraphExec x, CUstream s)
@@ -681,6 +699,10 @@ static CUresult graph_launch(int ptsz, CUgraphExec x, CUstream s)
     int dev = capturing(st) ? 0 : stream_dev(st);
     if (dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (!capturing(st))
+        for (int d = 0; d < FAKEGPU_MAX_DEVICES; d++)
+            if (x->alloc_bytes[d] && fake_graph_mem_reserve(d, x->alloc_bytes[d]) != 0)
+                return CUDA_ERROR_OUT_OF_MEMORY;
     CUresult rc = CUDA_SUCCESS;
     for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++)
         rc = capturing(st) ? capture_kernel(st, &ops[i]) : submit(st, dev, &ops[i], NULL);
@@ -693,3 +715,145 @@ static CUresult graph_launch(int ptsz, CUgraphExec x, CUstream s)
 }
 
 WITH_PTSZ(cuGraphLaunch, graph_launch, (CUgraphExec hGraphExec, CUstream hStream), hGraphExec, hStream)
+
+/* ------------------------------------------------------------------------ */
+/* Graph memory: allocation nodes, and the device's reserve behind them     */
+
+#define GNODE_MAGIC 0x444e4747u /* "GGND" */
+
+/* Per device, the memory graphs' allocation nodes reserve: grown at a
+ * launch to what its graph allocates (graphs reuse it, as the driver's
+ * graph pool does), given back by cuDeviceGraphMemTrim.  The fake frees
+ * every allocation at the end of its graph, so none is in use between
+ * launches.  Guarded by graph_mem_lock. */
+static unsigned long long graph_reserve[FAKEGPU_MAX_DEVICES], graph_high[FAKEGPU_MAX_DEVICES];
+static pthread_mutex_t graph_mem_lock = PTHREAD_MUTEX_INITIALIZER;
+
+int fake_graph_mem_reserve(int dev, unsigned long long bytes)
+{
+    int rc = 0;
+    pthread_mutex_lock(&graph_mem_lock);
+    if (bytes > graph_reserve[dev]) {
+        rc = fakegpu_state_charge(dev, bytes - graph_reserve[dev]);
+        if (rc == 0)
+            graph_reserve[dev] = bytes;
+    }
+    if (graph_reserve[dev] > graph_high[dev])
+        graph_high[dev] = graph_reserve[dev];
+    pthread_mutex_unlock(&graph_mem_lock);
+    return rc;
+}
+
+static CUresult add_node(CUgraph g, CUgraphNode *out, struct CUgraphNode_st *n)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!g || !object_live(&g->magic, &g->alive, GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUgraphNode_st **nodes = realloc(g->nodes, (g->nnodes + 1) * sizeof *nodes);
+    struct CUgraphNode_st *node = malloc(sizeof *node);
+    if (!nodes || !node) {
+        free(node);
+        if (nodes)
+            g->nodes = nodes;
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    *node = *n;
+    node->magic = GNODE_MAGIC;
+    g->nodes = nodes;
+    g->nodes[g->nnodes++] = node;
+    *out = node;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
+{
+    ENTER();
+    (void)dependencies, (void)numDependencies;
+    if (!nodeParams || nodeParams->bytesize == 0 || nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = nodeParams->poolProps.location.id;
+    if (dev < 0 || dev >= fakegpu_config()->devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    /* An address of its own, as the driver gives one at creation. */
+    static _Atomic unsigned long long next = 0x7f0000000000ull;
+    nodeParams->dptr = (CUdeviceptr)atomic_fetch_add(&next, (nodeParams->bytesize + 0xfffff) & ~0xfffffull);
+    struct CUgraphNode_st n = { .type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .dev = dev, .bytes = nodeParams->bytesize,
+                                .dptr = nodeParams->dptr };
+    return add_node(hGraph, phGraphNode, &n);
+}
+
+CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                               size_t numDependencies, CUdeviceptr dptr)
+{
+    ENTER();
+    (void)dependencies, (void)numDependencies;
+    struct CUgraphNode_st n = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .dptr = dptr };
+    return add_node(hGraph, phGraphNode, &n);
+}
+
+CUresult cuGraphGetNodes(CUgraph hGraph, CUgraphNode *nodes, size_t *numNodes)
+{
+    ENTER();
+    if (!numNodes)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!hGraph || !object_live(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (nodes)
+        for (size_t i = 0; i < *numNodes && i < hGraph->nnodes; i++)
+            nodes[i] = hGraph->nodes[i];
+    *numNodes = hGraph->nnodes;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphNodeGetType(CUgraphNode hNode, CUgraphNodeType *type)
+{
+    ENTER();
+    if (!hNode || hNode->magic != GNODE_MAGIC || !type)
+        return CUDA_ERROR_INVALID_VALUE;
+    *type = hNode->type;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
+{
+    ENTER();
+    if (!hNode || hNode->magic != GNODE_MAGIC || hNode->type != CU_GRAPH_NODE_TYPE_MEM_ALLOC || !params_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    memset(params_out, 0, sizeof *params_out);
+    params_out->poolProps.allocType = CU_MEM_ALLOCATION_TYPE_PINNED;
+    params_out->poolProps.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    params_out->poolProps.location.id = hNode->dev;
+    params_out->bytesize = hNode->bytes;
+    params_out->dptr = hNode->dptr;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    ENTER();
+    if (device < 0 || device >= fakegpu_config()->devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value)
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_mem_lock);
+    cuuint64_t v = attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT ? graph_reserve[device]
+                   : attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH  ? graph_high[device]
+                                                                  : 0; /* nothing in use between launches */
+    pthread_mutex_unlock(&graph_mem_lock);
+    *(cuuint64_t *)value = v;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuDeviceGraphMemTrim(CUdevice device)
+{
+    ENTER();
+    if (device < 0 || device >= fakegpu_config()->devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    pthread_mutex_lock(&graph_mem_lock);
+    fakegpu_state_uncharge(device, graph_reserve[device]);
+    graph_reserve[device] = 0;
+    pthread_mutex_unlock(&graph_mem_lock);
+    return CUDA_SUCCESS;
+}
