@@ -5,8 +5,9 @@
  * driver (TEST_FAKE_LIBCUDA), alone on its fake GPU.  From SEED it takes
  * STEPS random steps through every path that takes device memory (plain,
  * pitched, managed and stream-ordered allocations, pools and their trims,
- * cuMemCreate, 2D, 3D and mipmapped arrays, further contexts, frees of any
- * of them) with sizes up to past the quota, and after every step checks
+ * cuMemCreate, 2D, 3D and mipmapped arrays, graphs' allocation nodes and the
+ * device's graph memory trims, further contexts, frees of any of them) with
+ * sizes up to past the quota, and after every step checks
  * what issue 11 asks of the accounting:
  *
  * - free never underflows, and used never passes total: cuMemGetInfo's free
@@ -33,11 +34,11 @@
 #include <stdbool.h>
 #include <sys/mman.h>
 
-enum kind { PLAIN, PITCHED, MANAGED, ASYNC, POOL, CREATED, ARRAY2D, ARRAY3D, MIPMAPPED, CONTEXT, KINDS };
+enum kind { PLAIN, PITCHED, MANAGED, ASYNC, POOL, CREATED, ARRAY2D, ARRAY3D, MIPMAPPED, GRAPH, CONTEXT, KINDS };
 static const char *const kind_name[KINDS] = { "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocManaged",
                                               "cuMemAllocAsync", "cuMemAllocFromPoolAsync", "cuMemCreate",
                                               "cuArrayCreate_v2", "cuArray3DCreate_v2", "cuMipmappedArrayCreate",
-                                              "cuCtxCreate_v2" };
+                                              "cuGraphLaunch", "cuCtxCreate_v2" };
 
 struct held {
     enum kind kind;
@@ -45,6 +46,7 @@ struct held {
     CUmemGenericAllocationHandle h;
     CUarray a;
     CUmipmappedArray m;
+    CUgraphExec g;
     CUcontext c;
 };
 
@@ -161,6 +163,24 @@ static CUresult make(enum kind k, uint64_t bytes, struct held *out)
                                       .NumChannels = 2 };
         return F(cuMipmappedArrayCreate)(&out->m, &d, 1 + (unsigned)rnd(4));
     }
+    case GRAPH: {
+        /* A graph whose allocation node takes bytes, launched: the device's
+         * graph memory reserve grows to it, and stays until trimmed. */
+        CUgraph g;
+        CU(F(cuGraphCreate)(&g, 0));
+        CUDA_MEM_ALLOC_NODE_PARAMS p = { .poolProps = { .allocType = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                                        .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } },
+                                         .bytesize = bytes };
+        CUgraphNode node;
+        CU(F(cuGraphAddMemAllocNode)(&node, g, NULL, 0, &p));
+        CU(F(cuGraphInstantiateWithFlags)(&out->g, g, 0));
+        CU(F(cuGraphDestroy)(g));
+        CUresult r = F(cuGraphLaunch)(out->g, NULL);
+        CU(F(cuStreamSynchronize)(NULL));
+        if (r != CUDA_SUCCESS)
+            CU(F(cuGraphExecDestroy)(out->g));
+        return r;
+    }
     case CONTEXT: {
         CUresult r = F(cuCtxCreate_v2)(&out->c, 0, 0);
         CU(F(cuCtxSetCurrent)(primary)); /* the walk goes on in the primary context */
@@ -188,6 +208,9 @@ static void release(struct held *x)
         break;
     case MIPMAPPED:
         CU(F(cuMipmappedArrayDestroy)(x->m));
+        break;
+    case GRAPH:
+        CU(F(cuGraphExecDestroy)(x->g));
         break;
     case CONTEXT:
         CU(F(cuCtxDestroy_v2)(x->c));
@@ -233,7 +256,10 @@ int main(int argc, char **argv)
             /* Trim the pools: their idle reserve goes back, and stops counting. */
             CUmemoryPool dflt;
             CU(F(cuDeviceGetMemPool)(&dflt, dev));
-            CU(F(cuMemPoolTrimTo)(rnd(2) ? pool : dflt, rnd(2) ? 0 : rnd(64 * MiB)));
+            if (rnd(4))
+                CU(F(cuMemPoolTrimTo)(rnd(2) ? pool : dflt, rnd(2) ? 0 : rnd(64 * MiB)));
+            else
+                CU(F(cuDeviceGraphMemTrim)(dev));
             check_counts("a trim");
         } else {
             enum kind k = (enum kind)rnd(KINDS - (r < 95)); /* contexts 1 step in 20 */
@@ -270,6 +296,7 @@ int main(int argc, char **argv)
     CUmemoryPool dflt;
     CU(F(cuDeviceGetMemPool)(&dflt, dev));
     CU(F(cuMemPoolTrimTo)(dflt, 0));
+    CU(F(cuDeviceGraphMemTrim)(dev));
     check_counts("the last free");
     unsigned long all_made = 0, all_refused = 0;
     for (int k = 0; k < KINDS; k++) {
