@@ -109,9 +109,12 @@ case $scenario in
 
 service-enable-then-disable-restores-every-byte)
     snapshot >"$tmp/before"
-    vs 0 enable --service worker --memory 2G --devices 1
+    vs 0 enable --service worker --memory 2G --compute 30% --compute-mode cap --devices 1
     [ -f "$(dropin worker)" ] || fail "no drop-in at $(dropin worker)"
     grep -q '^Environment="VGPU_MEMORY_LIMIT=2G"$' "$(dropin worker)" || fail "no quota in the drop-in"
+    # systemd reads % as a specifier: a literal one is written %%.
+    grep -q '^Environment="VGPU_COMPUTE_SHARE=30%%"$' "$(dropin worker)" || fail "no compute share in the drop-in"
+    grep -q '^Environment="VGPU_COMPUTE_MODE=cap"$' "$(dropin worker)" || fail "no compute mode in the drop-in"
     grep -qx "systemctl daemon-reload" "$tmp/calls" || fail "enable did not run systemctl daemon-reload"
     vs 0 disable --service worker
     says out "removed it (there was none before)"
@@ -329,9 +332,10 @@ cdi-spec-validates-against-the-schema)
     vs 0 cdi --symlink --output /etc/cdi/vgpu-symlink.yaml
     python3 "$src/test/setup/validate_cdi.py" "$src/test/setup/cdi-schema.json" "$R/etc/cdi/vgpu-symlink.yaml" ||
         fail "the --symlink spec does not validate"
-    vs 0 cdi --standalone --memory 8G --devices 1 --vgpu small --output /etc/cdi/vgpu-standalone.yaml
+    vs 0 cdi --standalone --memory 8G --compute 25% --devices 1 --vgpu small --output /etc/cdi/vgpu-standalone.yaml
     python3 "$src/test/setup/validate_cdi.py" "$src/test/setup/cdi-schema.json" "$R/etc/cdi/vgpu-standalone.yaml" ||
         fail "the standalone spec does not validate"
+    grep -q "VGPU_COMPUTE_SHARE=25%" "$R/etc/cdi/vgpu-standalone.yaml" || fail "the standalone spec has no compute share"
     ;;
 
 cdi-has-one-device-per-vgpu)
@@ -409,6 +413,9 @@ refuses-bad-arguments-with-a-clear-message)
     refused 2 "enable --service ollama --memory 20X $common" "VGPU_MEMORY_LIMIT=20X: not a size"
     refused 2 "enable --service ollama --devices 0,zero $common" "\"zero\" is not a GPU index or a GPU-... UUID"
     refused 2 "enable --service ollama --mediator --memory 4G $common" "--memory with --mediator: the mediator's config decides"
+    refused 2 "enable --service ollama --compute 130% $common" "VGPU_COMPUTE_SHARE=130%"
+    refused 2 "enable --service ollama --compute-mode fair $common" "VGPU_COMPUTE_MODE=fair: expected share"
+    refused 2 "enable --service ollama --mediator --compute 30% $common" "--compute with --mediator: the mediator's config decides"
     refused 2 "enable --system --memory 4G $common" "--memory does not apply to enable --system"
     refused 2 "enable --service ollama --log loud $common" "--log loud: error, warn, info or debug"
     refused 2 "enable --service ollama.timer $common" "is a timer unit; name the .service it starts"
@@ -417,7 +424,7 @@ refuses-bad-arguments-with-a-clear-message)
     refused 2 "enable --service ollama --vgpu a/b $common" "--vgpu a/b: a vGPU name is 1 to 31 letters"
     refused 2 "disable --service ollama --memory 4G $common" "--memory does not apply to disable"
     refused 2 "status --memory 4G $common" "--memory does not apply to status"
-    refused 2 "cdi --memory 4G $common" "--memory does not apply to cdi (--memory, --devices and --vgpu go with --standalone)"
+    refused 2 "cdi --memory 4G $common" "--memory does not apply to cdi (--memory, --compute, --compute-mode, --devices and --vgpu go with --standalone)"
     refused 2 "cdi --standalone $common" "cdi --standalone needs --devices LIST"
     refused 2 "enable --service ollama --root $tmp/nowhere" "--root $tmp/nowhere: not a directory"
     refused 2 "enable --service ollama --service x $common" "--service is given twice"

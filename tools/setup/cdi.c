@@ -190,6 +190,10 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
             env_item(&t, "        ", "VGPU_VISIBLE_DEVICES", list);
             if (o->memory)
                 env_item(&t, "        ", "VGPU_MEMORY_LIMIT", o->memory);
+            if (o->compute)
+                env_item(&t, "        ", "VGPU_COMPUTE_SHARE", o->compute);
+            if (o->compute_mode)
+                env_item(&t, "        ", "VGPU_COMPUTE_MODE", o->compute_mode);
         } else {
             env_item(&t, "        ", "VGPU_NAME", dev[i].name);
         }

@@ -24,6 +24,8 @@ struct setup_cdi_opts {
     bool standalone;         /* one vGPU from the options, no mediator */
     const char *vgpu;        /* standalone: its device name */
     const char *memory;      /* standalone: VGPU_MEMORY_LIMIT */
+    const char *compute;     /* standalone: VGPU_COMPUTE_SHARE */
+    const char *compute_mode; /* standalone: VGPU_COMPUTE_MODE */
     const char *devices;     /* standalone: its GPUs */
 };
 

@@ -97,6 +97,10 @@ char *setup_dropin_text(const struct setup_ctx *c, const struct setup_unit *u, c
         env_line(&t, "VGPU_VISIBLE_DEVICES", o->devices);
     if (o->memory)
         env_line(&t, "VGPU_MEMORY_LIMIT", o->memory);
+    if (o->compute)
+        env_line(&t, "VGPU_COMPUTE_SHARE", o->compute);
+    if (o->compute_mode)
+        env_line(&t, "VGPU_COMPUTE_MODE", o->compute_mode);
     if (o->bar0)
         env_line(&t, "VGPU_BAR0", o->bar0);
     if (o->log)

@@ -17,6 +17,8 @@ struct setup_service_opts {
     const char *socket;   /* with mediator: its socket */
     const char *vgpu;     /* VGPU_NAME, or NULL */
     const char *memory;   /* standalone: VGPU_MEMORY_LIMIT, VGPU_VISIBLE_DEVICES, VGPU_BAR0, or NULL */
+    const char *compute;  /* standalone: VGPU_COMPUTE_SHARE and VGPU_COMPUTE_MODE, or NULL */
+    const char *compute_mode;
     const char *devices;
     const char *bar0;
     const char *log;      /* VGPU_LOG, or NULL */

@@ -43,7 +43,7 @@
 enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 enum opt {
-    O_SERVICE, O_SYSTEM, O_SYMLINK, O_MEDIATOR, O_VGPU, O_MEMORY, O_DEVICES, O_BAR0, O_LOG, O_ALLOW_MISSING,
+    O_SERVICE, O_SYSTEM, O_SYMLINK, O_MEDIATOR, O_VGPU, O_MEMORY, O_COMPUTE, O_COMPUTE_MODE, O_DEVICES, O_BAR0, O_LOG, O_ALLOW_MISSING,
     O_OUTPUT, O_CONFIG, O_STANDALONE, O_ROOT, O_LIBDIR, O_SYSTEMCTL, O_LDCONFIG, O_HELP, O_VERSION, N_OPTS
 };
 #define BIT(o) (1u << (o))
@@ -56,6 +56,8 @@ static const struct option long_options[] = {
     { "mediator", no_argument, NULL, O_MEDIATOR },
     { "vgpu", required_argument, NULL, O_VGPU },
     { "memory", required_argument, NULL, O_MEMORY },
+    { "compute", required_argument, NULL, O_COMPUTE },
+    { "compute-mode", required_argument, NULL, O_COMPUTE_MODE },
     { "devices", required_argument, NULL, O_DEVICES },
     { "bar0", required_argument, NULL, O_BAR0 },
     { "log", required_argument, NULL, O_LOG },
@@ -89,6 +91,8 @@ static const char usage_text[] =
     "  --vgpu NAME           VGPU_NAME: which vGPU, where the service's user may use several\n"
     "  --config FILE         with --mediator: its config (default " SETUP_DEFAULT_CONFIG ")\n"
     "  --memory SIZE         standalone: VGPU_MEMORY_LIMIT (20G, 512M, or per device 0:20G,1:8G)\n"
+    "  --compute SHARE       standalone: VGPU_COMPUTE_SHARE (30%, or per device 0:30%,1:50%)\n"
+    "  --compute-mode MODE   standalone: VGPU_COMPUTE_MODE, share (idle time lent out) or cap\n"
     "  --devices LIST        standalone: VGPU_VISIBLE_DEVICES (indexes as nvidia-smi numbers them,\n"
     "                        or GPU-... UUIDs)\n"
     "  --bar0 PATH           standalone: VGPU_BAR0 (default: the libraries', one quota per user\n"
@@ -101,7 +105,7 @@ static const char usage_text[] =
     "  --output FILE         the spec (default /etc/cdi/vgpu.yaml; - for standard output)\n"
     "  --config FILE         vgpu-mediatord's config (default " SETUP_DEFAULT_CONFIG ")\n"
     "  --symlink             LD_LIBRARY_PATH (it replaces the image's) rather than LD_PRELOAD\n"
-    "  --standalone --devices LIST [--memory SIZE] [--vgpu NAME]\n"
+    "  --standalone --devices LIST [--memory SIZE] [--compute SHARE] [--compute-mode MODE] [--vgpu NAME]\n"
     "                        one device, for a machine without a mediator (name: standalone)\n"
     "\n"
     "Everywhere:\n"
@@ -238,15 +242,17 @@ static int check_settings(const struct args *a)
      * reach it. */
     struct vgpu_settings s;
     char why[512];
-    struct vgpu_settings_env e = { .visible = a->val[O_DEVICES], .limit = a->val[O_MEMORY], .bar0 = a->val[O_BAR0] };
-    if ((e.limit || e.visible || e.bar0) && vgpu_settings_parse(&e, 0, &s, why, sizeof(why)) != 0)
+    struct vgpu_settings_env e = { .visible = a->val[O_DEVICES], .limit = a->val[O_MEMORY], .bar0 = a->val[O_BAR0],
+                                   .share = a->val[O_COMPUTE], .mode = a->val[O_COMPUTE_MODE] };
+    if ((e.limit || e.visible || e.bar0 || e.share || e.mode) && vgpu_settings_parse(&e, 0, &s, why, sizeof(why)) != 0)
         return usage_error("%s", why);
     return 0;
 }
 
 static int cmd_enable_disable(const struct args *a, const struct setup_ctx *c, bool enable)
 {
-    const unsigned settings = BIT(O_SYMLINK) | BIT(O_MEDIATOR) | BIT(O_VGPU) | BIT(O_MEMORY) | BIT(O_DEVICES) |
+    const unsigned settings = BIT(O_SYMLINK) | BIT(O_MEDIATOR) | BIT(O_VGPU) | BIT(O_MEMORY) | BIT(O_COMPUTE) |
+                              BIT(O_COMPUTE_MODE) | BIT(O_DEVICES) |
                               BIT(O_BAR0) | BIT(O_LOG) | BIT(O_ALLOW_MISSING) | BIT(O_CONFIG);
     const char *cmd = enable ? "enable" : "disable";
     bool service = a->seen & BIT(O_SERVICE), system = a->seen & BIT(O_SYSTEM);
@@ -282,6 +288,7 @@ static int cmd_enable_disable(const struct args *a, const struct setup_ctx *c, b
         struct setup_service_opts o = {
             .symlink = a->seen & BIT(O_SYMLINK), .mediator = a->seen & BIT(O_MEDIATOR), .vgpu = a->val[O_VGPU],
             .memory = a->val[O_MEMORY], .devices = a->val[O_DEVICES], .bar0 = a->val[O_BAR0], .log = a->val[O_LOG],
+            .compute = a->val[O_COMPUTE], .compute_mode = a->val[O_COMPUTE_MODE],
         };
         rc = setup_enable_service(c, name, &o, a->seen & BIT(O_ALLOW_MISSING), err, sizeof(err));
     } else {
@@ -294,8 +301,9 @@ static int cmd_cdi(const struct args *a, const struct setup_ctx *c)
 {
     bool standalone = a->seen & BIT(O_STANDALONE);
     if (only(a, GLOBAL | BIT(O_OUTPUT) | BIT(O_CONFIG) | BIT(O_SYMLINK) | BIT(O_STANDALONE) |
-                    (standalone ? BIT(O_MEMORY) | BIT(O_DEVICES) | BIT(O_VGPU) : 0),
-             standalone ? "cdi --standalone" : "cdi (--memory, --devices and --vgpu go with --standalone)"))
+                    (standalone ? BIT(O_MEMORY) | BIT(O_COMPUTE) | BIT(O_COMPUTE_MODE) | BIT(O_DEVICES) | BIT(O_VGPU) : 0),
+             standalone ? "cdi --standalone"
+                        : "cdi (--memory, --compute, --compute-mode, --devices and --vgpu go with --standalone)"))
         return EXIT_USAGE;
     if (standalone && (a->seen & BIT(O_CONFIG)))
         return usage_error("--config does not apply to cdi --standalone, which has no mediator");
@@ -309,6 +317,8 @@ static int cmd_cdi(const struct args *a, const struct setup_ctx *c)
         .standalone = standalone,
         .vgpu = a->val[O_VGPU] ? a->val[O_VGPU] : "standalone",
         .memory = a->val[O_MEMORY],
+        .compute = a->val[O_COMPUTE],
+        .compute_mode = a->val[O_COMPUTE_MODE],
         .devices = a->val[O_DEVICES],
     };
     char err[4096];

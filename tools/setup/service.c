@@ -133,6 +133,10 @@ static void describe(const struct setup_service_opts *o, bool ollama, char *out,
         ADD(", VGPU_VISIBLE_DEVICES=%s", o->devices);
     if (o->memory)
         ADD(", VGPU_MEMORY_LIMIT=%s", o->memory);
+    if (o->compute)
+        ADD(", VGPU_COMPUTE_SHARE=%s", o->compute);
+    if (o->compute_mode)
+        ADD(", VGPU_COMPUTE_MODE=%s", o->compute_mode);
     if (o->bar0)
         ADD(", VGPU_BAR0=%s", o->bar0);
     if (o->log)
