@@ -139,7 +139,7 @@ static bool take(struct vgpu_self *self, int vdev, uint64_t size, bool further)
                    "programs allocate (%s)",
                    self->bar0.path, vdev, vgpu_format_size(limit, total, sizeof(total)),
                    vgpu_format_size(size, want, sizeof(want)), want,
-                   self->source == VGPU_SOURCE_STANDALONE ? "VGPU_MEMORY_LIMIT" : "memory = in the mediator's config");
+                   self->source == VGPU_SOURCE_STANDALONE ? "VGPU_MEMORY_LIMIT" : "the vGPU's memory = in the mediator's config");
     }
     return false;
 }
