@@ -27,7 +27,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 struct exec_mem {
     CUgraphExec exec;
     uint64_t bytes[VGPU_GRAPH_MAX_DEVICES]; /* its allocation nodes, per CUDA device */
