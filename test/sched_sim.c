@@ -204,6 +204,77 @@ static void idle_holder(void)
     expect_share(&t[1], 7 * S, 100, 1, "the tenant left alone after the other stopped");
 }
 
+/*
+ * Waiters that a grant did not bring to launch within
+ * VGPU_SCHED_DEAD_WAITERS_NS are presumed left by a dead process.  A live
+ * thread kept off the CPU that long (a loaded machine) must not be lost:
+ * tenant A's thread waits all along, is slow on its first grant, and
+ * launches on every grant after.  B always wants the GPU.  live: A's thread
+ * launches from its second grant on; else it never does (it died waiting).
+ * Returns A's grants; *floored_at, *regained_at: when A was first taken for
+ * leftovers, and given the GPU again.
+ */
+static int waiter(bool live, uint64_t end, uint64_t *floored_at, uint64_t *regained_at, uint64_t *b_got)
+{
+    struct vgpu_sched_state g;
+    vgpu_sched_init(&g, 0);
+    vgpu_sched_set(&g, 0, 500, VGPU_COMPUTE_SHARE_MODE, 0);
+    vgpu_sched_set(&g, 1, 500, VGPU_COMPUTE_SHARE_MODE, 0);
+    struct vgpu_sched_demand d = { 0 };
+    uint64_t launches = 0, launched_ns = 0;
+    int grants = 0;
+    *floored_at = *regained_at = *b_got = 0;
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { false, true }, was = false;
+    for (uint64_t now = 0; now < end; now += MS) {
+        bool holds = g.holder == 0;
+        bool launching = holds && live && grants >= 2;
+        if (launching) {
+            launches++;
+            launched_ns = now;
+        }
+        uint32_t left;
+        demand[0] = vgpu_sched_demand(&d, holds, launching ? 0 : 1, 0, launches, launched_ns, now, &left);
+        if (left && !*floored_at)
+            *floored_at = now;
+        uint64_t idle = holds && !demand[0] ? (launched_ns ? launched_ns : now) : 0;
+        if (vgpu_sched_due(&g, now) || demand[0] != was) {
+            int before = g.holder;
+            vgpu_sched_step(&g, now, demand, idle);
+            if (g.holder == 0 && before != 0) {
+                grants++;
+                vgpu_sched_demand_granted(&d, launches, now);
+                if (grants == 2)
+                    *regained_at = now;
+            }
+        }
+        was = demand[0];
+        if (g.holder == 1)
+            *b_got += MS;
+    }
+    return grants;
+}
+
+static void slow_waiter_not_lost(void)
+{
+    uint64_t floored, regained, b_got;
+    waiter(true, 5 * S, &floored, &regained, &b_got);
+    CHECK(floored > 0, "the slow first grant was never taken for leftovers: the scenario tests nothing");
+    CHECK(regained > floored && regained - floored <= VGPU_SCHED_FLOOR_TTL_NS + 2 * VGPU_SCHED_QUANTUM_NS,
+          "the live waiter got the GPU back %.0f ms after it was taken for a leftover, want within %.0f ms",
+          (double)(regained - floored) / 1e6, (double)(VGPU_SCHED_FLOOR_TTL_NS + 2 * VGPU_SCHED_QUANTUM_NS) / 1e6);
+}
+
+/* Dead waiters are found again, less and less often: their grants cost the
+ * live tenant little. */
+static void dead_waiters_cost_little(void)
+{
+    uint64_t floored, regained, b_got;
+    int grants = waiter(false, 64 * S, &floored, &regained, &b_got);
+    CHECK(grants >= 2 && grants <= 8, "%d grants to dead waiters in 64 s, want 2 to 8 (1 s, 2 s, 4 s... apart)", grants);
+    CHECK(pct(b_got, 64 * S) >= 97, "the live tenant had %.1f%% of the GPU beside dead waiters, want 97%% or more",
+          pct(b_got, 64 * S));
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -214,7 +285,8 @@ int main(int argc, char **argv)
         { "four-tenants", four_tenants }, { "cap-beside-share", cap_beside_share },
         { "convergence", convergence },   { "no-catch-up", no_catch_up }, { "idle-holder", idle_holder },
         { "cap-no-burst", cap_no_burst }, { "cap-in-whole-quanta", cap_in_whole_quanta },
-        { "brief-pauses", brief_pauses },
+        { "brief-pauses", brief_pauses }, { "slow-waiter-not-lost", slow_waiter_not_lost },
+        { "dead-waiters-cost-little", dead_waiters_cost_little },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

@@ -140,6 +140,12 @@ bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waitin
                        uint64_t launches, uint64_t launched_ns, uint64_t now, uint32_t *leftovers)
 {
     *leftovers = 0;
+    if (launches != d->launches_seen) { /* the entry launches: whatever was floored before was not it */
+        d->launches_seen = launches;
+        d->floor_ttl_ns = 0;
+    }
+    if ((d->waiting_floor || d->running_floor) && now >= d->floor_until_ns)
+        d->waiting_floor = d->running_floor = 0; /* count them again: one may be alive */
     if (waiting < d->waiting_floor)
         d->waiting_floor = waiting;
     if (running < d->running_floor)
@@ -150,6 +156,10 @@ bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waitin
         *leftovers = waiting - d->waiting_floor + (running > d->running_floor ? running - d->running_floor : 0);
         d->waiting_floor = waiting;
         d->running_floor = running;
+        d->floor_ttl_ns = !d->floor_ttl_ns ? VGPU_SCHED_FLOOR_TTL_NS
+                          : d->floor_ttl_ns >= VGPU_SCHED_FLOOR_TTL_MAX_NS / 2 ? VGPU_SCHED_FLOOR_TTL_MAX_NS
+                                                                               : 2 * d->floor_ttl_ns;
+        d->floor_until_ns = now + d->floor_ttl_ns;
         counted = false;
     }
     return counted || (holder && (launched_ns >= now || now - launched_ns < VGPU_SCHED_IDLE_NS));

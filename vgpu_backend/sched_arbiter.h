@@ -88,10 +88,21 @@ static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now
  * stay VGPU_SCHED_DEAD_WAITERS_NS into a grant with no launch are
  * leftovers, and from then on only counts above them are demand.
  */
+/* Leftover counts are only presumed dead: a live thread that a loaded
+ * machine kept off the CPU for VGPU_SCHED_DEAD_WAITERS_NS looks the same.
+ * So a floor is taken back after a while, and the entry's waiters count
+ * again: a live one is given the GPU and launches; dead ones are found
+ * again, and their floor then holds twice as long, up to the most. */
+#define VGPU_SCHED_FLOOR_TTL_NS 1000000000ull       /* 1 s at first */
+#define VGPU_SCHED_FLOOR_TTL_MAX_NS 64000000000ull  /* 64 s at most */
+
 struct vgpu_sched_demand {
     uint32_t waiting_floor, running_floor; /* leftovers */
     uint64_t granted_ns;                   /* when the entry was last given the GPU */
     uint64_t launches_at_grant;
+    uint64_t floor_until_ns;               /* the floors are taken back then */
+    uint64_t floor_ttl_ns;                 /* how long the last floor held (0: none since a launch) */
+    uint64_t launches_seen;                /* the launches counter at the last look */
 };
 
 /* Entry's demand now; *leftovers: how many counts it just took for

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-_Static_assert(sizeof(struct vgpu_sched_page) < 4096, "the page is a page");
+_Static_assert(sizeof(struct vgpu_sched_page) <= 8192, "the page is two pages at most");
 
 /* A spin lock whose holder's pid lets others break it when that process
  * died: steps take microseconds, and a process can die in one. */
@@ -184,7 +184,8 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
                                       atomic_load(&p->who[i].running), active, active, now, &leftovers);
         if (leftovers)
             vgpu_info("compute share: %u thread(s) counted waiting in entry %d never launched when it was given "
-                      "the GPU: leftovers of processes that died waiting, no longer counted", leftovers, i);
+                      "the GPU: taken for leftovers of processes that died waiting, not counted for %.0f s", leftovers,
+                      i, (double)p->who[i].demand.floor_ttl_ns / 1e9);
         if (i != g->holder && !demand[i] && now > active && now - active > STALE_NS) {
             vgpu_sched_drop(g, i);
             continue;

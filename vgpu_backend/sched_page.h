@@ -17,7 +17,7 @@
 #include "vgpu_backend/sched_arbiter.h"
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
-#define VGPU_SCHED_PAGE_VERSION 2
+#define VGPU_SCHED_PAGE_VERSION 3 /* 3: leftover floors that expire */
 
 struct vgpu_sched_page {
     uint64_t magic;

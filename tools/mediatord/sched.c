@@ -145,8 +145,9 @@ static bool demand_of(struct med_sched_gpu *sg, int i, uint64_t now)
     bool wants = vgpu_sched_demand(&m->demand, i == sg->s.holder, atomic_load(&st->sched_waiting),
                                    atomic_load(&st->sched_running), launches, m->active_ns, now, &leftovers);
     if (leftovers)
-        vgpu_info("vGPU %s: %u thread(s) counted waiting for the GPU never launched when it was given: "
-                  "leftovers of processes that died waiting, no longer counted", m->v->conf.name, leftovers);
+        vgpu_info("vGPU %s: %u thread(s) counted waiting for the GPU never launched when it was given: taken for "
+                  "leftovers of processes that died waiting, not counted for %.0f s", m->v->conf.name, leftovers,
+                  (double)m->demand.floor_ttl_ns / 1e9);
     return wants;
 }
 
