@@ -287,7 +287,7 @@ static double busy_seconds(const struct vgpu_compute_device *d, bool *shown)
 
 static double held_percent(const struct vgpu_compute_device *d, bool *shown)
 {
-    *shown = d->flags & VGPU_COMPUTE_ARBITRATED || d->busy_ns;
+    *shown = d->flags & VGPU_COMPUTE_ARBITRATED;
     return d->held / 10.0;
 }
 
