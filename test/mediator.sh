@@ -220,14 +220,17 @@ metrics)
     hold 1G a
     VGPU_NAME=nosuch "$client" refused >/dev/null 2>&1
     python3 - "$port" <<'EOF' || fail "the metrics page is wrong"
-import sys, urllib.request
+import socket, sys, urllib.request
 page = urllib.request.urlopen("http://127.0.0.1:%s/metrics" % sys.argv[1], timeout=5).read().decode()
 print(page)
-uuid = "GPU-fa4e0000-0000-0000-0000-000000000000"
+# The DCGM exporter's labels of the GPU, then vgpu's own (never DCGM's device="nvidia0").
+labels = ('gpu="0",UUID="GPU-fa4e0000-0000-0000-0000-000000000000",pci_bus_id="00000000:01:00.0",'
+          'modelName="Fake GPU 0",Hostname="%s",vgpu="a",vgpu_device="0"' % socket.gethostname())
 want = [
-    'vgpu_memory_quota_bytes{vgpu="a",device="0",uuid="%s"} 2147483648' % uuid,
-    'vgpu_memory_used_bytes{vgpu="a",device="0",uuid="%s"} %d' % (uuid, (1 << 30) + (256 << 20)),
-    'vgpu_compute_share_percent{vgpu="a",device="0",uuid="%s"} 40' % uuid,
+    'vgpu_memory_quota_bytes{%s} 2147483648' % labels,
+    'vgpu_memory_used_bytes{%s} %d' % (labels, (1 << 30) + (256 << 20)),
+    'vgpu_compute_share_percent{%s} 40' % labels,
+    'vgpu_compute_mode{%s,vgpu_mode="share"} 1' % labels,
     'vgpu_processes{vgpu="a"} 1',
     'vgpu_mediator_admission_refusals_total 1',
     '# TYPE vgpu_memory_refusals_total counter',

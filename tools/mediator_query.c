@@ -1,4 +1,4 @@
-/* STATUS requests for the tools; see mediator_query.h. */
+/* STATUS, WATCH and COMPUTE requests for the tools; see mediator_query.h. */
 #define _GNU_SOURCE
 #include "tools/mediator_query.h"
 
@@ -42,4 +42,10 @@ int vgpu_tool_watch(int fd, const char *path, uint8_t **buf, size_t *cap, struct
                     size_t errlen)
 {
     return ask(fd, path, VGPU_MSG_WATCH_REQUEST, VGPU_MSG_WATCH, buf, cap, m, err, errlen);
+}
+
+int vgpu_tool_compute(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                      size_t errlen)
+{
+    return ask(fd, path, VGPU_MSG_COMPUTE_REQUEST, VGPU_MSG_COMPUTE, buf, cap, m, err, errlen);
 }

@@ -1,7 +1,8 @@
 /*
- * A tool's side of vgpu-mediatord's STATUS and WATCH (docs/protocol.md): the
- * vGPUs the asking user may see, their use and processes, and the processes
- * the mediator's watch found outside them.  vgpu-smi shows it;
+ * A tool's side of vgpu-mediatord's STATUS, WATCH and COMPUTE
+ * (docs/protocol.md): the vGPUs the asking user may see, their use and
+ * processes, the processes the mediator's watch found outside them, and
+ * the compute share's views.  vgpu-smi shows it;
  * vgpu-doctor asks it whether a user is admitted anywhere.
  */
 #pragma once
@@ -27,3 +28,8 @@ int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struc
  * request and closes the connection). */
 int vgpu_tool_watch(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
                     size_t errlen);
+
+/* The same for COMPUTE: each vGPU device's share, GPU time and utilization.
+ * Ask only a mediator whose STATUS header has VGPU_STATUS_HAS_COMPUTE. */
+int vgpu_tool_compute(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                      size_t errlen);

@@ -1,7 +1,8 @@
 /*
  * vgpu-smi: what vgpu-mediatord serves, as nvidia-smi shows GPUs: each
- * vGPU's devices, quota, use and compute share, the processes in it, and
- * the processes the mediator's watch found outside their vGPU's bounds.
+ * vGPU's devices, quota, use and compute share, what its share gave it and
+ * what it used over the last interval, the processes in it, and the
+ * processes the mediator's watch found outside their vGPU's bounds.
  *
  *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
  */
@@ -39,7 +40,89 @@ static char *mib(uint64_t bytes, char *buf, size_t len)
 
 static void print_watch_table(const struct vgpu_msg *w);
 
-static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, const char *socket)
+/* COMPUTE's record of vGPU name's device d, or false (an older mediator: c NULL). */
+static bool compute_device(const struct vgpu_msg *c, const char *name, uint32_t d, struct vgpu_compute_device *out)
+{
+    struct vgpu_compute_header h;
+    if (!c)
+        return false;
+    vgpu_proto_compute_header(c, &h);
+    for (uint32_t i = 0; i < h.ndevs; i++) {
+        vgpu_proto_compute_device(c, i, out);
+        if (out->device == d && strcmp(out->vgpu, name) == 0)
+            return true;
+    }
+    return false;
+}
+
+/* Process pid's utilization on vGPU name's device d, in permille, or -1 where it is not known. */
+static int process_utilization(const struct vgpu_msg *c, const char *name, uint32_t pid, uint32_t d)
+{
+    struct vgpu_compute_header h;
+    if (!c)
+        return -1;
+    vgpu_proto_compute_header(c, &h);
+    for (uint32_t i = 0; i < h.nprocs; i++) {
+        struct vgpu_compute_proc p;
+        vgpu_proto_compute_proc(c, i, &p);
+        if (p.pid == pid && p.device == d && strcmp(p.vgpu, name) == 0)
+            return p.flags & VGPU_COMPUTE_MEASURED ? (int)p.utilization : -1;
+    }
+    return -1;
+}
+
+static const char *const mode_keys[] = { "none", "share", "cap" };
+
+/* "47%", or "-" where it is not known. */
+static char *percent(bool known, uint32_t permille, char *buf, size_t len)
+{
+    if (known)
+        snprintf(buf, len, "%u%%", (permille + 5) / 10);
+    else
+        snprintf(buf, len, "-");
+    return buf;
+}
+
+static void print_compute_table(const struct vgpu_msg *m, const struct vgpu_msg *c)
+{
+    if (!c) {
+        printf("\nCompute: this vgpu-mediatord does not say (it is older than this vgpu-smi)\n");
+        return;
+    }
+    struct vgpu_status_header h;
+    struct vgpu_compute_header ch;
+    vgpu_proto_status_header(m, &h);
+    vgpu_proto_compute_header(c, &ch);
+    if (ch.interval_ms)
+        printf("\nCompute over the last %.1f s (Held: the GPU time its share gave it; Util: what its processes "
+               "used, as the driver samples them):\n", ch.interval_ms / 1e3);
+    else
+        printf("\nCompute (not measured yet: the first interval is under way):\n");
+    printf("%-16s %-4s %-4s %6s %-6s %-6s %10s %6s %6s\n", "vGPU", "Dev", "GPU", "Share", "Mode", "Holds", "GPU time",
+           "Held", "Util");
+    for (uint32_t i = 0; i < h.nvgpus; i++) {
+        struct vgpu_status_vgpu v;
+        vgpu_proto_status_vgpu(m, i, &v);
+        for (uint32_t d = 0; d < v.ndev; d++) {
+            struct vgpu_compute_device r;
+            if (!compute_device(c, v.name, d, &r))
+                continue;
+            bool arbitrated = r.flags & VGPU_COMPUTE_ARBITRATED;
+            char gpu[16] = "-", busy[32] = "-", held[16], util[16];
+            if (r.gpu != UINT32_MAX)
+                snprintf(gpu, sizeof(gpu), "%u", r.gpu);
+            if (arbitrated || r.busy_ns)
+                snprintf(busy, sizeof(busy), "%.2fs", (double)r.busy_ns / 1e9);
+            printf("%-16s %-4u %-4s %5u%% %-6s %-6s %10s %6s %6s\n", d ? "" : v.name, d, gpu, r.share,
+                   mode_keys[r.mode], arbitrated ? (r.flags & VGPU_COMPUTE_HOLDING ? "yes" : "no") : "-", busy,
+                   percent(arbitrated && ch.interval_ms, r.held, held, sizeof(held)),
+                   percent(r.flags & VGPU_COMPUTE_MEASURED, r.utilization, util, sizeof(util)));
+        }
+    }
+}
+
+static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, const struct vgpu_msg *c,
+                        const char *socket)
 {
     struct vgpu_status_header h;
     vgpu_proto_status_header(m, &h);
@@ -64,7 +147,9 @@ static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, cons
         if (v.ndev == 0)
             printf("%-16s (no devices)\n", label);
     }
-    printf("\nProcesses:\n%-16s %-8s %-12s %-16s %-4s %12s\n", "vGPU", "PID", "User", "Command", "Dev", "Memory");
+    print_compute_table(m, c);
+    printf("\nProcesses:\n%-16s %-8s %-12s %-16s %-4s %12s %6s\n", "vGPU", "PID", "User", "Command", "Dev", "Memory",
+           "Util");
     if (h.nprocs == 0)
         printf("  none\n");
     for (uint32_t i = 0; i < h.nprocs; i++) {
@@ -74,11 +159,12 @@ static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, cons
         vgpu_proto_status_vgpu(m, p.vgpu, &v);
         bool shown = false;
         for (uint32_t d = 0; d < v.ndev; d++) {
-            char used[32];
+            char used[32], util[16];
             if (!p.held[d] && (shown || d + 1 < v.ndev))
                 continue;
-            printf("%-16s %-8u %-12.12s %-16.16s %-4u %12s\n", v.name, p.pid, p.user, p.comm, d,
-                   mib(p.held[d], used, sizeof(used)));
+            int u = process_utilization(c, v.name, p.pid, d);
+            printf("%-16s %-8u %-12.12s %-16.16s %-4u %12s %6s\n", v.name, p.pid, p.user, p.comm, d,
+                   mib(p.held[d], used, sizeof(used)), percent(u >= 0, (uint32_t)u, util, sizeof(util)));
             shown = true;
         }
     }
@@ -191,7 +277,34 @@ static void print_watch_json(const struct vgpu_msg *w)
     printf("]}");
 }
 
-static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const char *socket)
+/* A device's "compute_use": what its share gave it and what it used; null from an older mediator. */
+static void print_compute_use_json(const struct vgpu_msg *c, const char *name, uint32_t d)
+{
+    struct vgpu_compute_device r;
+    struct vgpu_compute_header h;
+    if (!compute_device(c, name, d, &r)) {
+        printf("null");
+        return;
+    }
+    vgpu_proto_compute_header(c, &h);
+    bool arbitrated = r.flags & VGPU_COMPUTE_ARBITRATED;
+    printf("{\"mode\":\"%s\",\"arbitrated\":%s,\"holding\":%s,\"busy_ns\":%llu,\"launch_ms\":%llu,"
+           "\"held_percent\":",
+           mode_keys[r.mode], arbitrated ? "true" : "false", r.flags & VGPU_COMPUTE_HOLDING ? "true" : "false",
+           (unsigned long long)r.busy_ns, (unsigned long long)r.launch_ms);
+    if (arbitrated && h.interval_ms)
+        printf("%.1f", r.held / 10.0);
+    else
+        printf("null");
+    printf(",\"utilization_percent\":");
+    if (r.flags & VGPU_COMPUTE_MEASURED)
+        printf("%.1f}", r.utilization / 10.0);
+    else
+        printf("null}");
+}
+
+static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const struct vgpu_msg *c,
+                       const char *socket)
 {
     struct vgpu_status_header h;
     vgpu_proto_status_header(m, &h);
@@ -199,8 +312,16 @@ static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const
     vgpu_json_string(stdout, h.version);
     printf(",\"socket\":");
     vgpu_json_string(stdout, socket);
-    printf(",\"start\":%u,\"refused_admissions\":%llu},\"vgpus\":[", h.epoch,
+    printf(",\"start\":%u,\"refused_admissions\":%llu,\"compute_interval_ms\":", h.epoch,
            (unsigned long long)h.refused_admissions);
+    if (c) {
+        struct vgpu_compute_header ch;
+        vgpu_proto_compute_header(c, &ch);
+        printf("%u", ch.interval_ms);
+    } else {
+        printf("null");
+    }
+    printf("},\"vgpus\":[");
     for (uint32_t i = 0; i < h.nvgpus; i++) {
         struct vgpu_status_vgpu v;
         vgpu_proto_status_vgpu(m, i, &v);
@@ -215,10 +336,12 @@ static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const
             printf(",\"gpu\":");
             vgpu_json_string(stdout, v.dev[d].gpu_name);
             printf(",\"memory_total\":%llu,\"memory_quota\":%llu,\"memory_used\":%llu,\"refusals\":%llu,"
-                   "\"compute\":%u}",
+                   "\"compute\":%u,\"compute_use\":",
                    (unsigned long long)v.dev[d].physical_total,
                    (unsigned long long)(v.dev[d].limit ? v.dev[d].limit : v.dev[d].physical_total),
                    (unsigned long long)v.dev[d].used, (unsigned long long)v.dev[d].refusals, v.dev[d].compute);
+            print_compute_use_json(c, v.name, d);
+            printf("}");
         }
         printf("]}");
     }
@@ -242,6 +365,14 @@ static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const
         printf(",\"slot\":%u,\"memory\":[", p.slot);
         for (uint32_t d = 0; d < v.ndev; d++)
             printf("%s%llu", d ? "," : "", (unsigned long long)p.held[d]);
+        printf("],\"utilization_percent\":[");
+        for (uint32_t d = 0; d < v.ndev; d++) {
+            int u = process_utilization(c, v.name, p.pid, d);
+            if (u >= 0)
+                printf("%s%.1f", d ? "," : "", u / 10.0);
+            else
+                printf("%snull", d ? "," : "");
+        }
         printf("]}");
     }
     printf("],\"watch\":");
@@ -291,10 +422,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "vgpu-smi: %s\n", err);
         return 1;
     }
-    uint8_t *buf = NULL, *wbuf = NULL;
-    size_t cap = 0, wcap = 0;
+    uint8_t *buf = NULL, *wbuf = NULL, *cbuf = NULL;
+    size_t cap = 0, wcap = 0, ccap = 0;
     for (;;) {
-        struct vgpu_msg m, w;
+        struct vgpu_msg m, w, c;
         struct vgpu_status_header h;
         if (vgpu_tool_status(fd, socket, &buf, &cap, &m, err, sizeof(err)) != 0) {
             fprintf(stderr, "vgpu-smi: %s\n", err);
@@ -306,12 +437,17 @@ int main(int argc, char **argv)
             fprintf(stderr, "vgpu-smi: %s\n", err);
             return 1;
         }
+        bool compute = h.features & VGPU_STATUS_HAS_COMPUTE;
+        if (compute && vgpu_tool_compute(fd, socket, &cbuf, &ccap, &c, err, sizeof(err)) != 0) {
+            fprintf(stderr, "vgpu-smi: %s\n", err);
+            return 1;
+        }
         if (every > 0 && !json)
             printf("\033[H\033[2J");
         if (json)
-            print_json(&m, watch ? &w : NULL, socket);
+            print_json(&m, watch ? &w : NULL, compute ? &c : NULL, socket);
         else
-            print_table(&m, watch ? &w : NULL, socket);
+            print_table(&m, watch ? &w : NULL, compute ? &c : NULL, socket);
         fflush(stdout);
         if (every <= 0)
             break;
@@ -319,6 +455,7 @@ int main(int argc, char **argv)
     }
     free(buf);
     free(wbuf);
+    free(cbuf);
     close(fd);
     return 0;
 }

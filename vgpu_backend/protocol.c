@@ -24,6 +24,13 @@ _Static_assert(sizeof(struct vgpu_status_vgpu) == 56 + 16 * 152, "STATUS vGPU re
 _Static_assert(sizeof(struct vgpu_status_proc) == 192, "STATUS process record is 192 bytes");
 _Static_assert(sizeof(struct vgpu_watch_header) == 48, "WATCH header is 48 bytes");
 _Static_assert(sizeof(struct vgpu_watch_case) == 184, "WATCH case record is 184 bytes");
+_Static_assert(sizeof(struct vgpu_compute_header) == 32, "COMPUTE header is 32 bytes");
+_Static_assert(sizeof(struct vgpu_compute_device) == 80, "COMPUTE device record is 80 bytes");
+_Static_assert(sizeof(struct vgpu_compute_proc) == 56, "COMPUTE process record is 56 bytes");
+_Static_assert(sizeof(struct vgpu_compute_header) + VGPU_COMPUTE_MAX_DEVICES * sizeof(struct vgpu_compute_device) +
+                       VGPU_COMPUTE_MAX_PROCS * sizeof(struct vgpu_compute_proc) <=
+                   VGPU_PROTO_MAX_REPLY,
+               "the largest COMPUTE is one a client reads");
 _Static_assert(sizeof(struct vgpu_watch_header) + VGPU_WATCH_MAX_CASES * sizeof(struct vgpu_watch_case) <=
                    VGPU_PROTO_MAX_REPLY,
                "the largest WATCH is one a client reads");
@@ -107,6 +114,37 @@ static ssize_t check_watch(const uint8_t *p, uint32_t length, char *err, size_t 
     return 0;
 }
 
+static ssize_t check_compute(const uint8_t *p, uint32_t length, char *err, size_t errlen)
+{
+    struct vgpu_compute_header h;
+    if (length < sizeof(h))
+        return vgpu_fail(err, errlen, "COMPUTE of %u bytes is shorter than its header", length);
+    memcpy(&h, p, sizeof(h));
+    if (h.ndevs > VGPU_COMPUTE_MAX_DEVICES || h.nprocs > VGPU_COMPUTE_MAX_PROCS)
+        return vgpu_fail(err, errlen, "COMPUTE counts %u devices and %u processes (at most %d and %d)", h.ndevs,
+                         h.nprocs, VGPU_COMPUTE_MAX_DEVICES, VGPU_COMPUTE_MAX_PROCS);
+    uint64_t want = sizeof(h) + (uint64_t)h.ndevs * sizeof(struct vgpu_compute_device) +
+                    (uint64_t)h.nprocs * sizeof(struct vgpu_compute_proc);
+    if (want != length)
+        return vgpu_fail(err, errlen, "COMPUTE of %u devices and %u processes takes %llu bytes, not %u", h.ndevs,
+                         h.nprocs, (unsigned long long)want, length);
+    const uint8_t *q = p + sizeof(h);
+    for (uint32_t i = 0; i < h.ndevs; i++, q += sizeof(struct vgpu_compute_device)) {
+        struct vgpu_compute_device d;
+        memcpy(&d, q, sizeof(d));
+        if (!TERMINATED(d.vgpu) || d.device >= VGPU_STATUS_MAX_DEVICES || d.share > 100 ||
+            d.mode > VGPU_COMPUTE_VIEW_CAP || d.held > 1000 || d.utilization > 1000)
+            return vgpu_fail(err, errlen, "COMPUTE device record %u is malformed", i);
+    }
+    for (uint32_t i = 0; i < h.nprocs; i++, q += sizeof(struct vgpu_compute_proc)) {
+        struct vgpu_compute_proc r;
+        memcpy(&r, q, sizeof(r));
+        if (!TERMINATED(r.vgpu) || r.device >= VGPU_STATUS_MAX_DEVICES || r.utilization > 1000)
+            return vgpu_fail(err, errlen, "COMPUTE process record %u is malformed", i);
+    }
+    return 0;
+}
+
 ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, struct vgpu_msg *msg, char *err,
                          size_t errlen)
 {
@@ -159,6 +197,7 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
     case VGPU_MSG_ENTER:
     case VGPU_MSG_STATUS_REQUEST:
     case VGPU_MSG_WATCH_REQUEST:
+    case VGPU_MSG_COMPUTE_REQUEST:
         if (!fixed(h.length, 0, h.type, err, errlen))
             return -1;
         break;
@@ -171,6 +210,11 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         if (check_watch(p, h.length, err, errlen) != 0)
             return -1;
         msg->watch = p;
+        break;
+    case VGPU_MSG_COMPUTE:
+        if (check_compute(p, h.length, err, errlen) != 0)
+            return -1;
+        msg->compute = p;
         break;
     default:
         return vgpu_fail(err, errlen, "unknown message type %u", h.type);
@@ -205,6 +249,26 @@ void vgpu_proto_watch_header(const struct vgpu_msg *m, struct vgpu_watch_header 
 void vgpu_proto_watch_case(const struct vgpu_msg *m, uint32_t i, struct vgpu_watch_case *c)
 {
     memcpy(c, m->watch + sizeof(struct vgpu_watch_header) + (size_t)i * sizeof(*c), sizeof(*c));
+}
+
+void vgpu_proto_compute_header(const struct vgpu_msg *m, struct vgpu_compute_header *h)
+{
+    memcpy(h, m->compute, sizeof(*h));
+}
+
+void vgpu_proto_compute_device(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_device *d)
+{
+    memcpy(d, m->compute + sizeof(struct vgpu_compute_header) + (size_t)i * sizeof(*d), sizeof(*d));
+}
+
+void vgpu_proto_compute_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_proc *p)
+{
+    struct vgpu_compute_header h;
+    vgpu_proto_compute_header(m, &h);
+    memcpy(p,
+           m->compute + sizeof(h) + (size_t)h.ndevs * sizeof(struct vgpu_compute_device) +
+               (size_t)i * sizeof(*p),
+           sizeof(*p));
 }
 
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len)

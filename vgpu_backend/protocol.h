@@ -45,6 +45,10 @@ enum vgpu_msg_type {
     VGPU_MSG_WATCH_REQUEST = 8,  /* tool: what the watch found (asked only of a mediator whose STATUS
                                     says VGPU_STATUS_HAS_WATCH: an older one refuses the type) */
     VGPU_MSG_WATCH = 9,          /* mediator: processes that escaped their vGPU, or hold too much */
+    VGPU_MSG_COMPUTE_REQUEST = 10, /* tool: the compute share's views (asked only of a mediator whose
+                                      STATUS says VGPU_STATUS_HAS_COMPUTE) */
+    VGPU_MSG_COMPUTE = 11,       /* mediator: each vGPU device's share, GPU time and utilization, and
+                                    each process's utilization */
 };
 
 struct vgpu_proto_header {
@@ -92,13 +96,14 @@ struct vgpu_msg_entered {
 
 /* The header's features: what else this mediator answers.  An older one
  * sends 0 (the field was reserved), so a newer tool asks it nothing new. */
-#define VGPU_STATUS_HAS_WATCH 1u /* WATCH_REQUEST */
+#define VGPU_STATUS_HAS_WATCH 1u   /* WATCH_REQUEST */
+#define VGPU_STATUS_HAS_COMPUTE 2u /* COMPUTE_REQUEST */
 
 struct vgpu_status_header {
     uint32_t nvgpus;
     uint32_t nprocs;
     uint32_t epoch;
-    uint32_t features;           /* VGPU_STATUS_HAS_WATCH */
+    uint32_t features;           /* VGPU_STATUS_HAS_WATCH, VGPU_STATUS_HAS_COMPUTE */
     uint64_t refused_admissions; /* connections refused since start */
     char version[16];            /* vgpu-mediatord's version */
 };
@@ -174,6 +179,58 @@ struct vgpu_watch_case {
     char vgpu[VGPU_NAME_LEN];    /* "" when unadmitted */
 };
 
+/* ---- COMPUTE: a header, then ndevs device records, then nprocs process records ---- */
+
+#define VGPU_COMPUTE_MAX_DEVICES (VGPU_STATUS_MAX_VGPUS * VGPU_STATUS_MAX_DEVICES)
+#define VGPU_COMPUTE_MAX_PROCS 16384
+
+/* A device's mode, as the views name it. */
+enum vgpu_compute_view_mode {
+    VGPU_COMPUTE_VIEW_NONE = 0,  /* no share (100%, work-conserving): nothing to hold it to */
+    VGPU_COMPUTE_VIEW_SHARE = 1, /* work-conserving: the share is guaranteed, idle time is lent out */
+    VGPU_COMPUTE_VIEW_CAP = 2,   /* a hard cap */
+};
+
+#define VGPU_COMPUTE_ARBITRATED 1u /* device flags: the mediator arbitrates its GPU now */
+#define VGPU_COMPUTE_HOLDING 2u    /* device flags: it holds the GPU now */
+#define VGPU_COMPUTE_MEASURED 4u   /* device and process flags: the driver's per-process utilization is known
+                                      (held is known whenever the interval has passed once) */
+
+struct vgpu_compute_header {
+    uint32_t ndevs;
+    uint32_t nprocs;
+    uint32_t interval_ms;        /* what held and utilization are measured over; 0: not yet measured */
+    uint32_t reserved;
+    uint64_t intervals;          /* intervals measured since start */
+    uint64_t reserved2;
+};
+
+/* One device of a vGPU.  held and utilization are permille of the last interval's wall time. */
+struct vgpu_compute_device {
+    char vgpu[VGPU_NAME_LEN];
+    uint32_t device;             /* the vGPU's device index */
+    uint32_t gpu;                /* as nvidia-smi numbers it; 0xffffffff: not on this machine */
+    uint32_t share;              /* percent, 1-100 */
+    uint32_t mode;               /* enum vgpu_compute_view_mode */
+    uint32_t flags;              /* VGPU_COMPUTE_ARBITRATED, _HOLDING, _MEASURED */
+    uint32_t held;               /* GPU time the arbiter charged it over the last interval */
+    uint32_t utilization;        /* its processes' utilization (the driver's samples, summed; at most 1000) */
+    uint32_t reserved;
+    uint64_t busy_ns;            /* GPU time the arbiter charged it, in all (BAR0 sched_busy_ns) */
+    uint64_t launch_ms;          /* process-milliseconds in which its processes launched (sched_launches) */
+};
+
+/* One admitted process on one device of its vGPU. */
+struct vgpu_compute_proc {
+    char vgpu[VGPU_NAME_LEN];
+    uint32_t pid;                /* the host's, as the driver and the mediator see it */
+    uint32_t device;             /* its vGPU's device index */
+    uint32_t gpu;                /* as nvidia-smi numbers it */
+    uint32_t flags;              /* VGPU_COMPUTE_MEASURED */
+    uint32_t utilization;        /* permille, over the last interval */
+    uint32_t reserved;
+};
+
 /* A message as parsed: its type and, for fixed-size types, its payload. */
 struct vgpu_msg {
     uint16_t type;
@@ -188,6 +245,7 @@ struct vgpu_msg {
      * copy records out with vgpu_proto_status_vgpu/_proc). */
     const uint8_t *status;
     const uint8_t *watch;        /* WATCH, likewise */
+    const uint8_t *compute;      /* COMPUTE, likewise */
 };
 
 /*
@@ -207,6 +265,11 @@ void vgpu_proto_status_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_st
 /* The header and case i of a parsed WATCH (bounds already validated). */
 void vgpu_proto_watch_header(const struct vgpu_msg *m, struct vgpu_watch_header *h);
 void vgpu_proto_watch_case(const struct vgpu_msg *m, uint32_t i, struct vgpu_watch_case *c);
+
+/* The header, device record i and process record i of a parsed COMPUTE (bounds already validated). */
+void vgpu_proto_compute_header(const struct vgpu_msg *m, struct vgpu_compute_header *h);
+void vgpu_proto_compute_device(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_device *d);
+void vgpu_proto_compute_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_proc *p);
 
 /* Writes a frame header for a payload of len bytes of type into out. */
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len);

@@ -35,6 +35,7 @@ static void open_once(void)
     api.memory = (__typeof__(api.memory))dlsym(h, "nvmlDeviceGetMemoryInfo");
     api.processes = (__typeof__(api.processes))dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
     api.pci = (__typeof__(api.pci))dlsym(h, "nvmlDeviceGetPciInfo_v3");
+    api.process_utilization = (__typeof__(api.process_utilization))dlsym(h, "nvmlDeviceGetProcessUtilization");
     nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
     if (init && api.count && api.by_index && api.by_uuid && api.uuid && api.name && api.memory && api.processes)
         r = init();
@@ -72,4 +73,31 @@ nvmlProcessInfo_t *vgpu_real_nvml_processes(const struct vgpu_real_nvml *nvml, n
         free(list);
     }
     return NULL;
+}
+
+nvmlReturn_t vgpu_real_nvml_utilization(const struct vgpu_real_nvml *nvml, nvmlDevice_t dev,
+                                        unsigned long long last_seen_us, nvmlProcessUtilizationSample_t **out,
+                                        unsigned *n)
+{
+    *out = NULL;
+    *n = 0;
+    if (!nvml->process_utilization)
+        return NVML_ERROR_FUNCTION_NOT_FOUND;
+    unsigned want = 0;
+    nvmlReturn_t r = nvml->process_utilization(dev, NULL, &want, last_seen_us);
+    for (int tries = 0; tries < 4 && (r == NVML_SUCCESS || r == NVML_ERROR_INSUFFICIENT_SIZE); tries++) {
+        unsigned cap = want + 16; /* room for samples taken meanwhile */
+        nvmlProcessUtilizationSample_t *list = malloc(cap * sizeof(*list));
+        if (!list)
+            return NVML_ERROR_MEMORY;
+        want = cap;
+        r = nvml->process_utilization(dev, list, &want, last_seen_us);
+        if (r == NVML_SUCCESS) {
+            *out = list;
+            *n = want;
+            return r;
+        }
+        free(list);
+    }
+    return r == NVML_ERROR_NOT_FOUND ? NVML_SUCCESS : r;
 }

@@ -17,6 +17,9 @@ struct vgpu_real_nvml {
     nvmlReturn_t (*memory)(nvmlDevice_t, nvmlMemory_t *);
     nvmlReturn_t (*processes)(nvmlDevice_t, unsigned int *, nvmlProcessInfo_t *);
     nvmlReturn_t (*pci)(nvmlDevice_t, nvmlPciInfo_t *); /* NULL where the driver lacks it: optional */
+    /* Optional too (the mediator's views): nvmlDeviceGetProcessUtilization. */
+    nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
+                                        unsigned long long);
 };
 
 /* The real NVML, initialised (once; never shut down), or NULL with the
@@ -29,3 +32,14 @@ const struct vgpu_real_nvml *vgpu_real_nvml(const char **why);
  * array and its length in *n, or NULL.
  */
 nvmlProcessInfo_t *vgpu_real_nvml_processes(const struct vgpu_real_nvml *nvml, nvmlDevice_t dev, unsigned *n);
+
+/*
+ * The driver's per-process utilization samples on dev taken after
+ * last_seen_us (CPU time in microseconds, as NVML stamps them), however
+ * many.  NVML_SUCCESS with a malloc'd array in *out and its length in *n
+ * (none: NULL and 0, which NVML says as NOT_FOUND), or the driver's error
+ * (NVML_ERROR_FUNCTION_NOT_FOUND where it lacks the call).
+ */
+nvmlReturn_t vgpu_real_nvml_utilization(const struct vgpu_real_nvml *nvml, nvmlDevice_t dev,
+                                        unsigned long long last_seen_us, nvmlProcessUtilizationSample_t **out,
+                                        unsigned *n);

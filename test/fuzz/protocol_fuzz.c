@@ -2,7 +2,7 @@
  * libFuzzer target: the mediator protocol's parser (vgpu_backend/protocol.c),
  * as the mediator meets a client's bytes and as a client meets the
  * mediator's.  Every message it accepts is then read the way its readers
- * read it (STATUS and WATCH records, their strings), so an accepted message that a
+ * read it (STATUS, WATCH and COMPUTE records, their strings), so an accepted message that a
  * reader would overrun is a finding too.  Built with clang's
  * -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
@@ -25,6 +25,20 @@ static size_t walk(const struct vgpu_msg *m)
             struct vgpu_watch_case c;
             vgpu_proto_watch_case(m, i, &c);
             sum += strlen(c.uuid) + strlen(c.comm) + strlen(c.user) + strlen(c.vgpu) + c.rule;
+        }
+    }
+    if (m->type == VGPU_MSG_COMPUTE) {
+        struct vgpu_compute_header h;
+        vgpu_proto_compute_header(m, &h);
+        for (uint32_t i = 0; i < h.ndevs; i++) {
+            struct vgpu_compute_device d;
+            vgpu_proto_compute_device(m, i, &d);
+            sum += strlen(d.vgpu) + d.held + d.utilization;
+        }
+        for (uint32_t i = 0; i < h.nprocs; i++) {
+            struct vgpu_compute_proc p;
+            vgpu_proto_compute_proc(m, i, &p);
+            sum += strlen(p.vgpu) + p.utilization;
         }
     }
     if (m->type != VGPU_MSG_STATUS)

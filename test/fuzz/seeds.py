@@ -1,6 +1,7 @@
 """Writes a seed corpus for protocol_fuzz: one valid message of each type
 (STATUS with a vGPU of two devices and a process, WATCH with a process of
-each rule), and a stream of several.
+each rule, COMPUTE with two devices and a process on each), and a stream of
+several.
 Usage: seeds.py DIR"""
 import os
 import struct
@@ -43,9 +44,16 @@ def case(pid, rule, flags, vgpu_name, quota, vgpu_used):
 cases = case(4242, 1, 3, "", 0, 0) + case(4243, 2, 0, "train", 8 << 30, 0) + \
     case(4244, 3, 2, "train", 8 << 30, 9 << 30)
 watch = frame(9, struct.pack("<IIIIQQQQ", 3, 500, 1, 2, 64 << 20, 0b11, 10, 1) + cases)
+compute_request = frame(10, b"")
+compute_devices = cstr("train", 32) + struct.pack("<IIIIIIIIQQ", 0, 0, 50, 1, 3, 480, 470, 0, 12 << 30, 9000) + \
+    cstr("train", 32) + struct.pack("<IIIIIIIIQQ", 1, 1, 100, 0, 4, 0, 1000, 0, 0, 0)
+compute_procs = cstr("train", 32) + struct.pack("<IIIIII", 4242, 0, 0, 1, 470, 0) + \
+    cstr("train", 32) + struct.pack("<IIIIII", 4242, 1, 1, 0, 0, 0)
+compute = frame(11, struct.pack("<IIIIQQ", 2, 2, 1000, 0, 7, 0) + compute_devices + compute_procs)
 seeds = {"hello": hello, "reattach": reattach, "admit": admit, "refuse": refuse, "enter": enter,
          "entered": entered, "request": request, "status": status, "watch_request": watch_request,
-         "watch": watch, "stream": hello + enter + request + admit + entered + watch_request}
+         "watch": watch, "compute_request": compute_request, "compute": compute,
+         "stream": hello + enter + request + admit + entered + watch_request + compute_request}
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)

@@ -272,30 +272,20 @@ static bool enter(struct med_client *c)
     return send_or_drop(c, VGPU_MSG_ENTERED, &e, sizeof(e), NULL, 0);
 }
 
-static bool status(struct med_client *c, struct med_world *w)
+/* Sends a built answer (NULL: out of memory, the connection is dropped). */
+static bool send_built(struct med_client *c, uint16_t type, uint8_t *payload, uint32_t len)
 {
-    uint32_t len;
-    uint8_t *payload = med_status_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
     if (!payload)
         return false;
-    bool ok = send_or_drop(c, VGPU_MSG_STATUS, payload, len, NULL, 0);
-    free(payload);
-    return ok;
-}
-
-static bool watch_status(struct med_client *c, struct med_world *w, uint64_t now_ms)
-{
-    uint32_t len;
-    uint8_t *payload = med_watch_build(w->watch, w, c->uid, c->gid, c->groups, c->ngroups, now_ms, &len);
-    if (!payload)
-        return false;
-    bool ok = send_or_drop(c, VGPU_MSG_WATCH, payload, len, NULL, 0);
+    bool ok = send_or_drop(c, type, payload, len, NULL, 0);
     free(payload);
     return ok;
 }
 
 static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_msg *m, uint64_t now_ms)
 {
+    uint8_t *payload;
+    uint32_t len = 0;
     switch (m->type) {
     case VGPU_MSG_HELLO:
         if (c->vgpu)
@@ -306,9 +296,14 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "ENTER %s", c->vgpu ? "twice" : "before HELLO");
         return enter(c);
     case VGPU_MSG_STATUS_REQUEST:
-        return status(c, w);
+        payload = med_status_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+        return send_built(c, VGPU_MSG_STATUS, payload, len);
     case VGPU_MSG_WATCH_REQUEST:
-        return watch_status(c, w, now_ms);
+        payload = med_watch_build(w->watch, w, c->uid, c->gid, c->groups, c->ngroups, now_ms, &len);
+        return send_built(c, VGPU_MSG_WATCH, payload, len);
+    case VGPU_MSG_COMPUTE_REQUEST:
+        payload = med_compute_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+        return send_built(c, VGPU_MSG_COMPUTE, payload, len);
     default:
         return refuse(c, VGPU_REFUSE_BAD_REQUEST, "message type %u is not a request", m->type);
     }

@@ -40,12 +40,14 @@ struct med_client {
 };
 
 struct med_watch;
+struct med_views;
 
 /* What a connection's request needs from the rest of the mediator. */
 struct med_world {
     const struct med_config *config;
     struct med_vgpus *vgpus;
     struct med_watch *watch;     /* what the watch found (watch.h) */
+    struct med_views *views;     /* the compute share's views (utilization.h) */
     struct med_client **clients; /* every connection, for STATUS and the caps */
     int nclients;
     int max_connections;         /* in force: the config's, or what the descriptor limit allows */
@@ -87,6 +89,15 @@ static inline bool med_client_waiting(const struct med_client *c)
 /* Ends a connection: a process slot it held is freed and its memory returned. */
 void med_client_close(struct med_client *c);
 
+/* May uid see v?  Root and the mediator's own user see every vGPU; anyone
+ * else the vGPUs that admit them. */
+bool med_status_visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
+
 /* Builds a STATUS payload of what uid may see (malloc'd; *len set), or NULL. */
 uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                           uint32_t *len);
+
+/* Builds a COMPUTE payload (compute_status.c) of the vGPUs uid may see
+ * (malloc'd; *len set), or NULL. */
+uint8_t *med_compute_build(const struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+                           uint32_t *len);

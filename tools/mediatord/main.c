@@ -8,9 +8,10 @@
  * metrics socket and its scrapes, and a signalfd (SIGHUP reloads the config,
  * SIGTERM/SIGINT stop).  Nothing in it blocks: sockets are non-blocking,
  * answers a slow reader has not taken wait in its queue, and a wakeup
- * accepts a bounded number of connections.  The watch's readings of the
- * driver come from a thread of their own (watch_sampler.h), which the loop
- * hears through a descriptor like any other.  A tick every second returns
+ * accepts a bounded number of connections.  The watch's and the compute
+ * views' readings of the driver come from threads of their own
+ * (watch_sampler.h), which the loop hears through descriptors like any
+ * other.  A tick every second returns
  * the memory of processes that died holding no connection (after a
  * restart, until they reattach) and closes connections that sit idle
  * without being admitted, or do not take their answers.
@@ -25,6 +26,7 @@
 #include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/sched.h"
 #include "tools/mediatord/state_dir.h"
+#include "tools/mediatord/utilization.h"
 #include "tools/mediatord/vgpus.h"
 #include "tools/mediatord/watch.h"
 
@@ -60,7 +62,7 @@
  * journals, the log) when max_connections follows the descriptor limit. */
 #define RESERVED_FDS 512
 
-enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP, SRC_WATCH, SRC_SCHED };
+enum source_kind { SRC_LISTEN, SRC_SIGNAL, SRC_METRICS, SRC_CLIENT, SRC_HTTP, SRC_WATCH, SRC_SCHED, SRC_VIEWS };
 
 /* What an epoll event is about. */
 struct source {
@@ -77,6 +79,7 @@ static struct med_vgpus vgpus;
 static struct med_sched sched; /* the compute share's arbitration of each GPU (sched.h) */
 static struct med_world world;
 static struct med_watch watcher;
+static struct med_views views; /* the compute share's views (utilization.h) */
 static int epfd = -1;
 static int spare_fd = -1; /* given up to accept-and-refuse one connection when out of descriptors */
 static uint64_t listen_resume_ms; /* the listening socket is unwatched until then (0: watched) */
@@ -85,7 +88,7 @@ static struct source *scrapes[MED_HTTP_MAX];
 static int nscrapes;
 static struct source listen_src = { SRC_LISTEN, NULL, EPOLLIN }, signal_src = { SRC_SIGNAL, NULL, EPOLLIN },
                      metrics_src = { SRC_METRICS, NULL, EPOLLIN }, watch_src = { SRC_WATCH, NULL, EPOLLIN },
-                     sched_src = { SRC_SCHED, NULL, EPOLLIN };
+                     sched_src = { SRC_SCHED, NULL, EPOLLIN }, views_src = { SRC_VIEWS, NULL, EPOLLIN };
 
 static void usage(FILE *to)
 {
@@ -386,6 +389,7 @@ static void reload(void)
     world.config = &configs[current];
     world.max_connections = connection_cap(world.config, world.fd_limit);
     med_watch_configure(&watcher, &world);
+    med_views_configure(&views, &world);
     if (failed)
         vgpu_error("reloaded %s: %d vGPU(s), %d of them could not be made (above)", next->path, next->nvgpus, failed);
     else
@@ -484,6 +488,9 @@ static int serve(int lfd, int sfd, int mfd)
             case SRC_SCHED:
                 med_sched_tick(&sched);
                 break;
+            case SRC_VIEWS:
+                med_views_readable(&views, &world);
+                break;
             }
         }
         if (listen_resume_ms && now >= listen_resume_ms) {
@@ -561,17 +568,20 @@ int main(int argc, char **argv)
     if (med_vgpus_open(&vgpus, c, &gpus, err, sizeof(err)) != 0 ||
         (lfd = listen_socket(c, err, sizeof(err))) < 0 ||
         (c->metrics[0] && (mfd = med_metrics_listen(c->metrics, where, sizeof(where), err, sizeof(err))) < 0) ||
-        med_watch_start(&watcher, &gpus, err, sizeof(err)) != 0) {
+        med_watch_start(&watcher, &gpus, err, sizeof(err)) != 0 ||
+        med_views_start(&views, &gpus, &sched, err, sizeof(err)) != 0) {
         vgpu_error("%s", err);
         return 1;
     }
     world.config = c;
     world.vgpus = &vgpus;
     world.watch = &watcher;
+    world.views = &views;
     world.max_connections = connection_cap(c, world.fd_limit);
     watch(lfd, &listen_src);
     watch(sfd, &signal_src);
     watch(med_watch_fd(&watcher), &watch_src);
+    watch(med_views_fd(&views), &views_src);
     if (mfd >= 0)
         watch(mfd, &metrics_src);
     /* Listening: running processes may now reattach. */
@@ -584,6 +594,7 @@ int main(int argc, char **argv)
     vgpu_info("vgpu-mediatord %s serving %d vGPU(s) on %s (start %u)%s%s", VGPU_VERSION, c->nvgpus, c->socket,
               vgpus.epoch, mfd >= 0 ? ", metrics on " : "", where);
     med_watch_configure(&watcher, &world);
+    med_views_configure(&views, &world);
     med_notify_systemd("READY=1");
     int rc = serve(lfd, sfd, mfd);
     med_notify_systemd("STOPPING=1");

@@ -3,6 +3,7 @@
 #include "tools/mediatord/metrics.h"
 
 #include "common/log.h"
+#include "tools/mediatord/utilization.h"
 #include "tools/mediatord/watch.h"
 
 #include <errno.h>
@@ -171,17 +172,42 @@ static void put_label(struct text *t, const char *name, const char *value, bool 
     put(t, "\"");
 }
 
-/* The labels the DCGM exporter gives a GPU, so that the two join. */
+/* The labels the DCGM exporter gives a GPU, so that the two join; a GPU
+ * not on this machine (g NULL) has only its UUID, as configured. */
+static void dcgm_labels(struct text *t, const struct med_gpu *g, const char *uuid, const char *hostname)
+{
+    char index[16] = "";
+    if (g)
+        snprintf(index, sizeof(index), "%u", g->index);
+    put_label(t, "gpu", index, false);
+    put_label(t, "UUID", g ? g->uuid : uuid, true);
+    put_label(t, "pci_bus_id", g ? g->pci_bus_id : "", true);
+    put_label(t, "modelName", g ? g->name : "", true);
+    put_label(t, "Hostname", hostname, true);
+}
+
 static void gpu_labels(struct text *t, const struct med_watch *watch, int k)
 {
-    const struct med_gpu *g = &watch->gpus->gpu[k];
+    dcgm_labels(t, &watch->gpus->gpu[k], NULL, watch->hostname);
+}
+
+/* A vGPU's device: the GPU's labels, then vgpu's own (never DCGM's device="nvidia0"). */
+static void vgpu_device_labels(struct text *t, const struct med_world *w, const struct med_gpu *g, const char *uuid,
+                               const char *vgpu, uint32_t d)
+{
     char index[16];
-    snprintf(index, sizeof(index), "%u", g->index);
-    put_label(t, "gpu", index, false);
-    put_label(t, "UUID", g->uuid, true);
-    put_label(t, "pci_bus_id", g->pci_bus_id, true);
-    put_label(t, "modelName", g->name, true);
-    put_label(t, "Hostname", watch->hostname, true);
+    snprintf(index, sizeof(index), "%u", d);
+    dcgm_labels(t, g, uuid, w->watch->hostname);
+    put_label(t, "vgpu", vgpu, true);
+    put_label(t, "vgpu_device", index, true);
+}
+
+static const struct med_gpu *gpu_numbered(const struct med_gpus *g, uint32_t index)
+{
+    for (int k = 0; k < g->n; k++)
+        if (g->gpu[k].index == index)
+            return &g->gpu[k];
+    return NULL;
 }
 
 /* Reported cases on GPU k: of the rule (0: either over-quota rule), of vGPU name (NULL: any). */
@@ -248,6 +274,112 @@ static void watch_metrics(struct text *t, const struct med_world *w)
            "# TYPE vgpu_watch_interval_seconds gauge\nvgpu_watch_interval_seconds %g\n", watch->interval_ms / 1e3);
 }
 
+struct compute_family {
+    const char *name, *type, *help;
+    double (*value)(const struct vgpu_compute_device *d, bool *shown);
+};
+
+static double busy_seconds(const struct vgpu_compute_device *d, bool *shown)
+{
+    (void)shown;
+    return (double)d->busy_ns / 1e9;
+}
+
+static double held_percent(const struct vgpu_compute_device *d, bool *shown)
+{
+    *shown = d->flags & VGPU_COMPUTE_ARBITRATED;
+    return d->held / 10.0;
+}
+
+static double utilization_percent(const struct vgpu_compute_device *d, bool *shown)
+{
+    *shown = d->flags & VGPU_COMPUTE_MEASURED;
+    return d->utilization / 10.0;
+}
+
+static double holding(const struct vgpu_compute_device *d, bool *shown)
+{
+    (void)shown;
+    return d->flags & VGPU_COMPUTE_HOLDING ? 1 : 0;
+}
+
+static double launch_seconds(const struct vgpu_compute_device *d, bool *shown)
+{
+    (void)shown;
+    return (double)d->launch_ms / 1e3;
+}
+
+/* Percent, as DCGM's DCGM_FI_DEV_GPU_UTIL and vgpu_compute_share_percent are, so that the three compare. */
+static const struct compute_family compute_families[] = {
+    { "vgpu_compute_busy_seconds_total", "counter",
+      "GPU time the compute share's arbiter charged the vGPU on the GPU (sched_busy_ns).", busy_seconds },
+    { "vgpu_compute_held_percent", "gauge",
+      "GPU time the arbiter charged the vGPU over the last interval, in percent of the interval (only where "
+      "the GPU is arbitrated).", held_percent },
+    { "vgpu_compute_utilization_percent", "gauge",
+      "Utilization of the GPU by the vGPU's processes over the last interval, from the driver's per-process "
+      "samples, summed (at most 100).", utilization_percent },
+    { "vgpu_compute_holding", "gauge", "1 while the arbiter gives the GPU to the vGPU; else 0.", holding },
+    { "vgpu_compute_launch_seconds_total", "counter",
+      "Process-seconds in which the vGPU's processes launched work on the arbitrated GPU, counted a millisecond "
+      "at a time: launch activity, not kernels.", launch_seconds },
+};
+
+static const char *const mode_names[] = { "none", "share", "cap" };
+
+/* The compute share's views: per vGPU device and per process (COMPUTE). */
+static void compute_metrics(struct text *t, struct med_world *w)
+{
+    uint32_t len;
+    uint8_t *payload = med_compute_build(w, 0, 0, NULL, 0, &len);
+    if (!payload)
+        return;
+    const struct med_gpus *gpus = w->watch->gpus;
+    struct vgpu_msg m = { .type = VGPU_MSG_COMPUTE, .length = len, .compute = payload };
+    struct vgpu_compute_header h;
+    vgpu_proto_compute_header(&m, &h);
+    put(t, "# HELP vgpu_compute_mode How the vGPU's compute share holds on the GPU: share (work-conserving), cap "
+           "(a hard cap) or none (no share).\n# TYPE vgpu_compute_mode gauge\n");
+    for (uint32_t i = 0; i < h.ndevs; i++) {
+        struct vgpu_compute_device d;
+        vgpu_proto_compute_device(&m, i, &d);
+        put(t, "vgpu_compute_mode{");
+        vgpu_device_labels(t, w, gpu_numbered(gpus, d.gpu), "", d.vgpu, d.device);
+        put(t, ",vgpu_mode=\"%s\"} 1\n", mode_names[d.mode]);
+    }
+    for (size_t f = 0; f < sizeof(compute_families) / sizeof(*compute_families); f++) {
+        const struct compute_family *c = &compute_families[f];
+        put(t, "# HELP %s %s\n# TYPE %s %s\n", c->name, c->help, c->name, c->type);
+        for (uint32_t i = 0; i < h.ndevs; i++) {
+            struct vgpu_compute_device d;
+            vgpu_proto_compute_device(&m, i, &d);
+            bool shown = true;
+            double value = c->value(&d, &shown);
+            if (!shown)
+                continue;
+            put(t, "%s{", c->name);
+            vgpu_device_labels(t, w, gpu_numbered(gpus, d.gpu), "", d.vgpu, d.device);
+            put(t, "} %.9g\n", value);
+        }
+    }
+    put(t, "# HELP vgpu_process_compute_utilization_percent Utilization of the GPU by the admitted process over the "
+           "last interval, from the driver's per-process samples.\n"
+           "# TYPE vgpu_process_compute_utilization_percent gauge\n");
+    for (uint32_t i = 0; i < h.nprocs; i++) {
+        struct vgpu_compute_proc p;
+        vgpu_proto_compute_proc(&m, i, &p);
+        if (!(p.flags & VGPU_COMPUTE_MEASURED))
+            continue;
+        put(t, "vgpu_process_compute_utilization_percent{");
+        vgpu_device_labels(t, w, gpu_numbered(gpus, p.gpu), "", p.vgpu, p.device);
+        put(t, ",pid=\"%u\"} %.9g\n", p.pid, p.utilization / 10.0);
+    }
+    put(t, "# HELP vgpu_compute_interval_seconds What the held time and utilization are measured over; 0: not yet "
+           "measured.\n# TYPE vgpu_compute_interval_seconds gauge\nvgpu_compute_interval_seconds %g\n",
+        h.interval_ms / 1e3);
+    free(payload);
+}
+
 char *med_metrics_text(struct med_world *w)
 {
     uint32_t len;
@@ -265,10 +397,14 @@ char *med_metrics_text(struct med_world *w)
         put(&t, "# HELP %s %s\n# TYPE %s %s\n", device_families[f].name, device_families[f].help,
             device_families[f].name, device_families[f].type);
         for (uint32_t i = 0; i < h.nvgpus; i++)
-            for (uint32_t d = 0; d < v[i].ndev; d++)
-                put(&t, "%s{vgpu=\"%s\",device=\"%u\",uuid=\"%s\"} %llu\n", device_families[f].name, v[i].name, d,
-                    v[i].dev[d].uuid, (unsigned long long)device_value(f, &v[i].dev[d]));
+            for (uint32_t d = 0; d < v[i].ndev; d++) {
+                put(&t, "%s{", device_families[f].name);
+                vgpu_device_labels(&t, w, med_gpus_find(w->watch->gpus, v[i].dev[d].uuid), v[i].dev[d].uuid,
+                                   v[i].name, d);
+                put(&t, "} %llu\n", (unsigned long long)device_value(f, &v[i].dev[d]));
+            }
     }
+    compute_metrics(&t, w);
     put(&t, "# HELP vgpu_processes Processes holding a slot of the vGPU.\n# TYPE vgpu_processes gauge\n");
     for (uint32_t i = 0; v && i < h.nvgpus; i++)
         put(&t, "vgpu_processes{vgpu=\"%s\"} %u\n", v[i].name, v[i].processes);

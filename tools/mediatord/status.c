@@ -17,7 +17,7 @@
 #error "build with -DVGPU_VERSION=\"...\" (meson does)"
 #endif
 
-static bool visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
+bool med_status_visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 {
     return uid == 0 || uid == geteuid() || med_config_admits(&v->conf, uid, gid, groups, ngroups);
 }
@@ -82,13 +82,13 @@ uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t
                           uint32_t *len)
 {
     const struct med_vgpus *all = w->vgpus;
-    struct vgpu_status_header h = { .epoch = all->epoch, .features = VGPU_STATUS_HAS_WATCH,
+    struct vgpu_status_header h = { .epoch = all->epoch, .features = VGPU_STATUS_HAS_WATCH | VGPU_STATUS_HAS_COMPUTE,
                                     .refused_admissions = all->refused_admissions };
     vgpu_proto_copy_string(h.version, sizeof(h.version), VGPU_VERSION);
     int index[MED_MAX_VGPUS * 2];
     for (int i = 0; i < all->n; i++) {
         index[i] = -1;
-        if (visible(all->v[i], uid, gid, groups, ngroups)) {
+        if (med_status_visible(all->v[i], uid, gid, groups, ngroups)) {
             index[i] = (int)h.nvgpus++;
             h.nprocs += med_vgpu_processes(all->v[i]);
         }

@@ -30,6 +30,16 @@
  * twice (dlmopen, a second copy under another name) holds 2. */
 #define MED_SLOTS_PER_PID 4
 
+/* What the compute views measured of a process or a vGPU's device over
+ * the last interval (utilization.h); written by utilization.c alone. */
+struct med_compute_use {
+    bool measured;        /* utilization is the driver's (else unknown) */
+    bool busy_known;      /* busy_ns was read at the previous interval's end (a vGPU's device) */
+    uint16_t held;        /* a vGPU's device: GPU time the arbiter charged it, permille of the interval */
+    uint16_t utilization; /* permille of the interval, from the driver's per-process samples */
+    uint64_t busy_ns;     /* a vGPU's device: its charged GPU time, as read at the previous interval's end */
+};
+
 /* A process the mediator admitted to a vGPU: its own record. */
 struct med_admission {
     pid_t pid;           /* in the mediator's PID namespace */
@@ -37,6 +47,7 @@ struct med_admission {
     uid_t uid;
     int slot;            /* the process slot it was given, or -1 */
     bool connected;      /* a connection speaks for it; false: carried over a restart, not reattached yet */
+    struct med_compute_use use[VGPU_MAX_DEVICES]; /* on each of its vGPU's devices */
 };
 
 struct med_vgpus;
@@ -56,6 +67,7 @@ struct med_vgpu {
     bool journal_failing;         /* the last write failed (said once) */
     bool forged_warned;           /* a slot it never gave was found LIVE (said once) */
     uint64_t refused_admissions;
+    struct med_compute_use use[VGPU_MAX_DEVICES]; /* each device's, over the last interval */
 };
 
 struct med_vgpus {

@@ -19,7 +19,7 @@ int med_watch_start(struct med_watch *w, const struct med_gpus *g, char *err, si
     w->gpus = g;
     if (gethostname(w->hostname, sizeof(w->hostname) - 1) != 0)
         snprintf(w->hostname, sizeof(w->hostname), "localhost");
-    w->sampler = med_sampler_start(g, err, errlen);
+    w->sampler = med_sampler_start(g, MED_SAMPLE_PROCESSES, err, errlen);
     return w->sampler ? 0 : -1;
 }
 

@@ -1,4 +1,4 @@
-/* The watch's readings of the driver, on a thread of their own; see watch_sampler.h. */
+/* Readings of the driver, on a thread of their own; see watch_sampler.h. */
 #define _GNU_SOURCE
 #include "tools/mediatord/watch_sampler.h"
 
@@ -18,8 +18,10 @@ struct med_sampler {
     int efd;
     /* The thread's own: the devices, as NVML hands them out. */
     const struct vgpu_real_nvml *nvml;
+    enum med_sample_kind kind;
     int ngpus;
     nvmlDevice_t dev[MED_MAX_GPUS];
+    unsigned long long last_seen_us[MED_MAX_GPUS]; /* utilization: the previous reading's CPU time */
     /* Shared with the loop's thread, under lock. */
     pthread_mutex_t lock;
     pthread_cond_t changed; /* on CLOCK_MONOTONIC */
@@ -31,19 +33,45 @@ struct med_sampler {
 
 void med_reading_free(struct med_reading *r)
 {
-    for (int i = 0; i < r->n; i++)
+    for (int i = 0; i < r->n; i++) {
         free(r->gpu[i].procs);
+        free(r->gpu[i].samples);
+    }
     r->n = 0;
+}
+
+static uint64_t clock_us(clockid_t id)
+{
+    struct timespec ts;
+    clock_gettime(id, &ts);
+    return (uint64_t)ts.tv_sec * 1000000u + (uint64_t)ts.tv_nsec / 1000;
+}
+
+/* The samples taken since the previous reading of GPU k (the first: of the
+ * last second), so that each sample is counted in one reading only. */
+static void read_utilization(struct med_sampler *s, int k, struct med_reading_gpu *g)
+{
+    unsigned long long now_us = clock_us(CLOCK_REALTIME), since = s->last_seen_us[k];
+    if (!since || since > now_us)
+        since = now_us - 1000000;
+    g->ok = s->dev[k] && vgpu_real_nvml_utilization(s->nvml, s->dev[k], since, &g->samples, &g->n) == NVML_SUCCESS;
+    if (g->ok)
+        s->last_seen_us[k] = now_us;
 }
 
 static void read_all(struct med_sampler *s, uint64_t gpus, struct med_reading *r)
 {
     memset(r, 0, sizeof(*r));
+    r->taken_ns = clock_us(CLOCK_MONOTONIC) * 1000;
     for (int k = 0; k < s->ngpus; k++) {
         if (!(gpus >> k & 1))
             continue;
         struct med_reading_gpu *g = &r->gpu[r->n++];
         g->gpu = k;
+        if (s->kind == MED_SAMPLE_UTILIZATION) {
+            read_utilization(s, k, g);
+            continue;
+        }
         g->procs = s->dev[k] ? vgpu_real_nvml_processes(s->nvml, s->dev[k], &g->n) : NULL;
         g->ok = g->procs != NULL;
     }
@@ -89,7 +117,8 @@ static void *run(void *arg)
     return NULL;
 }
 
-struct med_sampler *med_sampler_start(const struct med_gpus *g, char *err, size_t errlen)
+struct med_sampler *med_sampler_start(const struct med_gpus *g, enum med_sample_kind kind, char *err,
+                                      size_t errlen)
 {
     const char *why = NULL;
     struct med_sampler *s = calloc(1, sizeof(*s));
@@ -102,6 +131,7 @@ struct med_sampler *med_sampler_start(const struct med_gpus *g, char *err, size_
         free(s);
         return NULL;
     }
+    s->kind = kind;
     s->ngpus = g->n;
     for (int k = 0; k < g->n; k++)
         if (s->nvml->by_uuid(g->gpu[k].uuid, &s->dev[k]) != NVML_SUCCESS)
@@ -115,7 +145,8 @@ struct med_sampler *med_sampler_start(const struct med_gpus *g, char *err, size_
     s->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
     int e = s->efd < 0 ? errno : pthread_create(&s->thread, NULL, run, s);
     if (e) {
-        vgpu_fail(err, errlen, "cannot start the watch's thread: %s", strerror(e));
+        vgpu_fail(err, errlen, "cannot start the %s thread: %s",
+                  kind == MED_SAMPLE_UTILIZATION ? "compute views'" : "watch's", strerror(e));
         if (s->efd >= 0)
             close(s->efd);
         free(s);
