@@ -119,6 +119,20 @@ static int in_callers_namespace(const struct vgpu_pid_ns *ns, int p)
     return link[0] && strcmp(link, ns->self_ns) == 0 ? ids[ns->depth] : 0;
 }
 
+/* Is pid one of the pids that p, a pid of the procfs's namespace, has in
+ * the namespaces it is in? */
+static bool names(const struct vgpu_pid_ns *ns, int p, int pid)
+{
+    char who[16];
+    snprintf(who, sizeof(who), "%d", p);
+    int ids[32];
+    int n = nspid(ns->root, who, ids, 32);
+    for (int k = 0; k < n; k++)
+        if (ids[k] == pid)
+            return true;
+    return false;
+}
+
 static void scan(struct vgpu_pid_ns *ns)
 {
     ns->scanned = true;
@@ -157,13 +171,22 @@ int vgpu_pid_ns_visible(struct vgpu_pid_ns *ns, int pid, uint64_t start_time)
     /* Recorded in another namespace: the one process that started then. */
     if (!ns->scanned)
         scan(ns);
-    int found = 0;
+    int found = 0, named = 0, nnamed = 0;
+    unsigned started = 0;
     for (unsigned i = 0; i < ns->nseen; i++) {
         if (ns->seen[i].start_time != start_time)
             continue;
-        if (found)
-            return 0; /* two started in the same tick: which one is it? */
+        started++;
         found = ns->seen[i].pid;
+        /* A process forked in the same tick as its parent (unshare, a
+         * container runtime) is told apart by the pid recorded, when that
+         * is one of its own: its innermost, recorded standalone. */
+        if (names(ns, found, pid)) {
+            named = found;
+            nnamed++;
+        }
     }
-    return found ? in_callers_namespace(ns, found) : 0;
+    if (started == 1)
+        return in_callers_namespace(ns, found);
+    return nnamed == 1 ? in_callers_namespace(ns, named) : 0;
 }

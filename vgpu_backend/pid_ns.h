@@ -37,7 +37,8 @@ void vgpu_pid_ns_open(struct vgpu_pid_ns *ns, const char *root);
  * The pid, in the caller's PID namespace, of the process recorded as pid
  * with start_time (0: unknown); 0 when the caller cannot see it (another
  * container's, an outer namespace's), when it has exited, or when more than
- * one process it can see started at that time.
+ * one process it can see started at that time and the recorded pid is not
+ * one of exactly one of theirs (NSpid).
  */
 int vgpu_pid_ns_visible(struct vgpu_pid_ns *ns, int pid, uint64_t start_time);
 void vgpu_pid_ns_close(struct vgpu_pid_ns *ns);
