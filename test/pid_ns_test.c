@@ -11,27 +11,13 @@
  *   outer-procfs-other  ... and a process of the outer or a sibling namespace is not its to see: 0
  */
 #define _GNU_SOURCE
+#include "client_util.h"
 #include "vgpu_backend/pid_ns.h"
 
 #include <errno.h>
-#include <stdio.h>
-#include <stdlib.h>
-#include <string.h>
 #include <sys/stat.h>
-#include <unistd.h>
 
 static const char *root;
-static int failures;
-
-#define CHECK(cond, ...)                                                \
-    do {                                                                \
-        if (!(cond)) {                                                  \
-            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);       \
-            fprintf(stderr, __VA_ARGS__);                               \
-            fprintf(stderr, "\n");                                      \
-            failures++;                                                 \
-        }                                                               \
-    } while (0)
 
 static void write_file(const char *who, const char *leaf, const char *text)
 {
@@ -146,7 +132,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "unknown scenario %s\n", s);
         return 2;
     }
-    if (failures)
+    if (atomic_load(&failures))
         return 1;
     printf("ok - %s\n", s);
     return 0;

@@ -55,16 +55,19 @@ static void put(void *out, unsigned k, int version, nvmlProcessInfo_t p)
         ((nvmlProcessInfo_t *)out)[k] = p;
 }
 
+/* vgpu_nvml_view_device, for a list with room for count entries at out. */
+static int list_of(nvmlDevice_t dev, unsigned count, const void *out, const struct vgpu_self **self, int *i)
+{
+    int shaped = vgpu_nvml_view_device(dev, self, i);
+    return shaped == 0 && count && !out ? NVML_ERROR_INVALID_ARGUMENT : shaped;
+}
+
 int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out, int version)
 {
     const struct vgpu_self *self;
-    int i = vgpu_nvml_view_device(dev, &self);
-    if (i == VGPU_NVML_PASS_THROUGH)
-        return -1;
-    if (i < 0)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (*count && !out)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    int i, shaped = list_of(dev, *count, out, &self, &i);
+    if (shaped != 0)
+        return shaped;
     vgpu_bar0_reap(self->bar0.bar, false);
     unsigned n, cap = out ? *count : 0;
     struct vgpu_nvml_proc *procs = vgpu_nvml_processes_seen(self, i, true, &n);
@@ -111,13 +114,9 @@ static nvmlReturn_t driver_list(nvmlDevice_t dev, bool mps, nvmlProcessInfo_t **
 int vgpu_backend_nvml_listed_processes(nvmlDevice_t dev, bool mps, unsigned int *count, void *out, int version)
 {
     const struct vgpu_self *self;
-    int i = vgpu_nvml_view_device(dev, &self);
-    if (i == VGPU_NVML_PASS_THROUGH)
-        return -1;
-    if (i < 0)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (*count && !out)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    int i, shaped = list_of(dev, *count, out, &self, &i);
+    if (shaped != 0)
+        return shaped;
     nvmlProcessInfo_t *list;
     unsigned n;
     nvmlReturn_t r = driver_list(dev, mps, &list, &n);

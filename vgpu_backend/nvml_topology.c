@@ -16,7 +16,8 @@
 nvmlReturn_t vgpu_backend_nvml_device_check(nvmlDevice_t dev)
 {
     const struct vgpu_self *self;
-    return vgpu_nvml_view_device(dev, &self) == VGPU_NVML_NOT_OURS ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
+    int i;
+    return vgpu_nvml_view_device(dev, &self, &i) > 0 ? NVML_ERROR_INVALID_ARGUMENT : NVML_SUCCESS;
 }
 
 /* One question whose answer is a device list: nearest GPUs or a CPU's GPUs. */
@@ -70,18 +71,17 @@ int vgpu_backend_nvml_nearest_gpus(nvmlDevice_t dev, nvmlGpuTopologyLevel_t leve
                                    nvmlDevice_t *out)
 {
     const struct vgpu_self *self;
-    int i = vgpu_nvml_view_device(dev, &self);
-    if (i == VGPU_NVML_PASS_THROUGH)
-        return -1;
-    if (i < 0)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    int i, shaped = vgpu_nvml_view_device(dev, &self, &i);
+    if (shaped != 0)
+        return shaped;
     return vgpu_devices(self, &(struct device_list_query){ .dev = dev, .level = level }, count, out);
 }
 
 int vgpu_backend_nvml_gpu_set(unsigned int cpu, unsigned int *count, nvmlDevice_t *out)
 {
     const struct vgpu_self *self;
-    if (vgpu_nvml_view_device(NULL, &self) == VGPU_NVML_PASS_THROUGH)
+    int i;
+    if (vgpu_nvml_view_device(NULL, &self, &i) < 0)
         return -1;
     return vgpu_devices(self, &(struct device_list_query){ .cpu = cpu, .by_cpu = true }, count, out);
 }

@@ -102,11 +102,9 @@ static int vgpu_samples(nvmlDevice_t dev, bool info, unsigned long long since, v
     *samples = NULL;
     *n = 0;
     const struct vgpu_self *self;
-    int i = vgpu_nvml_view_device(dev, &self);
-    if (i == VGPU_NVML_PASS_THROUGH)
-        return -1;
-    if (i < 0)
-        return NVML_ERROR_INVALID_ARGUMENT;
+    int i, shaped = vgpu_nvml_view_device(dev, &self, &i);
+    if (shaped != 0)
+        return shaped;
     nvmlReturn_t r = fetch(dev, info, since, samples, n);
     if (r != NVML_SUCCESS || *n == 0)
         return r;

@@ -19,13 +19,13 @@ static const struct vgpu_self *shaping(void)
     return self->mode == VGPU_MODE_OFF ? NULL : self;
 }
 
-int vgpu_nvml_view_device(nvmlDevice_t dev, const struct vgpu_self **self)
+int vgpu_nvml_view_device(nvmlDevice_t dev, const struct vgpu_self **self, int *index)
 {
     *self = shaping();
     if (!*self)
-        return VGPU_NVML_PASS_THROUGH;
-    int i = (*self)->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(*self, dev) : -1;
-    return i >= 0 ? i : VGPU_NVML_NOT_OURS;
+        return -1;
+    *index = (*self)->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(*self, dev) : -1;
+    return *index >= 0 ? 0 : NVML_ERROR_INVALID_ARGUMENT;
 }
 
 nvmlReturn_t vgpu_backend_nvml_admit(void)

@@ -11,11 +11,13 @@
 #include "vgpu/nvml_abi.h"
 #include "vgpu_backend/self.h"
 
-#define VGPU_NVML_PASS_THROUGH (-2) /* no vGPU shapes what NVML shows */
-#define VGPU_NVML_NOT_OURS (-1)     /* a handle that is none of the vGPU's devices */
-
-/* The vGPU index of dev, or one of the two above; *self the vGPU. */
-int vgpu_nvml_view_device(nvmlDevice_t dev, const struct vgpu_self **self);
+/*
+ * Is dev one of the vGPU's devices?  0 with its vGPU index in *index; -1
+ * when no vGPU shapes what NVML shows (the driver answers); else the answer,
+ * NVML_ERROR_INVALID_ARGUMENT, as NVML answers a handle that is no device.
+ * *self: the vGPU.
+ */
+int vgpu_nvml_view_device(nvmlDevice_t dev, const struct vgpu_self **self, int *index);
 
 struct vgpu_nvml_proc {
     unsigned pid;  /* in the caller's PID namespace */

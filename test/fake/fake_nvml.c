@@ -372,39 +372,17 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned 
 
 /* The fake cannot tell graphics or MPS clients from compute ones: every
  * process with memory on the device is in each list. */
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_v1_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 1);
-}
-
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
-                                                      nvmlProcessInfo_v2_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 0);
-}
-
-nvmlReturn_t nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count, nvmlProcessInfo_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 0);
-}
-
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t dev, unsigned int *count,
-                                                     nvmlProcessInfo_v1_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 1);
-}
-
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t dev, unsigned int *count,
-                                                        nvmlProcessInfo_v2_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 0);
-}
-
-nvmlReturn_t nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t dev, unsigned int *count,
-                                                        nvmlProcessInfo_t *infos)
-{
-    return processes(dev, count, infos, sizeof(*infos), 0);
-}
+#define PROCESS_LIST(name, info_t, v1)                                                 \
+    nvmlReturn_t name(nvmlDevice_t dev, unsigned int *count, info_t *infos)            \
+    {                                                                                  \
+        return processes(dev, count, infos, sizeof(*infos), v1);                       \
+    }
+PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses, nvmlProcessInfo_v1_t, 1)
+PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v2, nvmlProcessInfo_v2_t, 0)
+PROCESS_LIST(nvmlDeviceGetGraphicsRunningProcesses_v3, nvmlProcessInfo_t, 0)
+PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses, nvmlProcessInfo_v1_t, 1)
+PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v2, nvmlProcessInfo_v2_t, 0)
+PROCESS_LIST(nvmlDeviceGetMPSComputeRunningProcesses_v3, nvmlProcessInfo_t, 0)
 
 /* ---- topology: devices in pairs behind a PCIe switch (0 and 1, 2 and 3, ...), linked by NVLink ---- */
 
