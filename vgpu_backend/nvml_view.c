@@ -1,5 +1,5 @@
 /*
- * The devices, memory and processes NVML shows: the vGPU's devices only,
+ * The devices and memory NVML shows: the vGPU's devices only,
  * numbered as the vGPU numbers them (as CUDA numbers them too, so tools
  * that match CUDA and NVML devices by UUID or PCI bus id still can); the
  * vGPU's quota and usage.
