@@ -6,6 +6,7 @@
  *   other-namespace     a pid recorded in another namespace is found by its start time
  *   same-tick           two processes started in one tick cannot be told apart: 0
  *   same-tick-nspid     ... unless the recorded pid is one of exactly one of theirs (NSpid)
+ *   same-tick-joined    ... or exactly one of them joined a vGPU (holds its status record)
  *   exited              a process that no longer runs: 0
  *   outer-procfs        the caller unshared its PID namespace but kept /proc: NSpid gives its pid
  *   outer-procfs-other  ... and a process of the outer or a sibling namespace is not its to see: 0
@@ -107,6 +108,22 @@ int main(int argc, char **argv)
         process("4000", 9000, "4000", HOST);
         process("4001", 9000, "4001\t1", CONTAINER);
         CHECK(visible(1, 9000) == 4001, "its own pid 1 in the tick of its parent: %d, want 4001", visible(1, 9000));
+    } else if (strcmp(s, "same-tick-joined") == 0) {
+        /* A container's shell (1) and the process it forks first (2), in
+         * one tick; the mediator recorded the second as host pid 4242. */
+        process("self", 500, "7", CONTAINER);
+        process("1", 9000, "1", CONTAINER);
+        process("2", 9000, "2", CONTAINER);
+        CHECK(visible(4242, 9000) == 0, "neither has joined: %d, want 0", visible(4242, 9000));
+        char fd[512];
+        snprintf(fd, sizeof(fd), "%s/2/fd", root);
+        mkdir(fd, 0755);
+        snprintf(fd, sizeof(fd), "%s/2/fd/5", root);
+        if (symlink("/memfd:vgpu-status (deleted)", fd) != 0) {
+            fprintf(stderr, "cannot link %s: %s\n", fd, strerror(errno));
+            return 1;
+        }
+        CHECK(visible(4242, 9000) == 2, "the one that joined a vGPU: %d, want 2", visible(4242, 9000));
     } else if (strcmp(s, "exited") == 0) {
         process("self", 500, "7", CONTAINER);
         CHECK(visible(4242, 9000) == 0, "an exited process: %d, want 0", visible(4242, 9000));

@@ -1,6 +1,7 @@
 /* Pids as the caller sees them: pid_ns.h. */
 #define _GNU_SOURCE
 #include "vgpu_backend/pid_ns.h"
+#include "vgpu_backend/status_page.h"
 
 #include <ctype.h>
 #include <dirent.h>
@@ -133,6 +134,26 @@ static bool names(const struct vgpu_pid_ns *ns, int p, int pid)
     return false;
 }
 
+/* Has p joined a vGPU?  Every process that did keeps its status record
+ * open (status_page.h), as vgpu-doctor finds it. */
+static bool joined(const struct vgpu_pid_ns *ns, int p)
+{
+    char dir[512], target[64];
+    snprintf(dir, sizeof(dir), "%s/%d/fd", ns->root, p);
+    DIR *d = opendir(dir);
+    if (!d)
+        return false;
+    bool found = false;
+    struct dirent *e;
+    while (!found && (e = readdir(d))) {
+        ssize_t n = readlinkat(dirfd(d), e->d_name, target, sizeof(target) - 1);
+        target[n > 0 ? n : 0] = '\0';
+        found = strcmp(target, VGPU_STATUS_PAGE_LINK) == 0;
+    }
+    closedir(d);
+    return found;
+}
+
 static void scan(struct vgpu_pid_ns *ns)
 {
     ns->scanned = true;
@@ -171,22 +192,27 @@ int vgpu_pid_ns_visible(struct vgpu_pid_ns *ns, int pid, uint64_t start_time)
     /* Recorded in another namespace: the one process that started then. */
     if (!ns->scanned)
         scan(ns);
-    int found = 0, named = 0, nnamed = 0;
-    unsigned started = 0;
+    /* Of several that started in the same tick (a container's first
+     * process and the one it forks, workers started together), the one the
+     * recorded pid names, when that is one of its own (its innermost,
+     * recorded standalone), else the one that joined a vGPU. */
+    int only = 0, named = 0, in_vgpu = 0;
+    unsigned started = 0, nnamed = 0, njoined = 0;
     for (unsigned i = 0; i < ns->nseen; i++) {
         if (ns->seen[i].start_time != start_time)
             continue;
+        int p = ns->seen[i].pid;
         started++;
-        found = ns->seen[i].pid;
-        /* A process forked in the same tick as its parent (unshare, a
-         * container runtime) is told apart by the pid recorded, when that
-         * is one of its own: its innermost, recorded standalone. */
-        if (names(ns, found, pid)) {
-            named = found;
+        only = p;
+        if (names(ns, p, pid)) {
+            named = p;
             nnamed++;
         }
+        if (joined(ns, p)) {
+            in_vgpu = p;
+            njoined++;
+        }
     }
-    if (started == 1)
-        return in_callers_namespace(ns, found);
-    return nnamed == 1 ? in_callers_namespace(ns, named) : 0;
+    int found = started == 1 ? only : nnamed == 1 ? named : njoined == 1 ? in_vgpu : 0;
+    return found ? in_callers_namespace(ns, found) : 0;
 }

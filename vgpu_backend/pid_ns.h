@@ -8,7 +8,8 @@
  *
  * A process is matched by its start time (/proc/PID/stat, the same in every
  * PID namespace), first under the recorded pid, then among every process the
- * caller's procfs shows; where the procfs is an outer namespace's (a caller
+ * caller's procfs shows (of several that started in one tick, the one whose
+ * NSpid holds the recorded pid, else the one that joined a vGPU); where the procfs is an outer namespace's (a caller
  * that unshared its PID namespace but kept /proc), its NSpid line gives the
  * caller's pid for it.
  */
@@ -37,8 +38,9 @@ void vgpu_pid_ns_open(struct vgpu_pid_ns *ns, const char *root);
  * The pid, in the caller's PID namespace, of the process recorded as pid
  * with start_time (0: unknown); 0 when the caller cannot see it (another
  * container's, an outer namespace's), when it has exited, or when more than
- * one process it can see started at that time and the recorded pid is not
- * one of exactly one of theirs (NSpid).
+ * one process it can see started at that time and neither the recorded
+ * pid (one of exactly one of theirs, NSpid) nor a vGPU's status record
+ * (exactly one of them holds one) tells which.
  */
 int vgpu_pid_ns_visible(struct vgpu_pid_ns *ns, int pid, uint64_t start_time);
 void vgpu_pid_ns_close(struct vgpu_pid_ns *ns);
