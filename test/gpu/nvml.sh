@@ -23,7 +23,7 @@ mkdir -p "$out"
 rm -rf "$out/state" "$out"/*.bar0
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES
 clients=$here/nvml_clients.py
-preload="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
+preload="$build/libvgpu-cuda.so:$build/libvgpu-nvml.so" # colons: it goes through env VAR=VALUE lists
 bg=
 trap 'for p in $bg; do kill -9 $p 2>/dev/null; done' EXIT
 
