@@ -74,39 +74,3 @@ VGPU_EXPORT nvmlReturn_t nvmlDeviceGetIndex(nvmlDevice_t device, unsigned int *i
     vgpu_trace("nvmlDeviceGetIndex", r, "%p -> %u", (void *)device, r ? 0u : *index);
     return r;
 }
-
-/* ---- the vGPU's processes ---- */
-
-static nvmlReturn_t processes(const char *name, nvmlDevice_t device, unsigned int *count, void *infos, int version)
-{
-    if (!count)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    int r = vgpu_backend_nvml_processes(device, count, infos, version);
-    if (r < 0) {
-        r = version == 1   ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses)(device, count, infos)
-            : version == 2 ? VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses_v2)(device, count, infos)
-                           : VGPU_REAL_NVML(nvmlDeviceGetComputeRunningProcesses_v3)(device, count, infos);
-        vgpu_trace(name, r, "%p (forwarded) -> %u", (void *)device, *count);
-        return (nvmlReturn_t)r;
-    }
-    vgpu_trace(name, r, "%p -> %u", (void *)device, *count);
-    return (nvmlReturn_t)r;
-}
-
-VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *count,
-                                                              nvmlProcessInfo_v1_t *infos)
-{
-    return processes("nvmlDeviceGetComputeRunningProcesses", device, count, infos, 1);
-}
-
-VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *count,
-                                                                 nvmlProcessInfo_v2_t *infos)
-{
-    return processes("nvmlDeviceGetComputeRunningProcesses_v2", device, count, infos, 2);
-}
-
-VGPU_EXPORT nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *count,
-                                                                 nvmlProcessInfo_t *infos)
-{
-    return processes("nvmlDeviceGetComputeRunningProcesses_v3", device, count, infos, 3);
-}

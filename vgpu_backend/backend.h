@@ -43,11 +43,32 @@ nvmlReturn_t vgpu_backend_nvml_device_by_index(unsigned int index, nvmlDevice_t 
  * device is the vGPU's. */
 nvmlReturn_t vgpu_backend_nvml_device_found(nvmlReturn_t r, nvmlDevice_t *dev);
 nvmlReturn_t vgpu_backend_nvml_device_index(nvmlDevice_t dev, unsigned int *index);
-/* The vGPU's processes on dev (BAR0's process table), however many, as
+/* The vGPU's processes on dev (BAR0's process table) that the caller can
+ * see, under the pids it knows them by (pid_ns.h), however many, as
  * nvmlDeviceGetComputeRunningProcesses (version 1) or its _v2/_v3 (2, 3)
  * returns them into out, which has room for *count; -1 when no vGPU shapes
  * the answer (ask the driver). */
 int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out, int version);
+/* The driver's graphics (or, mps, MPS compute) processes on dev that are
+ * the vGPU's, as the _v1 (version 1) or _v2/_v3 entry points return them;
+ * -1 when no vGPU shapes the answer. */
+int vgpu_backend_nvml_listed_processes(nvmlDevice_t dev, bool mps, unsigned int *count, void *out, int version);
+/* The vGPU's utilization of dev over the last second (docs/nvml.md); -1
+ * when no vGPU shapes the answer. */
+int vgpu_backend_nvml_utilization(nvmlDevice_t dev, nvmlUtilization_t *u);
+/* The driver's per-process samples, the vGPU's processes' only, by NVML's
+ * size protocol; -1 when no vGPU shapes the answer. */
+int vgpu_backend_nvml_process_utilization(nvmlDevice_t dev, nvmlProcessUtilizationSample_t *samples,
+                                          unsigned int *count, unsigned long long last_seen);
+int vgpu_backend_nvml_processes_utilization(nvmlDevice_t dev, nvmlProcessesUtilizationInfo_t *info);
+/* NVML_SUCCESS when a query may reach dev (one of the vGPU's devices, or no
+ * vGPU), else INVALID_ARGUMENT, as NVML answers a bad handle. */
+nvmlReturn_t vgpu_backend_nvml_device_check(nvmlDevice_t dev);
+/* Topology queries that answer with devices: the vGPU's only; -1 when no
+ * vGPU shapes the answer. */
+int vgpu_backend_nvml_nearest_gpus(nvmlDevice_t dev, nvmlGpuTopologyLevel_t level, unsigned int *count,
+                                   nvmlDevice_t *out);
+int vgpu_backend_nvml_gpu_set(unsigned int cpu, unsigned int *count, nvmlDevice_t *out);
 /* Turns the physical device's memory figures, as NVML reported them, into
  * the vGPU's. */
 void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, unsigned long long *free_bytes,

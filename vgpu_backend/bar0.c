@@ -8,6 +8,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
+#include "vgpu_backend/pid_ns.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -45,38 +46,9 @@ static uint64_t now_ns(void)
 
 /* ---- processes ---- */
 
-/* Field 22 of /proc/PID/stat (after the parenthesised command name, which
- * may itself hold spaces and parentheses); *zombie set from field 3. */
-static uint64_t stat_start_time(int pid, bool *zombie)
-{
-    char path[64], buf[1024];
-    snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-    int fd = open(path, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return 0;
-    ssize_t n = read(fd, buf, sizeof(buf) - 1);
-    close(fd);
-    if (n <= 0)
-        return 0;
-    buf[n] = '\0';
-    char *p = strrchr(buf, ')');
-    if (!p || p[1] != ' ')
-        return 0;
-    p += 2;
-    if (zombie)
-        *zombie = *p == 'Z' || *p == 'X';
-    for (int field = 3; field < 22; field++) {
-        p = strchr(p, ' ');
-        if (!p)
-            return 0;
-        p++;
-    }
-    return strtoull(p, NULL, 10);
-}
-
 uint64_t vgpu_proc_start_time(int pid)
 {
-    return stat_start_time(pid, NULL);
+    return vgpu_proc_start_time_at("/proc", pid, NULL);
 }
 
 /* Unknown counts as alive: returning a live process's memory would break
@@ -87,7 +59,7 @@ bool vgpu_bar0_owner_alive(int pid, uint64_t start_time)
     if (kill(pid, 0) != 0 && errno == ESRCH)
         return false;
     bool zombie = false;
-    uint64_t t = stat_start_time(pid, &zombie);
+    uint64_t t = vgpu_proc_start_time_at("/proc", pid, &zombie);
     if (t == 0)
         return true; /* there, but /proc will not say more (hidepid, another PID namespace) */
     return !zombie && t == start_time;

@@ -1,11 +1,12 @@
 /*
- * The devices, memory and processes NVML shows: the vGPU's devices only,
+ * The devices and memory NVML shows: the vGPU's devices only,
  * numbered as the vGPU numbers them (as CUDA numbers them too, so tools
  * that match CUDA and NVML devices by UUID or PCI bus id still can); the
- * vGPU's quota and usage; the vGPU's processes.
+ * vGPU's quota and usage.
  */
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/nvml_view.h"
 #include "vgpu_backend/peer.h"
 #include "vgpu_nvml_slots.h"
 
@@ -16,6 +17,15 @@ static const struct vgpu_self *shaping(void)
 {
     const struct vgpu_self *self = vgpu_peer_self();
     return self->mode == VGPU_MODE_OFF ? NULL : self;
+}
+
+int vgpu_nvml_view_device(nvmlDevice_t dev, const struct vgpu_self **self, int *index)
+{
+    *self = shaping();
+    if (!*self)
+        return -1;
+    *index = (*self)->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(*self, dev) : -1;
+    return *index >= 0 ? 0 : NVML_ERROR_INVALID_ARGUMENT;
 }
 
 nvmlReturn_t vgpu_backend_nvml_admit(void)
@@ -89,36 +99,4 @@ void vgpu_backend_nvml_memory_view(nvmlDevice_t dev, unsigned long long *total, 
     *total = t;
     *used = u < t ? u : t;
     *free_bytes = left < *free_bytes ? left : *free_bytes;
-}
-
-int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out, int version)
-{
-    const struct vgpu_self *self = shaping();
-    int i = self && self->mode == VGPU_MODE_ON ? vgpu_self_index_of_nvml(self, dev) : -1;
-    if (!self)
-        return -1;
-    if (i < 0)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    vgpu_bar0_reap(self->bar0.bar, false);
-    unsigned n = 0, cap = out ? *count : 0;
-    const struct vgpu_bar0 *b = self->bar0.bar;
-    for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++) {
-        uint64_t owner = __atomic_load_n(&b->procs[s].owner, __ATOMIC_ACQUIRE);
-        if ((owner & 0xff) != VGPU_PROC_LIVE)
-            continue;
-        uint64_t held = __atomic_load_n(&b->procs[s].held[i], __ATOMIC_RELAXED);
-        if (!held)
-            continue; /* as the driver does: only processes with memory on this device */
-        unsigned pid = (unsigned)(owner >> 8);
-        /* The v1 layout lacks the instance ids; v2 and v3 share one layout. */
-        if (n < cap && version == 1)
-            ((nvmlProcessInfo_v1_t *)out)[n] = (nvmlProcessInfo_v1_t){ .pid = pid, .usedGpuMemory = held };
-        else if (n < cap)
-            ((nvmlProcessInfo_t *)out)[n] = (nvmlProcessInfo_t){ .pid = pid, .usedGpuMemory = held,
-                                                                 .gpuInstanceId = 0xFFFFFFFFu,
-                                                                 .computeInstanceId = 0xFFFFFFFFu };
-        n++;
-    }
-    *count = n;
-    return n > cap ? NVML_ERROR_INSUFFICIENT_SIZE : NVML_SUCCESS;
 }
