@@ -126,6 +126,27 @@ shared)
     run expect-used 0 0
     ;;
 
+pid-namespaces-share-a-bar0)
+    # A process in another PID namespace joins the vGPU (a container given
+    # the same BAR0 file): it cannot see the first process's pid, and must
+    # not take it for dead and return its memory.  Each keeps its own fake
+    # driver state (the fake's shared state assumes one PID namespace).
+    ns="unshare --pid --fork --mount-proc"
+    if ! $ns true 2>/dev/null; then
+        ns="unshare --user --map-root-user --pid --fork --mount-proc"
+        $ns true 2>/dev/null || { echo "SKIP: no new PID namespace here (unshare refused)"; exit 77; }
+    fi
+    export VGPU_MEMORY_LIMIT=4G
+    "$client" hold 1G "$tmp/a.ready" "$tmp/a.go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    $ns "$client" expect-used $((GiB + 256 * MiB)) 1 || fail "the process in another PID namespace reaped the first"
+    run expect-used $((GiB + 256 * MiB)) 1
+    touch "$tmp/a.go"
+    join "$a" "the first process"
+    run expect-used 0 0
+    ;;
+
 reclaim)
     # A process holding 1G is killed with SIGKILL: another process of the
     # vGPU, already running, sees the bytes return within 1.5 s.

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -74,13 +75,14 @@ static void sub_saturating(_Atomic uint64_t *v, uint64_t n)
         ;
 }
 
-void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time)
+void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time, uint64_t pid_ns)
 {
     struct vgpu_bar0_proc *p = &b->procs[slot];
     /* The caller serialises claims, so no one else takes this slot;
      * reapers skip it until it turns LIVE, after start_time.  Whatever a
      * process left in it (a process killed while busy) goes. */
     p->start_time = start_time;
+    p->pid_ns = pid_ns;
     for (int d = 0; d < VGPU_MAX_DEVICES; d++)
         atomic_store(&p->held[d], 0);
     atomic_store(&p->busy, 0);
@@ -88,11 +90,17 @@ void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t st
     atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
 }
 
+uint64_t vgpu_bar0_pid_ns(void)
+{
+    struct stat st;
+    return stat("/proc/self/ns/pid", &st) == 0 ? (uint64_t)st.st_ino : 0;
+}
+
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
 {
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++)
         if (atomic_load(&b->procs[i].owner) == 0) {
-            vgpu_bar0_claim_slot_at(b, i, pid, start_time);
+            vgpu_bar0_claim_slot_at(b, i, pid, start_time, vgpu_bar0_pid_ns());
             return i;
         }
     return -1;
@@ -128,9 +136,18 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
         return;
     if (force)
         atomic_store(&b->status.last_reap_ns, now);
+    /* A slot of another PID namespace names a pid this one cannot look up:
+     * it is left to its own namespace's processes (or to the vGPU's going
+     * idle), never taken for dead. */
+    uint64_t ns = vgpu_bar0_pid_ns();
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
         uint64_t o = atomic_load(&b->procs[i].owner);
-        if (VGPU_BAR0_OWNER_STATE(o) == VGPU_PROC_LIVE && !vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
+        if (VGPU_BAR0_OWNER_STATE(o) != VGPU_PROC_LIVE)
+            continue;
+        uint64_t theirs = b->procs[i].pid_ns;
+        if (theirs && ns && theirs != ns)
+            continue;
+        if (!vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
             vgpu_bar0_release_slot(b, i, o, NULL);
     }
     vgpu_bar0_rebuild(b);

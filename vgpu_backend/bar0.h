@@ -116,7 +116,7 @@ struct vgpu_bar0_proc {
     uint64_t start_time;                  /* /proc/PID/stat starttime: pid reuse is told apart */
     _Atomic uint64_t held[VGPU_MAX_DEVICES];
     _Atomic uint64_t busy;
-    uint64_t reserved;
+    uint64_t pid_ns;                      /* standalone: its PID namespace (the inode of /proc/PID/ns/pid); 0 unknown */
 };
 
 struct vgpu_bar0 {
@@ -214,9 +214,12 @@ int vgpu_bar0_enter(struct vgpu_bar0_map *m, char *err, size_t errlen);
  * the table is full.  The caller serialises claims (flock, or the mediator).
  */
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time);
+/* This process's PID namespace, as a slot records it (0: unknown). */
+uint64_t vgpu_bar0_pid_ns(void);
 /* Claims slot for pid, whatever its owner word says: the mediator, which
- * keeps its own records of whose each slot is (the caller serialises). */
-void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time);
+ * keeps its own records of whose each slot is (the caller serialises).
+ * pid_ns: the claimer's PID namespace, for reapers (0: none, mediated). */
+void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t start_time, uint64_t pid_ns);
 
 /*
  * Frees slot if its owner is still owner, returning what it held to the

@@ -77,7 +77,7 @@ int med_vgpu_claim(struct med_vgpu *v, struct med_admission *a)
      * mediator knows it gave. */
     med_vgpu_journal(v);
     /* Whatever a process of the vGPU left in a slot no one was given goes. */
-    vgpu_bar0_claim_slot_at(v->bar, slot, a->pid, a->start_time);
+    vgpu_bar0_claim_slot_at(v->bar, slot, a->pid, a->start_time, 0); /* the mediator reaps, by its records */
     return slot;
 }
 
