@@ -318,6 +318,24 @@ guest-window)
     VGPU_PCI_ID=1af4:9999 run admitted 16G # no such device: no vGPU, the whole (fake) GPU
     ;;
 
+fork-child-without-the-mediator-is-refused-memory)
+    # The parent was admitted; the mediator is then killed: a child forked
+    # after that cannot take a slot of its own, and is refused memory, with
+    # a line that says why (issue 12, item 2, under the mediator).
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    VGPU_LOG_FILE=$tmp/fork.log "$client" fork-after-mediator-gone "$tmp/f.ready" "$tmp/f.go" >>"$tmp/client.out" 2>&1 &
+    f=$!
+    pids="$pids $f"
+    wait_file "$tmp/f.ready"
+    kill -9 "$medpid"
+    wait "$medpid" 2>/dev/null
+    medpid=
+    touch "$tmp/f.go"
+    wait "$f" || fail "the forked child was not refused: $(cat "$tmp/client.out")"
+    grep -q "error: after fork: .*; this process is refused GPU memory" "$tmp/fork.log" || fail "no line says why the child was refused: $(cat "$tmp/fork.log")"
+    ;;
+
 fork-child-has-its-own-slot)
     config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
     start_mediator

@@ -15,6 +15,10 @@
  *   hold-fork BYTES READY     allocate BYTES, fork a child that allocates
  *                             BYTES too and waits forever; write READY
  *                             ("PARENT CHILD"), wait forever
+ *   fork-after-mediator-gone READY GO  allocate, write READY, wait for GO
+ *                             (the mediator is killed meanwhile), then fork
+ *                             a child whose allocation must be refused: it
+ *                             cannot rejoin, so it has no quota to count in
  *   kill-time PID VGPU DEV BYTES  kill -9 PID, then time until vGPU VGPU's
  *                             use on DEV (read raw from the window this
  *                             process is given, as a member of VGPU) is
@@ -134,6 +138,32 @@ static void scenario_hold_fork(int argc, char **argv)
     pause();
 }
 
+static void scenario_fork_after_mediator_gone(char **argv)
+{
+    start();
+    CUdeviceptr p = 0;
+    CU(F(cuMemAlloc_v2)(&p, 64 * MiB));
+    signal_pid(argv[2], "");
+    CHECK(wait_file(argv[3], 60) == 0, "no %s within 60 s", argv[3]);
+    int pipefd[2];
+    CHECK(pipe(pipefd) == 0, "pipe");
+    pid_t child = fork();
+    if (child == 0) {
+        /* Fail closed: a child that cannot take a slot of its own must not
+         * allocate unbounded. */
+        CUdeviceptr c = 0;
+        CUresult r = F(cuMemAlloc_v2)(&c, MiB);
+        char verdict = r == CUDA_ERROR_OUT_OF_MEMORY ? 'y' : 'n';
+        if (verdict == 'n')
+            fprintf(stderr, "FAIL child: with the mediator gone, cuMemAlloc_v2 returned %d\n", (int)r);
+        _exit(write(pipefd[1], &verdict, 1) == 1 ? 0 : 2);
+    }
+    close(pipefd[1]);
+    char verdict = 'n';
+    CHECK(read(pipefd[0], &verdict, 1) == 1 && verdict == 'y', "the child was not refused (above)");
+    waitpid(child, NULL, 0);
+}
+
 /* The status part of vGPU name's window as this process maps it (vgpu maps
  * it on joining; the mediator names its memfd "vgpu:NAME:status"), or NULL. */
 static const struct vgpu_bar0_status *own_status(const char *name)
@@ -238,6 +268,8 @@ int main(int argc, char **argv)
         scenario_hold(argc, argv, false);
     else if (strcmp(s, "hold-refused") == 0 && argc == 6)
         scenario_hold(argc, argv, true);
+    else if (strcmp(s, "fork-after-mediator-gone") == 0 && argc == 4)
+        scenario_fork_after_mediator_gone(argv);
     else if (strcmp(s, "hold-fork") == 0 && argc == 4)
         scenario_hold_fork(argc, argv);
     else if (strcmp(s, "kill-time") == 0 && argc == 6)
