@@ -30,7 +30,7 @@ trap 'exit 1' INT TERM
 unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_COMPUTE_MODE
 unset VGPU_MEDIATOR_SOCKET VGPU_LOG_FILE FAKEGPU_LAUNCH_NS FAKEGPU_KERNEL_NS FAKEGPU_TIMESLICE_NS FAKEGPU_DEVICES
 export FAKEGPU_STATE=$tmp/fake.state # one fake GPU for every process of the test
-export VGPU_LOG=info
+export VGPU_LOG=${COMPUTE_TEST_LOG:-info} # COMPUTE_TEST_LOG=debug: the arbiter's every turn
 
 page() { # this user's page for the fake GPU 0 (once a tenant made it)
     ls /dev/shm/vgpu-$(id -u)/sched-GPU-fa4e0000-0000-0000-0000-000000000000.v* 2>/dev/null | tail -n 1
@@ -126,6 +126,12 @@ mediator() {
 }
 
 me=$(id -u)
+# Every scenario starts from a GPU no vGPU of this user has arbitrated: the
+# page of the fake GPU 0 is the user's, and would carry the entries of the
+# scenarios before (tmpfs hands a later test's BAR0 file an earlier one's
+# inode, and with it that vGPU's entry).  These tests run one at a time.
+rm -f /dev/shm/vgpu-$(id -u)/sched-GPU-fa4e0000-0000-0000-0000-00000000000[01].v*
+
 case $scenario in
 standalone-lone-cap)
     # A hard cap holds on an idle GPU.

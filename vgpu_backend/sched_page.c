@@ -70,6 +70,13 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
     int free_slot = -1;
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         if (p->state.e[i].used && p->who[i].dev == dev && p->who[i].ino == ino && p->who[i].vdev == vdev) {
+            /* Its earlier processes may have left it holding the GPU, and
+             * nobody stepped since: the time since its last launch was
+             * nobody's use, and must not be charged to the process that
+             * now takes the entry (a cap would owe it for minutes). */
+            uint64_t active = atomic_load(&p->who[i].active_ns);
+            if (p->state.holder == i && now > active && now - active > VGPU_SCHED_IDLE_NS && p->state.granted_ns < now)
+                p->state.granted_ns = now;
             vgpu_sched_set(&p->state, i, share, mode, now);
             return i;
         }
