@@ -328,6 +328,14 @@ void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
     busy_end(busy);
 }
 
+void vgpu_bar0_recount(struct vgpu_bar0_map *m, int dev, uint64_t counted, uint64_t now)
+{
+    if (now > counted)
+        vgpu_bar0_take_anyway(m, dev, now - counted);
+    else if (now < counted)
+        vgpu_bar0_give(m, dev, counted - now);
+}
+
 void vgpu_bar0_detach(struct vgpu_bar0_map *m)
 {
     if (m->bar && m->slot >= 0 && m->pid == getpid())

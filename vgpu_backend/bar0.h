@@ -265,6 +265,10 @@ void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
 /* Gives bytes back (nothing, once the process has left its slot: leaving
  * returned all it held). */
 void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes);
+/* What this process counts for something the driver reports (a pool's or
+ * the graphs' reserve, contexts, their limits) moves from counted to now:
+ * taken regardless of the limit, the driver having it already, or given back. */
+void vgpu_bar0_recount(struct vgpu_bar0_map *m, int dev, uint64_t counted, uint64_t now);
 
 /* Leaves the process table, returning what this process held. */
 void vgpu_bar0_detach(struct vgpu_bar0_map *m);

@@ -67,10 +67,7 @@ static uint64_t cost(struct vgpu_self *self, int vdev, int n)
 static void settle_charge(struct vgpu_self *self, int vdev)
 {
     uint64_t want = cost(self, vdev, live[vdev]);
-    if (want > charged[vdev])
-        vgpu_bar0_take_anyway(&self->bar0, vdev, want - charged[vdev]); /* the driver made it already */
-    else if (want < charged[vdev])
-        vgpu_bar0_give(&self->bar0, vdev, charged[vdev] - want);
+    vgpu_bar0_recount(&self->bar0, vdev, charged[vdev], want); /* the driver made them already */
     charged[vdev] = want;
 }
 

@@ -53,10 +53,7 @@ static void resync(struct vgpu_self *self, CUdevice dev)
     if (vdev < 0)
         return;
     uint64_t now = attribute(dev, CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT);
-    if (now > counted[dev])
-        vgpu_bar0_take_anyway(&self->bar0, vdev, now - counted[dev]);
-    else if (now < counted[dev])
-        vgpu_bar0_give(&self->bar0, vdev, counted[dev] - now);
+    vgpu_bar0_recount(&self->bar0, vdev, counted[dev], now);
     counted[dev] = now;
 }
 

@@ -132,10 +132,7 @@ void vgpu_backend_limit_settle(struct vgpu_limit_claim *c, CUresult result)
     }
     /* What the driver really set, counted exactly. */
     uint64_t held = r->charged + c->taken, want = reserve(r, now);
-    if (want > held)
-        vgpu_bar0_take_anyway(&self->bar0, r->vdev, want - held);
-    else if (want < held)
-        vgpu_bar0_give(&self->bar0, r->vdev, held - want);
+    vgpu_bar0_recount(&self->bar0, r->vdev, held, want);
     r->charged = want;
     pthread_mutex_unlock(&lock);
 }

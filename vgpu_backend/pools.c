@@ -57,10 +57,7 @@ uint64_t vgpu_pool_growth(CUmemoryPool pool, CUdevice dev, uint64_t bytes)
 static void resync(struct vgpu_self *self, struct pool *p, bool destroyed)
 {
     uint64_t now = destroyed ? 0 : attribute(p->pool, CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT);
-    if (now > p->counted)
-        vgpu_bar0_take_anyway(&self->bar0, p->vdev, now - p->counted);
-    else if (now < p->counted)
-        vgpu_bar0_give(&self->bar0, p->vdev, p->counted - now);
+    vgpu_bar0_recount(&self->bar0, p->vdev, p->counted, now);
     p->counted = now;
 }
 
