@@ -21,6 +21,11 @@
 #include <unistd.h>
 
 #include "vgpu/nvml_abi.h"
+#include "vgpu_backend/bar0.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <sys/mman.h>
 
 #define MiB (1ull << 20)
 #define GiB (1ull << 30)
@@ -83,6 +88,40 @@ static __attribute__((unused)) void *lib_sym(void **handle, const char *soname, 
 #define nvml_sym(name) lib_sym(&nvml_handle, "libnvidia-ml.so.1", (name))
 #define F(name) ((__typeof__(&name))cuda_sym(#name))
 #define N(name) ((__typeof__(&name))nvml_sym(#name))
+
+/* A symbol of the fake driver behind vgpu (TEST_FAKE_LIBCUDA), reached with
+ * dlmopen: vgpu answers dlopen of the driver with itself.  NULL if it is not
+ * loaded. */
+static __attribute__((unused)) void *fake_driver_sym(const char *name)
+{
+    const char *path = getenv("TEST_FAKE_LIBCUDA");
+    void *h = path ? dlmopen(LM_ID_BASE, path, RTLD_NOW | RTLD_NOLOAD) : NULL;
+    return h ? dlsym(h, name) : NULL;
+}
+
+/* The vGPU's BAR0 (VGPU_BAR0), mapped read-only and read raw (no vgpu code
+ * involved), or exit. */
+static __attribute__((unused)) const struct vgpu_bar0 *env_bar0(void)
+{
+    static const struct vgpu_bar0 *b;
+    if (b)
+        return b;
+    const char *path = getenv("VGPU_BAR0");
+    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
+    if (fd < 0) {
+        fprintf(stderr, "FAIL cannot open VGPU_BAR0=%s: %s\n", path ? path : "(unset)", strerror(errno));
+        exit(1);
+    }
+    void *p = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ, MAP_SHARED, fd, 0);
+    close(fd);
+    if (p == MAP_FAILED) {
+        fprintf(stderr, "FAIL cannot map %s\n", path);
+        exit(1);
+    }
+    b = p;
+    CHECK(b->header.magic == VGPU_BAR0_MAGIC, "%s has no BAR0 magic", path);
+    return b;
+}
 
 /* Which library a function lives in, by its file's real name. */
 static __attribute__((unused)) int in_library(const void *fn, const char *prefix)

@@ -27,12 +27,8 @@
  */
 #define _GNU_SOURCE
 #include "test/client_util.h"
-#include "vgpu_backend/bar0.h"
 
-#include <errno.h>
-#include <fcntl.h>
 #include <stdbool.h>
-#include <sys/mman.h>
 
 enum kind { PLAIN, PITCHED, MANAGED, ASYNC, POOL, CREATED, ARRAY2D, ARRAY3D, MIPMAPPED, GRAPH, CONTEXT, KINDS };
 static const char *const kind_name[KINDS] = { "cuMemAlloc_v2", "cuMemAllocPitch_v2", "cuMemAllocManaged",
@@ -59,31 +55,6 @@ static uint64_t L;
 static CUcontext primary;
 static CUmemoryPool pool;
 
-static void *fake_sym(const char *name)
-{
-    const char *path = getenv("TEST_FAKE_LIBCUDA");
-    void *h = path ? dlmopen(LM_ID_BASE, path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    return h ? dlsym(h, name) : NULL;
-}
-
-static const struct vgpu_bar0 *bar0(void)
-{
-    static const struct vgpu_bar0 *b;
-    if (!b) {
-        const char *path = getenv("VGPU_BAR0");
-        int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-        void *p = fd >= 0 ? mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ, MAP_SHARED, fd, 0) : MAP_FAILED;
-        if (fd >= 0)
-            close(fd);
-        if (p == MAP_FAILED) {
-            fprintf(stderr, "FAIL cannot map VGPU_BAR0=%s: %s\n", path ? path : "(unset)", strerror(errno));
-            exit(1);
-        }
-        b = p;
-    }
-    return b;
-}
-
 /* What the vGPU counts, checked three ways, and what the driver counts. */
 struct counts {
     uint64_t vgpu, driver, driver_total;
@@ -102,10 +73,10 @@ static struct counts observe(void)
     NV(N(nvmlDeviceGetMemoryInfo)(d, &m));
     CHECK(m.total == L && m.used <= m.total && m.free + m.used == m.total,
           "seed %u step %d: NVML total %llu used %llu free %llu", seed, step, m.total, m.used, m.free);
-    uint64_t in_bar0 = atomic_load((_Atomic uint64_t *)&bar0()->status.device[0].memory_used);
+    uint64_t in_bar0 = atomic_load((_Atomic uint64_t *)&env_bar0()->status.device[0].memory_used);
     CHECK(m.used == t - f && in_bar0 == m.used, "seed %u step %d: used %llu (cuMemGetInfo), %llu (NVML), %llu (BAR0)",
           seed, step, (unsigned long long)(t - f), m.used, (unsigned long long)in_bar0);
-    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))fake_sym("cuMemGetInfo_v2");
+    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))fake_driver_sym("cuMemGetInfo_v2");
     size_t pf = 0, pt = 0;
     CHECK(real && real(&pf, &pt) == CUDA_SUCCESS, "the fake's own cuMemGetInfo_v2");
     CHECK(L <= pt, "seed %u step %d: the vGPU's total %llu is past the GPU's %zu", seed, step, (unsigned long long)L,

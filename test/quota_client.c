@@ -35,19 +35,11 @@
 #include "test/client_util.h"
 #include "vgpu_backend/bar0.h"
 
-/* The fake driver behind vgpu (dlmopen: vgpu answers dlopen of the driver with itself). */
-static void *fake_sym(const char *name)
-{
-    const char *path = getenv("TEST_FAKE_LIBCUDA");
-    void *h = path ? dlmopen(LM_ID_BASE, path, RTLD_NOW | RTLD_NOLOAD) : NULL;
-    return h ? dlsym(h, name) : NULL;
-}
-
 /* What the (fake) GPU itself has free for the current context: the quota's refusals must come
  * while it has plenty. */
 static uint64_t physical_free(void)
 {
-    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))fake_sym("cuMemGetInfo_v2");
+    __typeof__(&cuMemGetInfo_v2) real = (__typeof__(&cuMemGetInfo_v2))fake_driver_sym("cuMemGetInfo_v2");
     size_t f = 0, t = 0;
     CHECK(real && real(&f, &t) == CUDA_SUCCESS, "the fake's own cuMemGetInfo_v2");
     return f;
@@ -77,43 +69,20 @@ static void read_settings(void)
 
 /* ---- observations ---- */
 
-/* BAR0, mapped read-only and read raw (no vgpu code involved). */
-static const struct vgpu_bar0 *bar0(void)
-{
-    static const struct vgpu_bar0 *b;
-    if (b)
-        return b;
-    const char *path = getenv("VGPU_BAR0");
-    int fd = path ? open(path, O_RDONLY | O_CLOEXEC) : -1;
-    if (fd < 0) {
-        fprintf(stderr, "FAIL cannot open VGPU_BAR0=%s: %s\n", path ? path : "(unset)", strerror(errno));
-        exit(1);
-    }
-    void *p = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ, MAP_SHARED, fd, 0);
-    close(fd);
-    if (p == MAP_FAILED) {
-        fprintf(stderr, "FAIL cannot map %s\n", path);
-        exit(1);
-    }
-    b = p;
-    CHECK(b->header.magic == VGPU_BAR0_MAGIC, "%s has no BAR0 magic", path);
-    return b;
-}
-
 static uint64_t bar0_used(int dev)
 {
-    return atomic_load((_Atomic uint64_t *)&bar0()->status.device[dev].memory_used);
+    return atomic_load((_Atomic uint64_t *)&env_bar0()->status.device[dev].memory_used);
 }
 
 static uint64_t bar0_refusals(int dev)
 {
-    return atomic_load((_Atomic uint64_t *)&bar0()->status.device[dev].refusals);
+    return atomic_load((_Atomic uint64_t *)&env_bar0()->status.device[dev].refusals);
 }
 
 /* What this process holds in BAR0's process table (-1: no slot). */
 static int64_t bar0_held_by(int pid, int dev)
 {
-    const struct vgpu_bar0 *b = bar0();
+    const struct vgpu_bar0 *b = env_bar0();
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
         uint64_t o = atomic_load((_Atomic uint64_t *)&b->procs[i].owner);
         if ((o & 0xff) == VGPU_PROC_LIVE && (int)(o >> 8) == pid)
@@ -759,7 +728,7 @@ static void scenario_ctx_destroy(void)
 /* What the (fake) driver itself holds for this process on device dev. */
 static uint64_t driver_holds(int dev)
 {
-    unsigned long long (*used)(int) = (unsigned long long (*)(int))fake_sym("fakegpu_used");
+    unsigned long long (*used)(int) = (unsigned long long (*)(int))fake_driver_sym("fakegpu_used");
     CHECK(used != NULL, "the fake's fakegpu_used");
     return used ? used(dev) : 0;
 }
@@ -995,7 +964,7 @@ static void scenario_expect_used(int argc, char **argv)
     CHECK(bar0_used(0) == want, "BAR0 memory_used %llu, want %llu (off by %lld)", (unsigned long long)bar0_used(0),
           (unsigned long long)want, (long long)(bar0_used(0) - want));
     if (argc > 3) {
-        unsigned procs = atomic_load((_Atomic uint32_t *)&bar0()->status.processes);
+        unsigned procs = atomic_load((_Atomic uint32_t *)&env_bar0()->status.processes);
         CHECK(procs == (unsigned)atoi(argv[3]), "BAR0 has %u live processes, want %s", procs, argv[3]);
     }
     nvmlMemory_t m = nvml_mem(0);
@@ -1043,7 +1012,7 @@ static void scenario_expect_rebuilt(int argc, char **argv)
     uint64_t want = strtoull(argv[2], NULL, 10);
     CHECK(bar0_used(0) == want, "BAR0 memory_used %llu, want %llu (off by %lld)", (unsigned long long)bar0_used(0),
           (unsigned long long)want, (long long)(bar0_used(0) - want));
-    unsigned procs = atomic_load((_Atomic uint32_t *)&bar0()->status.processes);
+    unsigned procs = atomic_load((_Atomic uint32_t *)&env_bar0()->status.processes);
     CHECK(procs == (unsigned)atoi(argv[3]), "BAR0 counts %u live processes, want %s", procs, argv[3]);
     CHECK(nvml_mem(0).used == want, "NVML used %llu, want %llu", nvml_mem(0).used, (unsigned long long)want);
 }
