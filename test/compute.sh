@@ -140,6 +140,18 @@ standalone-lone-cap)
     grep -q "a compute share of 30% (a hard cap)" "$tmp/a.err" || fail "no log line names the cap"
     ;;
 
+standalone-capture-under-a-cap-holds-and-does-not-wait)
+    # PyTorch's and vLLM's CUDA graphs: a capture (global mode) of a stream
+    # vgpu keeps markers on, beside a thread that launches, under a cap:
+    # vgpu's own queries would break the capture, and its gate would hold
+    # launches that run nothing (test/fake/timing_client.c).
+    VGPU_BAR0="$tmp/cap.bar0" VGPU_COMPUTE_SHARE=10% VGPU_COMPUTE_MODE=cap \
+        "$build/test/timing_client" capture-under-a-compute-share >"$tmp/cap.out" 2>"$tmp/cap.err" ||
+        fail "a capture under a 10% cap failed"
+    grep -q "a compute share of 10% (a hard cap)" "$tmp/cap.err" || fail "vgpu did not schedule the client"
+    cat "$tmp/cap.out"
+    ;;
+
 standalone-lone-share-lends-idle-time)
     # Work-conserving (the default): alone, a 30% share gets the GPU.
     standalone a 30% - matmul 2; join $last a

@@ -13,10 +13,15 @@
  * every matmul of 200 us or graph of 10 ms, one for every few hundred
  * kernels of 5 us (so the launch-bound loops pay one event record in
  * hundreds of launches).
+ *
+ * While a stream capture is under way in the process, the markers are
+ * left alone (a query would break the capture, capture.c) and launches go
+ * unbounded: captures are brief, and the gate still holds.
  */
 #include "vgpu_backend/inflight.h"
 
 #include "forwarder/dispatch.h"
+#include "vgpu_backend/capture.h"
 #include "vgpu_cuda_slots.h"
 
 #include <pthread.h>
@@ -156,9 +161,13 @@ static bool retire(struct tracker *t, bool wait)
 
 void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running)
 {
-    struct tracker *t = find(stream, ptsz);
-    if (!t)
+    if (!vgpu_capture_quiet_enter())
         return;
+    struct tracker *t = find(stream, ptsz);
+    if (!t) {
+        vgpu_capture_quiet_leave();
+        return;
+    }
     pthread_mutex_lock(&t->lock);
     /* Within the bound, a launch costs no driver call here (a launch-bound
      * loop would feel one); past it, the done markers go first, then the
@@ -174,29 +183,28 @@ void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running)
         }
     }
     pthread_mutex_unlock(&t->lock);
+    vgpu_capture_quiet_leave();
 }
 
 void vgpu_inflight_after(CUstream stream, bool ptsz)
 {
-    struct tracker *t = find(stream, ptsz);
-    if (!t)
+    if (!vgpu_capture_quiet_enter())
         return;
+    struct tracker *t = find(stream, ptsz);
+    if (!t) {
+        vgpu_capture_quiet_leave();
+        return;
+    }
     pthread_mutex_lock(&t->lock);
     if (++t->since >= t->every) {
         CUstream s = t->stream;
-        CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-        /* A stream being captured into a graph runs nothing: no marker
-         * (it would become a node of the program's graph). */
-        VGPU_REAL_CUDA(cuStreamIsCapturing)(s, &capturing);
         /* One query per marker retires the done ones, so the estimate of what is queued stays true. */
         while (t->tail != t->head && retire(t, false))
             ;
         uint32_t slot = t->head % RING;
         if (slot == t->prev_slot)
             t->prev_valid = false;
-        if (capturing != CU_STREAM_CAPTURE_STATUS_NONE) {
-            t->since = 0;
-        } else if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
+        if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
                    VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
             t->covers[slot] = t->since;
             t->backed_up[slot] = t->tail != t->head; /* the done ones were just retired */
@@ -208,4 +216,5 @@ void vgpu_inflight_after(CUstream stream, bool ptsz)
         t->every = every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every;
     }
     pthread_mutex_unlock(&t->lock);
+    vgpu_capture_quiet_leave();
 }

@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "common/log.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/capture.h"
 #include "vgpu_backend/cuda_devices.h"
 #include "vgpu_backend/futex.h"
 #include "vgpu_backend/inflight.h"
@@ -220,8 +221,8 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
         return CUDA_SUCCESS;
     uint64_t now = now_ns();
     struct gate *g = gate_of_launch(now);
-    if (!g)
-        return CUDA_SUCCESS;
+    if (!g || vgpu_stream_captured(stream, ptsz))
+        return CUDA_SUCCESS; /* a launch into a capture is recorded into a graph: it runs nothing now */
     gated = true;
     mark_active(g, now, false);
     if (!granted(g, now)) {

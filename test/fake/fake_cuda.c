@@ -801,6 +801,9 @@ static CUresult ctx_synchronize(CUcontext ctx)
         ctx = current_ctx();
     if (!ctx_valid(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
+    CUresult rc = fake_capture_unsafe_call();
+    if (rc != CUDA_SUCCESS)
+        return rc;
     fake_timeline_drain(ctx->device);
     trim_pools_to_threshold(ctx->device);
     return CUDA_SUCCESS;

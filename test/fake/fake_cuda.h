@@ -67,6 +67,10 @@ FAKEGPU_HIDDEN CUresult fake_stream_launch(CUstream s, int ptsz, const struct fa
  * the host in the stream's order (a copy, a memset, a free).  A stream being
  * captured refuses (the fake captures kernels only). */
 FAKEGPU_HIDDEN CUresult fake_stream_before_host_op(CUstream s, int ptsz);
+/* A query or synchronisation (potentially unsafe during a stream capture):
+ * CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, and the captures it breaks
+ * invalidated, where the calling thread's capture mode forbids it now. */
+FAKEGPU_HIDDEN CUresult fake_capture_unsafe_call(void);
 /* The device of a created stream, else the current context's; -1 if none. */
 FAKEGPU_HIDDEN int fake_stream_device(CUstream s);
 

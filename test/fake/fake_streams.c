@@ -123,6 +123,20 @@ static __thread struct CUstream_st tl_per_thread = {
 };
 static unsigned long long g_capture_ids; /* atomic: the last capture id handed out */
 
+/* Captures under way, for the driver's rule on the calls that may break one
+ * (cuThreadExchangeStreamCaptureMode): a thread in the global mode may not
+ * query or synchronise while a global capture of another thread is under
+ * way, nor any thread while its own non-relaxed capture is; such a call
+ * fails and invalidates those captures.  Guarded by g_captures_lock. */
+#define MAX_CAPTURES 64
+static struct {
+    struct CUstream_st *st;
+    CUstreamCaptureMode mode;
+    pthread_t thread;
+} g_captures[MAX_CAPTURES];
+static pthread_mutex_t g_captures_lock = PTHREAD_MUTEX_INITIALIZER;
+static __thread CUstreamCaptureMode tl_capture_mode = CU_STREAM_CAPTURE_MODE_GLOBAL;
+
 /* The stream a handle means, or NULL for a dead or foreign one. */
 static struct CUstream_st *stream_of(CUstream s, int ptsz)
 {
@@ -150,6 +164,62 @@ static unsigned long long stream_target(struct CUstream_st *st, int dev)
 static int capturing(const struct CUstream_st *st)
 {
     return st->capture != CU_STREAM_CAPTURE_STATUS_NONE;
+}
+
+static void captures_add(struct CUstream_st *st, CUstreamCaptureMode mode)
+{
+    pthread_mutex_lock(&g_captures_lock);
+    for (int i = 0; i < MAX_CAPTURES; i++)
+        if (!g_captures[i].st) {
+            g_captures[i].st = st;
+            g_captures[i].mode = mode;
+            g_captures[i].thread = pthread_self();
+            break;
+        }
+    pthread_mutex_unlock(&g_captures_lock);
+}
+
+static void captures_remove(struct CUstream_st *st)
+{
+    pthread_mutex_lock(&g_captures_lock);
+    for (int i = 0; i < MAX_CAPTURES; i++)
+        if (g_captures[i].st == st)
+            g_captures[i].st = NULL;
+    pthread_mutex_unlock(&g_captures_lock);
+}
+
+CUresult fake_capture_unsafe_call(void)
+{
+    if (tl_capture_mode == CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_SUCCESS;
+    int broke = 0;
+    pthread_t me = pthread_self();
+    pthread_mutex_lock(&g_captures_lock);
+    for (int i = 0; i < MAX_CAPTURES; i++) {
+        struct CUstream_st *st = g_captures[i].st;
+        if (!st)
+            continue;
+        int mine = pthread_equal(g_captures[i].thread, me);
+        if ((mine && g_captures[i].mode != CU_STREAM_CAPTURE_MODE_RELAXED) ||
+            (!mine && tl_capture_mode == CU_STREAM_CAPTURE_MODE_GLOBAL &&
+             g_captures[i].mode == CU_STREAM_CAPTURE_MODE_GLOBAL)) {
+            __atomic_store_n(&st->capture, CU_STREAM_CAPTURE_STATUS_INVALIDATED, __ATOMIC_RELEASE);
+            broke = 1;
+        }
+    }
+    pthread_mutex_unlock(&g_captures_lock);
+    return broke ? CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED : CUDA_SUCCESS;
+}
+
+CUresult cuThreadExchangeStreamCaptureMode(CUstreamCaptureMode *mode)
+{
+    ENTER();
+    if (!mode || (unsigned)*mode > CU_STREAM_CAPTURE_MODE_RELAXED)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUstreamCaptureMode was = tl_capture_mode;
+    tl_capture_mode = *mode;
+    *mode = was;
+    return CUDA_SUCCESS;
 }
 
 /* What a capture cannot hold ends it, as the driver's does. */
@@ -264,7 +334,10 @@ TWO_NAMES(cuStreamDestroy_v2, cuStreamDestroy, stream_destroy, (CUstream hStream
 
 static CUresult stream_sync(int ptsz, CUstream s)
 {
-    CUresult rc = fake_stream_before_host_op(s, ptsz);
+    CUresult rc = fake_capture_unsafe_call();
+    if (rc != CUDA_SUCCESS)
+        return rc;
+    rc = fake_stream_before_host_op(s, ptsz);
     if (rc == CUDA_SUCCESS)
         fake_trim_pools(-1);
     return rc;
@@ -276,7 +349,9 @@ static CUresult stream_query(int ptsz, CUstream s)
 {
     int dev;
     unsigned long long target;
-    CUresult rc = stream_work(s, ptsz, &dev, &target);
+    CUresult rc = fake_capture_unsafe_call();
+    if (rc == CUDA_SUCCESS)
+        rc = stream_work(s, ptsz, &dev, &target);
     if (rc != CUDA_SUCCESS)
         return rc;
     return dev < 0 || fake_timeline_done(dev, target) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
@@ -404,6 +479,9 @@ CUresult cuEventQuery(CUevent hEvent)
     ENTER();
     if (!event_live(hEvent))
         return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = fake_capture_unsafe_call();
+    if (rc != CUDA_SUCCESS)
+        return rc;
     struct CUevent_st e = event_state(hEvent);
     return e.dev < 0 || fake_timeline_done(e.dev, e.seq) ? CUDA_SUCCESS : CUDA_ERROR_NOT_READY;
 }
@@ -414,6 +492,9 @@ CUresult cuEventSynchronize(CUevent hEvent)
     ENTER();
     if (!event_live(hEvent))
         return CUDA_ERROR_INVALID_HANDLE;
+    CUresult rc = fake_capture_unsafe_call();
+    if (rc != CUDA_SUCCESS)
+        return rc;
     struct CUevent_st e = event_state(hEvent);
     if (e.dev >= 0)
         fake_timeline_wait(e.dev, e.seq);
@@ -493,6 +574,7 @@ static CUresult begin_capture(int ptsz, CUstream s, CUstreamCaptureMode mode)
     st->graph = g;
     st->capture_id = __atomic_add_fetch(&g_capture_ids, 1, __ATOMIC_RELAXED);
     st->capture = CU_STREAM_CAPTURE_STATUS_ACTIVE;
+    captures_add(st, mode);
     return CUDA_SUCCESS;
 }
 
@@ -522,7 +604,8 @@ static CUresult end_capture(int ptsz, CUstream s, CUgraph *phGraph)
     if (!capturing(st))
         return CUDA_ERROR_ILLEGAL_STATE;
     struct CUgraph_st *g = st->graph;
-    CUstreamCaptureStatus status = st->capture;
+    captures_remove(st);
+    CUstreamCaptureStatus status = __atomic_load_n(&st->capture, __ATOMIC_ACQUIRE);
     st->capture = CU_STREAM_CAPTURE_STATUS_NONE;
     st->graph = NULL;
     if (status == CU_STREAM_CAPTURE_STATUS_INVALIDATED) {

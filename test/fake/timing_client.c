@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -479,6 +480,122 @@ static void scenario_stream_capture_reports_its_state(void)
           "cuStreamEndCapture of an invalidated capture: %d, graph %p", (int)r, (void *)g);
 }
 
+/* The driver's rule on calls that may break a capture: a query or a
+ * synchronisation from a thread in the global mode while a global capture
+ * is under way (its own, or another thread's) fails and invalidates it; a
+ * thread that switched to the relaxed mode may make them. */
+static CUcontext g_ctx;
+static CUresult g_other_query;
+
+static void *query_from_another_thread(void *ev)
+{
+    CU(F(cuCtxSetCurrent)(g_ctx));
+    g_other_query = F(cuEventQuery)((CUevent)ev);
+    return NULL;
+}
+
+static void scenario_global_capture_forbids_queries(void)
+{
+    setup();
+    CU(F(cuCtxGetCurrent)(&g_ctx));
+    CUstream s = new_stream();
+    CUevent e = new_event(CU_EVENT_DEFAULT);
+    CU(F(cuEventRecord)(e, s)); /* before the capture: an ordinary event */
+    CU(F(cuEventSynchronize)(e));
+    CUgraph g = NULL;
+
+    CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    busy(s, 1);
+    CUresult r = F(cuEventQuery)(e);
+    CHECK(r == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "cuEventQuery during this thread's global capture: %d", (int)r);
+    r = F(cuStreamEndCapture)(s, &g);
+    CHECK(r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the capture after the query ended with %d", (int)r);
+
+    CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CUstreamCaptureMode mode = CU_STREAM_CAPTURE_MODE_RELAXED;
+    CU(F(cuThreadExchangeStreamCaptureMode)(&mode));
+    CHECK(mode == CU_STREAM_CAPTURE_MODE_GLOBAL, "the thread's capture mode was %d, not global", (int)mode);
+    CU(F(cuEventQuery)(e));
+    CU(F(cuEventSynchronize)(e));
+    CU(F(cuThreadExchangeStreamCaptureMode)(&mode));
+    busy(s, 1);
+    CU(F(cuStreamEndCapture)(s, &g));
+    CHECK(g != NULL, "a capture with relaxed queries in it gave no graph");
+
+    /* Another thread, in the global mode (a thread's default). */
+    CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    pthread_t t;
+    pthread_create(&t, NULL, query_from_another_thread, e);
+    pthread_join(t, NULL);
+    CHECK(g_other_query == CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+          "cuEventQuery from another thread during a global capture: %d", (int)g_other_query);
+    r = F(cuStreamEndCapture)(s, &g);
+    CHECK(r == CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "the capture after the other thread's query ended with %d",
+          (int)r);
+
+    /* A thread-local capture ignores other threads. */
+    CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL));
+    pthread_create(&t, NULL, query_from_another_thread, e);
+    pthread_join(t, NULL);
+    CHECK(g_other_query == CUDA_SUCCESS, "cuEventQuery from another thread during a thread-local capture: %d",
+          (int)g_other_query);
+    CU(F(cuStreamEndCapture)(s, &g));
+}
+
+/* What PyTorch and vLLM do under a compute share (test/compute.sh runs this
+ * with one): a stream that ran kernels (so vgpu has markers on it) is
+ * captured, while another thread keeps launching on a stream of its own;
+ * the capture holds, its launches do not wait for the GPU (they run
+ * nothing), and the graph replays.  Under a hard cap of 10%, the 60 ms
+ * of kernels before use up its budget: a captured launch that waited at
+ * the gate would wait hundreds of milliseconds. */
+static volatile int g_stop;
+
+static void *launch_meanwhile(void *unused)
+{
+    (void)unused;
+    CU(F(cuCtxSetCurrent)(g_ctx));
+    CUstream s = new_stream();
+    while (!__atomic_load_n(&g_stop, __ATOMIC_RELAXED))
+        busy(s, 0.5);
+    CU(F(cuStreamSynchronize)(s));
+    return NULL;
+}
+
+static void scenario_capture_under_a_compute_share(void)
+{
+    setup();
+    CU(F(cuCtxGetCurrent)(&g_ctx));
+    CUstream s = new_stream();
+    for (int i = 0; i < 60; i++) /* past the first quantum: markers on s, some done, some not */
+        busy(s, 1);
+    pthread_t t;
+    pthread_create(&t, NULL, launch_meanwhile, NULL);
+    for (int round = 0; round < 3; round++) {
+        CUgraph g = NULL;
+        CUgraphExec x = NULL;
+        CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        double t0 = now_s();
+        for (int i = 0; i < 100; i++)
+            busy(s, 0.2);
+        double took = ms_since(t0);
+        CU(F(cuStreamEndCapture)(s, &g));
+        CHECK(took < 100, "capturing 100 kernels took %.1f ms: captured launches waited", took);
+        CU(F(cuGraphInstantiateWithFlags)(&x, g, 0));
+        CUevent e0 = new_event(CU_EVENT_DEFAULT), e1 = new_event(CU_EVENT_DEFAULT);
+        CU(F(cuEventRecord)(e0, s));
+        CU(F(cuGraphLaunch)(x, s));
+        CU(F(cuEventRecord)(e1, s));
+        CU(F(cuEventSynchronize)(e1));
+        float ms = elapsed_ms(e0, e1);
+        CHECK(ms >= 19.9, "a replay of 100 captured kernels of 0.2 ms took %.1f ms of device time", ms);
+    }
+    __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
+    pthread_join(t, NULL);
+    if (!atomic_load(&failures))
+        printf("ok a stream with markers captured three times beside a launching thread, under a compute share\n");
+}
+
 /* ---- processes ---- */
 
 /* A forked child has no executor until it launches; then it runs its own. */
@@ -599,6 +716,8 @@ int main(int argc, char **argv)
         { "captured-graph-replays-its-kernels", scenario_captured_graph_replays_its_kernels },
         { "graph-without-kernels-takes-one-kernel-time", scenario_graph_without_kernels_takes_one_kernel_time },
         { "stream-capture-reports-its-state", scenario_stream_capture_reports_its_state },
+        { "global-capture-forbids-queries", scenario_global_capture_forbids_queries },
+        { "capture-under-a-compute-share", scenario_capture_under_a_compute_share },
         { "fork-child-runs-its-own-kernels", scenario_fork_child_runs_its_own_kernels },
         { "exit-with-work-queued", scenario_exit_with_work_queued },
         { "nvml-idle-device", scenario_nvml_idle_device },
