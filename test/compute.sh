@@ -152,6 +152,14 @@ standalone-capture-under-a-cap-holds-and-does-not-wait)
     cat "$tmp/cap.out"
     ;;
 
+standalone-cap-is-not-charged-for-a-pause)
+    # As PyTorch and the benchmarks do: warm up, then pause (here 1.5 s,
+    # with the GPU last given to it) before the real work.  The pause is
+    # not GPU time: a cap that charged it would owe seconds and get nothing.
+    standalone a 30% cap matmul 2 --warm-up-ms 30 --start-at "$(soon)"; join $last a
+    expect_share a 0.22 0.40
+    ;;
+
 standalone-lone-share-lends-idle-time)
     # Work-conserving (the default): alone, a 30% share gets the GPU.
     standalone a 30% - matmul 2; join $last a

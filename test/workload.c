@@ -2,7 +2,7 @@
  * workload: a compute load whose share of the GPU can be measured.
  *
  *   workload MODE SECONDS [--kernel-us N] [--batch N] [--stream] [--graph]
- *                         [--start-at EPOCH_MS] [--device N] [--units-per-us X]
+ *                         [--start-at EPOCH_MS] [--warm-up-ms N] [--device N] [--units-per-us X]
  *
  * MODE matmul: kernels of 200 us (--kernel-us), launched as fast as the
  *      launch call returns, in batches of 50 (--batch): the host
@@ -15,6 +15,9 @@
  *            (implies --stream).
  * --start-at waits until that wall-clock time (ms since the epoch), after
  *            setting up, so that several processes start together.
+ * --warm-up-ms runs batches for that long first, and waits for them, as a
+ *            framework's warm-up does before a pause (a benchmark's start
+ *            signal, a request that has not come yet).
  *
  * It runs on the primary context of device 0 (--device), loading the driver
  * as applications do (dlopen("libcuda.so.1"), so vgpu interposes it).  On
@@ -54,6 +57,7 @@ struct options {
     int stream;
     int graph;
     long long start_at_ms;
+    double warm_up_ms;
     int device;
     double units_per_us; /* 0: calibrate (real GPU) */
 };
@@ -85,7 +89,7 @@ static void die(const char *what, CUresult r)
 static void usage(void)
 {
     fprintf(stderr, "usage: workload matmul|launch SECONDS [--kernel-us N] [--batch N] [--stream] "
-                    "[--graph] [--start-at EPOCH_MS] [--device N]\n");
+                    "[--graph] [--start-at EPOCH_MS] [--warm-up-ms N] [--device N] [--units-per-us X]\n");
     exit(2);
 }
 
@@ -115,6 +119,8 @@ static struct options parse(int argc, char **argv)
             o.batch_kernels = (unsigned)atoi(argv[++i]);
         else if (strcmp(a, "--start-at") == 0 && v)
             o.start_at_ms = atoll(argv[++i]);
+        else if (strcmp(a, "--warm-up-ms") == 0 && v)
+            o.warm_up_ms = atof(argv[++i]);
         else if (strcmp(a, "--device") == 0 && v)
             o.device = atoi(argv[++i]);
         else if (strcmp(a, "--units-per-us") == 0 && v)
@@ -274,6 +280,14 @@ int main(int argc, char **argv)
         MUST(F(cuEventCreate)(&end[i], CU_EVENT_DEFAULT));
     }
 
+    for (double w0 = now_s(); (now_s() - w0) * 1e3 < o.warm_up_ms;) {
+        if (exec)
+            MUST(drv.graph_launch(exec, s));
+        else
+            launch_batch(&o, &k, s, params);
+        MUST(drv.record(end[0], s));
+        MUST(drv.event_sync(end[0]));
+    }
     if (o.start_at_ms >= 0)
         wait_until_epoch_ms(o.start_at_ms);
     double t0 = now_s(), cpu0 = thread_cpu_s(), t1 = t0, device_ms = 0;

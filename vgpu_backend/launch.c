@@ -224,15 +224,21 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
     if (!g || vgpu_stream_captured(stream, ptsz))
         return CUDA_SUCCESS; /* a launch into a capture is recorded into a graph: it runs nothing now */
     gated = true;
-    mark_active(g, now, false);
     if (!granted(g, now)) {
+        /* Its quantum may simply be over: it may keep the GPU.  The step
+         * comes before this launch is marked, so that it sees when the vGPU
+         * last launched: a pause since (a warm-up done, a request awaited)
+         * is charged to no one.  Marked first, the pause would count as
+         * GPU time held, and a cap would owe it for seconds. */
         if (g->page)
-            vgpu_sched_page_step(g->page, now); /* its quantum may simply be over: it may keep the GPU */
+            vgpu_sched_page_step(g->page, now);
         if (!granted(g, now_ns())) {
             wait_for_gpu(g, now);
-            mark_active(g, now_ns(), true);
+            now = now_ns();
+            mark_active(g, now, true);
         }
     }
+    mark_active(g, now, false);
     vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
     return CUDA_SUCCESS;
 }
