@@ -25,7 +25,7 @@ Cases (docs/compute.md says what each mode means):
   mps 25/75     NVIDIA MPS with CUDA_MPS_ACTIVE_THREAD_PERCENTAGE, where the
                 image has nvidia-cuda-mps-control
   converge      a 30% tenant alone, then a 70% one joins: how long until
-                both are within 5 points of their shares (0.25 s windows)
+                both are within 5 points of their shares over a second
 """
 import argparse
 import json
@@ -220,17 +220,21 @@ def main():
 
 
 def converge(out):
-    """Seconds from the second tenant's start until both tenants' windows are
-    within 5 points of 30% and 70% of what the first had alone."""
+    """Seconds from the second tenant's start until both tenants' throughput
+    over the last second is within 5 points of 30% and 70% of what the first
+    had alone.  A second, not a 0.25 s window: a 0.25 s window holds five
+    50 ms quanta, so 30% of it is one quantum or two, never 30%."""
     a, c = out[0]["windows"], out[1]["windows"]
     alone = statistics.median(a[2:8]) if len(a) > 8 else max(a)
-    w = 0.25
+    w, span = 0.25, 4
     start = int(round(2.5 / w))  # the window the second tenant starts in
-    for k in range(len(c)):
+    for k in range(span - 1, len(c)):
         i = start + k
         if i >= len(a):
             break
-        if abs(a[i] / alone - 0.30) <= 0.05 and abs(c[k] / alone - 0.70) <= 0.05:
+        ma = statistics.mean(a[i - span + 1:i + 1]) / alone
+        mc = statistics.mean(c[k - span + 1:k + 1]) / alone
+        if abs(ma - 0.30) <= 0.05 and abs(mc - 0.70) <= 0.05:
             return (k + 1) * w
     return None
 
