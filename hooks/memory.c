@@ -8,6 +8,7 @@
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
+#include "vgpu_backend/capture.h"
 #include "vgpu_cuda_slots.h"
 
 #include <cuda.h>
@@ -151,8 +152,22 @@ typedef CUresult (*alloc_async_fn)(CUdeviceptr *, size_t, CUstream);
 typedef CUresult (*alloc_pool_fn)(CUdeviceptr *, size_t, CUmemoryPool, CUstream);
 typedef CUresult (*free_async_fn)(CUdeviceptr, CUstream);
 
-static CUresult alloc_async(const char *name, alloc_async_fn real, CUdeviceptr *dptr, size_t bytesize, CUstream s)
+/* A stream-ordered allocation on a capturing stream is a memory node of the
+ * graph being captured: it is counted when the graph is instantiated and
+ * launched (graph_mem.c), and reading the pool around it would break the
+ * capture. */
+static CUresult alloc_in_capture(const char *name, CUresult r, CUdeviceptr *dptr, size_t bytesize, CUstream s)
 {
+    vgpu_trace(name, r, "%zu, stream=%p (capturing) -> 0x%llx", bytesize, (void *)s,
+               r ? 0ull : (unsigned long long)*dptr);
+    return r;
+}
+
+static CUresult alloc_async(const char *name, bool ptsz, alloc_async_fn real, CUdeviceptr *dptr, size_t bytesize,
+                            CUstream s)
+{
+    if (vgpu_stream_captured(s, ptsz))
+        return alloc_in_capture(name, real(dptr, bytesize, s), dptr, bytesize, s);
     struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);
     if (r == CUDA_SUCCESS) {
@@ -163,9 +178,11 @@ static CUresult alloc_async(const char *name, alloc_async_fn real, CUdeviceptr *
     return r;
 }
 
-static CUresult alloc_from_pool(const char *name, alloc_pool_fn real, CUdeviceptr *dptr, size_t bytesize,
+static CUresult alloc_from_pool(const char *name, bool ptsz, alloc_pool_fn real, CUdeviceptr *dptr, size_t bytesize,
                                 CUmemoryPool pool, CUstream s)
 {
+    if (vgpu_stream_captured(s, ptsz))
+        return alloc_in_capture(name, real(dptr, bytesize, pool, s), dptr, bytesize, s);
     struct vgpu_mem_claim c = { .pool = pool };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);
     if (r == CUDA_SUCCESS) {
@@ -188,23 +205,23 @@ static CUresult free_async(const char *name, free_async_fn real, CUdeviceptr dpt
 
 VGPU_EXPORT CUresult cuMemAllocAsync(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    return alloc_async("cuMemAllocAsync", VGPU_REAL_CUDA(cuMemAllocAsync), dptr, bytesize, hStream);
+    return alloc_async("cuMemAllocAsync", false, VGPU_REAL_CUDA(cuMemAllocAsync), dptr, bytesize, hStream);
 }
 
 VGPU_EXPORT CUresult cuMemAllocAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUstream hStream)
 {
-    return alloc_async("cuMemAllocAsync_ptsz", VGPU_REAL_CUDA(cuMemAllocAsync_ptsz), dptr, bytesize, hStream);
+    return alloc_async("cuMemAllocAsync_ptsz", true, VGPU_REAL_CUDA(cuMemAllocAsync_ptsz), dptr, bytesize, hStream);
 }
 
 VGPU_EXPORT CUresult cuMemAllocFromPoolAsync(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_from_pool("cuMemAllocFromPoolAsync", VGPU_REAL_CUDA(cuMemAllocFromPoolAsync), dptr, bytesize,
+    return alloc_from_pool("cuMemAllocFromPoolAsync", false, VGPU_REAL_CUDA(cuMemAllocFromPoolAsync), dptr, bytesize,
                            pool, hStream);
 }
 
 VGPU_EXPORT CUresult cuMemAllocFromPoolAsync_ptsz(CUdeviceptr *dptr, size_t bytesize, CUmemoryPool pool, CUstream hStream)
 {
-    return alloc_from_pool("cuMemAllocFromPoolAsync_ptsz", VGPU_REAL_CUDA(cuMemAllocFromPoolAsync_ptsz), dptr,
+    return alloc_from_pool("cuMemAllocFromPoolAsync_ptsz", true, VGPU_REAL_CUDA(cuMemAllocFromPoolAsync_ptsz), dptr,
                            bytesize, pool, hStream);
 }
 

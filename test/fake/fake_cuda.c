@@ -1778,6 +1778,14 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
     ENTER();
     if (!value)
         return CUDA_ERROR_INVALID_VALUE;
+    /* What a pool holds now is not a capture's to say: on the H100 (r580) a
+     * capture of a cuMemAllocAsync broke when vgpu read the pool's
+     * reserve around it, and held without those reads. */
+    if (attr == CU_MEMPOOL_ATTR_RESERVED_MEM_CURRENT || attr == CU_MEMPOOL_ATTR_USED_MEM_CURRENT) {
+        CUresult unsafe = fake_capture_unsafe_call();
+        if (unsafe != CUDA_SUCCESS)
+            return unsafe;
+    }
     LOCK();
     CUresult rc = pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
     if (rc == CUDA_SUCCESS) {

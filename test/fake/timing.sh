@@ -191,6 +191,10 @@ graph-without-kernels-takes-one-kernel-time)
     "$client" "$scenario" || fail "timing_client $scenario"
     ;;
 
+async-alloc-in-a-capture-under-a-quota)
+    VGPU_MEMORY_LIMIT=1G VGPU_BAR0=$tmp/bar0 "$client" async-alloc-in-a-capture ||
+        fail "timing_client async-alloc-in-a-capture"
+    ;;
 *)
     "$client" "$scenario" || fail "timing_client $scenario"
     ;;

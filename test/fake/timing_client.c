@@ -542,6 +542,26 @@ static void scenario_global_capture_forbids_queries(void)
     CU(F(cuStreamEndCapture)(s, &g));
 }
 
+/* PyTorch's cudaMallocAsync backend in a CUDA graph (timing.sh runs this
+ * under a memory quota): a stream-ordered allocation inside a capture is a
+ * memory node of the graph, and vgpu must not read the pool around it. */
+static void scenario_async_alloc_in_a_capture(void)
+{
+    setup();
+    CUstream s = new_stream();
+    CUdeviceptr before, inside;
+    CU(F(cuMemAllocAsync)(&before, 1 << 20, s)); /* the pool is vgpu's to count from here */
+    CU(F(cuStreamSynchronize)(s));
+    CUgraph g = NULL;
+    CU(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+    CU(F(cuMemAllocAsync)(&inside, 64 << 20, s));
+    busy(s, 1); /* (the fake does not model a free inside a capture) */
+    CU(F(cuStreamEndCapture)(s, &g));
+    CHECK(g != NULL, "a capture with a stream-ordered allocation gave no graph");
+    CU(F(cuMemFreeAsync)(before, s));
+    CU(F(cuStreamSynchronize)(s));
+}
+
 /* What PyTorch and vLLM do under a compute share (test/compute.sh runs this
  * with one): a stream that ran kernels (so vgpu has markers on it) is
  * captured, while another thread keeps launching on a stream of its own;
@@ -717,6 +737,7 @@ int main(int argc, char **argv)
         { "graph-without-kernels-takes-one-kernel-time", scenario_graph_without_kernels_takes_one_kernel_time },
         { "stream-capture-reports-its-state", scenario_stream_capture_reports_its_state },
         { "global-capture-forbids-queries", scenario_global_capture_forbids_queries },
+        { "async-alloc-in-a-capture", scenario_async_alloc_in_a_capture },
         { "capture-under-a-compute-share", scenario_capture_under_a_compute_share },
         { "fork-child-runs-its-own-kernels", scenario_fork_child_runs_its_own_kernels },
         { "exit-with-work-queued", scenario_exit_with_work_queued },
