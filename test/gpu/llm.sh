@@ -21,10 +21,12 @@ export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEMORY_LI
 # driver ever counted more than the quota for it.
 run() {
     local name=$1 check=${1%%@*}; shift
+    # env execs python3: $! is the pid the driver lists (a timeout in between would not be).
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
-        timeout 300 python3 "$here/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
-    local pid=$! peak=0 now
+        python3 "$here/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
+    local pid=$! peak=0 now end=$((SECONDS + 300))
     while kill -0 $pid 2>/dev/null; do
+        [ $SECONDS -gt $end ] && { echo "FAIL $name: still running after 300 s"; kill -9 $pid; }
         now=$(LD_PRELOAD= nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits 2>/dev/null |
               awk -F', *' -v p=$pid '$1 == p { print $2 }')
         [ -n "$now" ] && [ "$now" -gt "$peak" ] && peak=$now
@@ -34,7 +36,9 @@ run() {
     grep -E '^(ok|FAIL)' "$out/$name.txt" | sed "s/^\(ok\|FAIL\) /\1 $name: /"
     [ $rc = 0 ] || echo "FAIL $name exited with $rc: $(tail -1 "$out/$name.txt" | cut -c1-200)"
     # The driver's figure includes what vgpu counts as the context's; 2 % for its rounding.
-    if [ "$peak" -le $(( (quota >> 20) * 102 / 100 )) ]; then
+    if [ "$peak" = 0 ]; then
+        echo "FAIL $name: the driver never listed pid $pid with memory (nvidia-smi --query-compute-apps)"
+    elif [ "$peak" -le $(( (quota >> 20) * 102 / 100 )) ]; then
         echo "ok $name: the driver counted at most $peak MiB for the process (quota $((quota >> 20)) MiB)"
     else
         echo "FAIL $name: the driver counted $peak MiB for the process, past the $((quota >> 20)) MiB quota"

@@ -120,7 +120,9 @@ def check_graph_nodes(quota):
         p.bytesize = nbytes
         node = chk(cu.cuGraphAddMemAllocNode(g, None, 0, p), "cuGraphAddMemAllocNode")
         chk(cu.cuGraphAddMemFreeNode(g, [node], 1, p.dptr), "cuGraphAddMemFreeNode")
-        return chk(cu.cuGraphInstantiateWithFlags(g, 0), "cuGraphInstantiate")
+        # cuda.bindings names cuGraphInstantiateWithFlags cuGraphInstantiate (CUDA 12+).
+        inst = getattr(cu, "cuGraphInstantiateWithFlags", None) or cu.cuGraphInstantiate
+        return chk(inst(g, 0), "cuGraphInstantiate")
 
     def used():
         err, free, total = cu.cuMemGetInfo()

@@ -108,11 +108,22 @@ for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>
 med="VGPU_MEDIATOR_SOCKET=$sock LD_PRELOAD=$preload"
 start host-hold env $med python3 "$clients" hold 512
 host=$started
-ns=$(env $med unshare --pid --fork --kill-child --mount-proc sh -c '
+# The container's process stays busy until the host has asked too (the
+# namespace's processes end with it): its view is written to ns-view.txt.
+rm -f "$out/ns-view.txt" "$out/host-asked"
+env $med unshare --pid --fork --kill-child --mount-proc sh -c '
     python3 "$0" busy 30 >"$1/ns-busy.out" 2>&1 &
     while ! grep -q "^ready" "$1/ns-busy.out"; do sleep 0.1; done
     sleep 3
-    python3 "$0" ask | tail -1; echo "busy $(sed -n "s/^ready //p" "$1/ns-busy.out")"' "$clients" "$out")
+    { python3 "$0" ask | tail -1; echo "busy $(sed -n "s/^ready //p" "$1/ns-busy.out")"; } >"$1/ns-view.tmp"
+    mv "$1/ns-view.tmp" "$1/ns-view.txt"
+    while [ ! -e "$1/host-asked" ]; do sleep 0.1; done' "$clients" "$out" &
+nsjob=$!
+for _ in $(seq 1 600); do [ -e "$out/ns-view.txt" ] && break; sleep 0.1; done
+hostview=$(env $med python3 "$clients" ask | tail -1)
+touch "$out/host-asked"
+wait $nsjob
+ns=$(cat "$out/ns-view.txt" 2>/dev/null)
 echo "info mediated, in a PID namespace (host's process $host): $(echo "$ns" | tr '\n' ' ')"
 inner=$(echo "$ns" | sed -n 's/^busy //p')
 seen=$(echo "$ns" | head -1)
@@ -120,7 +131,6 @@ seen=$(echo "$ns" | head -1)
     echo "FAIL the container lists $(field "$seen" compute 2>&1), want [$inner]"
 [ "$(field "$seen" sampled)" = "[$inner]" ] && echo "ok the container's utilization samples are its process's" ||
     echo "FAIL the container's samples are $(field "$seen" sampled 2>&1), want [$inner]"
-hostview=$(env $med python3 "$clients" ask | tail -1)
 echo "info mediated, on the host: $hostview"
 python3 -c "import json,sys; s=json.loads(sys.argv[1]); sys.exit(0 if len(s['compute']) == 2 and int(sys.argv[2]) in s['compute'] else 1)" \
     "$hostview" "$host" && echo "ok the host lists both processes by the host's pids" ||
