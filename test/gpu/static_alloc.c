@@ -6,7 +6,11 @@
  * on the machine that runs it), holds 1 GiB and waits to be killed.
  *
  *   gcc -static -o static_alloc static_alloc.c      (watch.sh builds it)
- *   static_alloc   prints "ready PID" once it holds the memory
+ *   static_alloc [DRIVER]   prints "ready PID" once it holds the memory
+ *
+ * DRIVER (default libcuda.so.1) is the library to dlopen: built dynamic and
+ * given the driver's own file, under LD_PRELOAD, it is the dynamic way past
+ * vgpu: vgpu is loaded, and never called.
  */
 #include <dlfcn.h>
 #include <stdio.h>
@@ -21,15 +25,16 @@ static void *sym(void *h, const char *name)
 {
     void *p = dlsym(h, name);
     if (!p)
-        fprintf(stderr, "static_alloc: libcuda.so.1 has no %s\n", name);
+        fprintf(stderr, "static_alloc: the driver has no %s\n", name);
     return p;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
-    void *h = dlopen("libcuda.so.1", RTLD_NOW);
+    const char *driver = argc > 1 ? argv[1] : "libcuda.so.1";
+    void *h = dlopen(driver, RTLD_NOW | RTLD_LOCAL);
     if (!h) {
-        fprintf(stderr, "static_alloc: dlopen libcuda.so.1: %s\n", dlerror());
+        fprintf(stderr, "static_alloc: dlopen %s: %s\n", driver, dlerror());
         return 2;
     }
     CUresult (*init)(unsigned) = (CUresult(*)(unsigned))sym(h, "cuInit");

@@ -105,6 +105,25 @@ bool med_views_first_of_pid(const struct med_vgpu *v, int k)
     return true;
 }
 
+/* A process's utilization: the mean of what the last MED_UTIL_READINGS
+ * readings gave it.  On a GPU that time-slices between processes the
+ * driver samples about once a second, each sample for the process whose
+ * context was running at that moment (nvidia-smi pmon shows "-" for the
+ * others; measured on the H100, docs/gpu-results.md): one reading says
+ * little of a process that ran a quarter of the time, and the mean of ten
+ * is its share of them. */
+static uint16_t smoothed(struct med_compute_use *use, uint16_t now)
+{
+    use->recent[use->next] = now;
+    use->next = (uint8_t)((use->next + 1) % MED_UTIL_READINGS);
+    if (use->nrecent < MED_UTIL_READINGS)
+        use->nrecent++;
+    uint32_t sum = 0;
+    for (unsigned i = 0; i < use->nrecent; i++)
+        sum += use->recent[i];
+    return (uint16_t)(sum / use->nrecent);
+}
+
 /* The driver's samples of GPU gi over the interval, for the host vGPUs on it
  * and their processes (NULL g: the driver did not give them). */
 static void measure_gpu(struct med_views *m, struct med_world *world, int gi, const struct med_reading_gpu *g)
@@ -122,7 +141,10 @@ static void measure_gpu(struct med_views *m, struct med_world *world, int gi, co
             for (int k = 0; k < v->nadm; k++) {
                 struct med_admission *a = v->adm[k];
                 a->use[d].measured = measured;
-                a->use[d].utilization = measured ? permille_of(u, n, a->pid) : 0;
+                if (measured)
+                    a->use[d].utilization = smoothed(&a->use[d], permille_of(u, n, a->pid));
+                else
+                    a->use[d].utilization = a->use[d].nrecent = a->use[d].next = 0;
                 if (med_views_first_of_pid(v, k))
                     sum += a->use[d].utilization;
             }

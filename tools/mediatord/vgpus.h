@@ -32,12 +32,17 @@
 
 /* What the compute views measured of a process or a vGPU's device over
  * the last interval (utilization.h); written by utilization.c alone. */
+/* Readings a process's utilization is averaged over (utilization.c says why). */
+#define MED_UTIL_READINGS 10
+
 struct med_compute_use {
     bool measured;        /* utilization is the driver's (else unknown) */
     bool busy_known;      /* busy_ns was read at the previous interval's end (a vGPU's device) */
     uint16_t held;        /* a vGPU's device: GPU time the arbiter charged it, permille of the interval */
-    uint16_t utilization; /* permille of the interval, from the driver's per-process samples */
+    uint16_t utilization; /* permille: a process's, its mean over the recent readings; a vGPU's, the sum of its processes' */
     uint64_t busy_ns;     /* a vGPU's device: its charged GPU time, as read at the previous interval's end */
+    uint16_t recent[MED_UTIL_READINGS]; /* a process's: what the last readings gave it, permille */
+    uint8_t nrecent, next;               /* how many of them there are; where the next goes */
 };
 
 /* A process the mediator admitted to a vGPU: its own record. */
