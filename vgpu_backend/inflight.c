@@ -205,7 +205,7 @@ void vgpu_inflight_after(CUstream stream, bool ptsz)
         if (slot == t->prev_slot)
             t->prev_valid = false;
         if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
-                   VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
+            VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
             t->covers[slot] = t->since;
             t->backed_up[slot] = t->tail != t->head; /* the done ones were just retired */
             t->head++;
