@@ -142,6 +142,17 @@ static CUgraphExec capture(CUstream s, int kernels, double ms)
     return x;
 }
 
+/* The device time of one replay of x on s, between events around it. */
+static float replay_ms(CUgraphExec x, CUstream s)
+{
+    CUevent e0 = new_event(CU_EVENT_DEFAULT), e1 = new_event(CU_EVENT_DEFAULT);
+    CU(F(cuEventRecord)(e0, s));
+    CU(F(cuGraphLaunch)(x, s));
+    CU(F(cuEventRecord)(e1, s));
+    CU(F(cuEventSynchronize)(e1));
+    return elapsed_ms(e0, e1);
+}
+
 static CUstream g_graph_stream;
 
 static void by_graph(CUstream s, void **p)
@@ -424,12 +435,7 @@ static void scenario_graph_without_kernels_takes_one_kernel_time(void)
     CUgraphExec x;
     CU(F(cuGraphCreate)(&g, 0));
     CU(F(cuGraphInstantiateWithFlags)(&x, g, 0));
-    CUevent e0 = new_event(CU_EVENT_DEFAULT), e1 = new_event(CU_EVENT_DEFAULT);
-    CU(F(cuEventRecord)(e0, s));
-    CU(F(cuGraphLaunch)(x, s));
-    CU(F(cuEventRecord)(e1, s));
-    CU(F(cuEventSynchronize)(e1));
-    float ms = elapsed_ms(e0, e1);
+    float ms = replay_ms(x, s);
     CHECK(NEAR(ms, 20.0, 0.1), "a graph created empty, with FAKEGPU_KERNEL_NS=20000000: %.3f ms", ms);
 }
 
@@ -602,12 +608,7 @@ static void scenario_capture_under_a_compute_share(void)
         CU(F(cuStreamEndCapture)(s, &g));
         CHECK(took < 100, "capturing 100 kernels took %.1f ms: captured launches waited", took);
         CU(F(cuGraphInstantiateWithFlags)(&x, g, 0));
-        CUevent e0 = new_event(CU_EVENT_DEFAULT), e1 = new_event(CU_EVENT_DEFAULT);
-        CU(F(cuEventRecord)(e0, s));
-        CU(F(cuGraphLaunch)(x, s));
-        CU(F(cuEventRecord)(e1, s));
-        CU(F(cuEventSynchronize)(e1));
-        float ms = elapsed_ms(e0, e1);
+        float ms = replay_ms(x, s);
         CHECK(ms >= 19.9, "a replay of 100 captured kernels of 0.2 ms took %.1f ms of device time", ms);
     }
     __atomic_store_n(&g_stop, 1, __ATOMIC_RELAXED);
