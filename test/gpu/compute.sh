@@ -8,9 +8,8 @@ set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
 bench=$(realpath "$here/../../bench")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 preload="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
 result_lines() { grep -E '^(ok|dev|GPU|name|NVIDIA|\[Cuda)' "$1" | sed -E 's/[0-9]+ MiB/N MiB/g' || true; }

@@ -8,9 +8,8 @@
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 doctor=$build/tools/vgpu-doctor
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out/symlink"
 rm -f "$out"/*.ready "$out"/*.bar0
 ln -sf "$build/libvgpu-cuda.so" "$out/symlink/libcuda.so.1"

@@ -18,9 +18,8 @@ build=$(realpath "$1")
 out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
 src=$(realpath "$here/../..")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 . "$src/test/loadorder/private_etc.sh"
 mkdir -p "$out"
 out=$(realpath "$out")

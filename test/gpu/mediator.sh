@@ -8,9 +8,8 @@
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 sock=$out/mediator.sock
 cat >"$out/mediatord.conf" <<CONF
@@ -28,15 +27,8 @@ memory = 4G
 compute = 50
 uids = $(id -u)
 CONF
-VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
-med=$!
+start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 trap 'kill -9 $med ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
-up=no
-for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && up=yes && break; sleep 0.05; done
-if [ $up = no ]; then
-    echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
-    exit 1
-fi
 export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
 # exec: the coprocess is Python itself, so its pid is the one to kill.
 coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$here/quota_clients.py" fill 0 2>&1; }

@@ -12,9 +12,8 @@
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 rm -rf "$out/state"
 sock=$out/mediator.sock

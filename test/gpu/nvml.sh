@@ -16,9 +16,8 @@
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 rm -rf "$out/state" "$out"/*.bar0
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES
@@ -32,7 +31,7 @@ start() {
     local name=$1; shift
     "$@" >"$out/$name.out" 2>&1 &
     bg="$bg $!"
-    for _ in $(seq 1 600); do grep -q '^ready' "$out/$name.out" && break; sleep 0.1; done
+    wait_ready "$out/$name.out" $! 60
     started=$(sed -n 's/^ready //p' "$out/$name.out")
     [ -n "$started" ] || echo "FAIL $name did not start: $(tail -3 "$out/$name.out" | tr '\n' ' ')"
 }

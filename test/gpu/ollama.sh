@@ -14,9 +14,8 @@ set -uo pipefail
 build=$(realpath "$1"); out_dir=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
 standins=$(realpath "$here/../ollama")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 server=${OLLAMA_STANDIN:-$build/test/ollama/ollama-standin}
 if [ ! -x "$server" ] && [ -z "${GGML_SRC:-}" ]; then
     echo "SKIP: no Ollama-style server ($server; build it with Go elsewhere and name it in OLLAMA_STANDIN) and no GGML_SRC"

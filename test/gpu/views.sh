@@ -13,9 +13,8 @@ set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
 bench=$(realpath "$here/../../bench")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 sock=$out/mediator.sock
 cat >"$out/mediatord.conf" <<CONF
@@ -34,15 +33,8 @@ memory = 16G
 compute = 75
 uids = $(id -u)
 CONF
-VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
-med=$!
+start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 trap 'kill -9 $med ${a:-} ${b:-} 2>/dev/null' EXIT
-up=no
-for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && up=yes && break; sleep 0.05; done
-if [ $up = no ]; then
-    echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
-    exit 1
-fi
 port=$(sed -n 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/mediatord.log")
 for v in a b; do
     env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET="$sock" VGPU_NAME=$v \

@@ -18,9 +18,8 @@
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
 here=$(dirname "$(realpath "$0")")
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
+. "$(dirname "$(realpath "$0")")/lib.sh"
+gpu_or_skip
 mkdir -p "$out"
 rm -rf "$out/state"
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME
@@ -36,24 +35,17 @@ devices = 0
 memory = 4G
 uids = $(id -u)
 CONF
-VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
-med=$!
+start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 adm=
 trap 'kill -9 $med $adm 2>/dev/null' EXIT
-up=no
-for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && up=yes && break; sleep 0.05; done
-if [ $up = no ]; then
-    echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
-    exit 1
-fi
 clients=$here/watch_clients.py
 
 # (3) first, so that it runs through the rest.
 LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG_FILE=$out/admitted.log \
     python3 "$clients" torch-hold >"$out/admitted.out" 2>&1 &
 adm=$!
-for _ in $(seq 1 600); do grep -q '^ready' "$out/admitted.out" && break; kill -0 "$adm" 2>/dev/null || break; sleep 0.1; done
-grep -q '^ready' "$out/admitted.out" || echo "FAIL the admitted PyTorch process did not start: $(tail -3 "$out/admitted.out")"
+wait_ready "$out/admitted.out" "$adm" 60 ||
+    echo "FAIL the admitted PyTorch process did not start: $(tail -3 "$out/admitted.out")"
 
 # (1)
 python3 "$clients" caught "PyTorch with LD_PRELOAD unset, 1 GiB" 2000 -- env -u LD_PRELOAD python3 "$clients" torch-hold
@@ -101,7 +93,7 @@ if gcc -O2 -o "$out/bypath_alloc" "$here/static_alloc.c" -ldl >"$out/bypath-gcc.
     env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \
         "$out/bypath_alloc" "$driver" >"$out/bypath.out" 2>&1 &
     bp=$!
-    for _ in $(seq 1 300); do grep -q '^ready' "$out/bypath.out" && break; kill -0 $bp 2>/dev/null || break; sleep 0.1; done
+    wait_ready "$out/bypath.out" $bp 30
     sleep 1 # two readings of the watch
     held=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json, sys
 s = json.load(sys.stdin)
