@@ -25,7 +25,7 @@ static CUresult launch(const char *name, bool ptsz, launch_fn real, CUfunction f
     CUresult r = vgpu_backend_launch_admit(s, ptsz);
     if (r == CUDA_SUCCESS) {
         r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params, extra);
-        vgpu_backend_launch_done(s, ptsz, r);
+        vgpu_backend_launch_done(r);
     }
     vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
                bz, shmem, (void *)s);
@@ -53,7 +53,7 @@ static CUresult launch_ex(const char *name, bool ptsz, launch_ex_fn real, const 
     CUresult r = vgpu_backend_launch_admit(s, ptsz);
     if (r == CUDA_SUCCESS) {
         r = real(cfg, f, params, extra);
-        vgpu_backend_launch_done(s, ptsz, r);
+        vgpu_backend_launch_done(r);
     }
     if (cfg)
         vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p, %u attrs", (void *)f,
@@ -81,7 +81,7 @@ static CUresult coop(const char *name, bool ptsz, coop_fn real, CUfunction f, un
     CUresult r = vgpu_backend_launch_admit(s, ptsz);
     if (r == CUDA_SUCCESS) {
         r = real(f, gx, gy, gz, bx, by, bz, shmem, s, params);
-        vgpu_backend_launch_done(s, ptsz, r);
+        vgpu_backend_launch_done(r);
     }
     vgpu_trace(name, r, "%p, grid %ux%ux%u, block %ux%ux%u, shmem %u, stream %p", (void *)f, gx, gy, gz, bx, by,
                bz, shmem, (void *)s);
@@ -112,7 +112,7 @@ static CUresult graph(const char *name, bool ptsz, graph_fn real, CUgraphExec g,
         r = vgpu_backend_launch_admit(s, ptsz);
         if (r == CUDA_SUCCESS) {
             r = real(g, s);
-            vgpu_backend_launch_done(s, ptsz, r);
+            vgpu_backend_launch_done(r);
         }
         vgpu_backend_graph_launch_settle(&claim);
     }

@@ -176,8 +176,8 @@ void vgpu_backend_limit_settle(struct vgpu_limit_claim *c, CUresult result);
  * point, where NULL is the per-thread default stream): waits, when the
  * vGPU has a compute share, until it may put work on its GPU. */
 CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz);
-/* After it, with the driver's answer. */
-void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r);
+/* After it, on the same thread, with the driver's answer. */
+void vgpu_backend_launch_done(CUresult r);
 /* Around a synchronisation (a thread waiting for its GPU work): the vGPU
  * is busy meanwhile, not idle.  begin's answer goes to end. */
 void *vgpu_backend_sync_begin(void);

@@ -14,6 +14,12 @@
  * kernels of 5 us (so the launch-bound loops pay one event record in
  * hundreds of launches).
  *
+ * A launch between markers, within the bound, takes no lock and makes no
+ * driver call but cuCtxGetCurrent (for a default stream): it counts itself
+ * in the stream's tracker and compares the count with a limit worked out
+ * when the last marker was.  The markers, and a launch past the limit, take
+ * the tracker's lock.
+ *
  * While a stream capture is under way in the process, the markers are
  * left alone (a query would break the capture, capture.c) and launches go
  * unbounded: captures are brief, and the gate still holds.
@@ -33,8 +39,8 @@
 #define MAX_EVERY 1024     /* launches between markers, at most */
 #define FIRST_GUESS_NS 250000 /* a launch's GPU time until one is measured: a marker each, at first */
 
-struct tracker {
-    pthread_mutex_t lock;
+struct vgpu_inflight {
+    pthread_mutex_t lock;    /* everything below but since, every and room */
     CUstream stream;         /* the key; CU_STREAM_LEGACY or CU_STREAM_PER_THREAD for the default ones */
     CUcontext ctx;           /* the default streams are per context */
     int used;
@@ -42,21 +48,22 @@ struct tracker {
     uint32_t covers[RING];   /* launches each outstanding marker closes */
     bool backed_up[RING];    /* the marker before it was not done when it was recorded */
     uint32_t head, tail;     /* outstanding markers: [tail, head) */
-    uint32_t since;          /* launches since the last marker */
-    uint32_t every;          /* launches between markers */
+    _Atomic uint32_t since;  /* launches since the last marker (counted without the lock) */
+    _Atomic uint32_t every;  /* launches between markers */
+    _Atomic uint32_t room;   /* launches since the last marker that keep the queue within the bound */
     uint64_t per_launch_ns;  /* a launch's GPU time, learnt */
     uint32_t prev_slot;      /* the last marker seen done, whose event ... */
     bool prev_valid;         /* ... still holds its time (not recorded again since) */
 };
 
 /* Explicit streams: shared by the process's threads, each tracker under its
- * own lock (the table only grows).  The per-thread default stream: each
- * thread's own.  Owned by this file. */
-static struct tracker trackers[TRACKERS];
+ * own lock (the table only grows, so a tracker's address stays valid).
+ * The per-thread default stream: each thread's own.  Owned by this file. */
+static struct vgpu_inflight trackers[TRACKERS];
 static pthread_mutex_t table_lock = PTHREAD_MUTEX_INITIALIZER;
-static __thread struct tracker per_thread;
+static __thread struct vgpu_inflight per_thread;
 
-static void fresh(struct tracker *t, CUstream stream, CUcontext ctx)
+static void fresh(struct vgpu_inflight *t, CUstream stream, CUcontext ctx)
 {
     memset(t, 0, sizeof(*t));
     pthread_mutex_init(&t->lock, NULL);
@@ -64,11 +71,12 @@ static void fresh(struct tracker *t, CUstream stream, CUcontext ctx)
     t->ctx = ctx;
     t->used = 1;
     t->every = 1;
+    t->room = UINT32_MAX; /* no marker outstanding */
     t->per_launch_ns = FIRST_GUESS_NS;
 }
 
 /* The tracker of a launch on stream (NULL: none could be had). */
-static struct tracker *find(CUstream stream, bool ptsz)
+static struct vgpu_inflight *find(CUstream stream, bool ptsz)
 {
     /* NULL is the legacy default stream, or with the _ptsz entry points the
      * per-thread one; both are the context's, so the context is the key too. */
@@ -85,7 +93,7 @@ static struct tracker *find(CUstream stream, bool ptsz)
         stream = CU_STREAM_LEGACY;
     uintptr_t h = ((uintptr_t)stream ^ (uintptr_t)ctx) * 0x9e3779b97f4a7c15ull;
     for (unsigned probe = 0; probe < TRACKERS; probe++) {
-        struct tracker *t = &trackers[(h + probe) & (TRACKERS - 1)];
+        struct vgpu_inflight *t = &trackers[(h + probe) & (TRACKERS - 1)];
         if (!__atomic_load_n(&t->used, __ATOMIC_ACQUIRE)) {
             pthread_mutex_lock(&table_lock);
             if (!t->used) { /* else another thread took it meanwhile, maybe for this stream */
@@ -100,18 +108,31 @@ static struct tracker *find(CUstream stream, bool ptsz)
     return NULL; /* more streams than tracked: those run unbounded */
 }
 
-static uint32_t outstanding(const struct tracker *t)
+/* Works out, under the lock, how many launches since the last marker the
+ * queue takes before it is past the bound: its launches times a launch's
+ * GPU time over VGPU_SCHED_QUEUE_NS, or the ring full.  No marker
+ * outstanding: no bound (one is recorded within `every` launches). */
+static void set_room(struct vgpu_inflight *t)
 {
-    uint32_t n = t->since;
-    for (uint32_t i = t->tail; i != t->head; i++)
-        n += t->covers[i % RING];
-    return n;
+    uint64_t room = UINT32_MAX;
+    if (t->head - t->tail == RING) {
+        room = 0;
+    } else if (t->tail != t->head) {
+        uint64_t closed = 0;
+        for (uint32_t i = t->tail; i != t->head; i++)
+            closed += t->covers[i % RING];
+        uint64_t fits = VGPU_SCHED_QUEUE_NS / (t->per_launch_ns ? t->per_launch_ns : 1);
+        room = fits < closed ? 0 : fits - closed + 1;
+        if (room > UINT32_MAX)
+            room = UINT32_MAX;
+    }
+    atomic_store_explicit(&t->room, (uint32_t)room, memory_order_relaxed);
 }
 
-static bool past_bound(const struct tracker *t)
+static bool past_bound(const struct vgpu_inflight *t)
 {
-    return t->tail != t->head &&
-           ((uint64_t)outstanding(t) * t->per_launch_ns > VGPU_SCHED_QUEUE_NS || t->head - t->tail == RING);
+    return atomic_load_explicit(&t->since, memory_order_relaxed) >=
+           atomic_load_explicit(&t->room, memory_order_relaxed);
 }
 
 /* Learns a launch's GPU time from marker i (its ring slot), just seen
@@ -123,7 +144,7 @@ static bool past_bound(const struct tracker *t)
  * stream may have run dry in between (a loop bound by its host, or held at
  * the gate while another vGPU had the GPU): the time is only a bound from
  * above, and may only lower the estimate. */
-static void learn(struct tracker *t, uint32_t slot)
+static void learn(struct vgpu_inflight *t, uint32_t slot)
 {
     if (t->prev_valid && t->covers[slot]) {
         float ms = 0;
@@ -142,7 +163,7 @@ static void learn(struct tracker *t, uint32_t slot)
 }
 
 /* Retires the oldest marker, waiting for it when wait; false when it is not done and wait is false. */
-static bool retire(struct tracker *t, bool wait)
+static bool retire(struct vgpu_inflight *t, bool wait)
 {
     uint32_t slot = t->tail % RING;
     CUresult r = VGPU_REAL_CUDA(cuEventQuery)(t->ev[slot]);
@@ -156,48 +177,45 @@ static bool retire(struct tracker *t, bool wait)
     else
         t->prev_valid = false; /* an error (the context's): nothing to learn from it */
     t->tail++;
+    set_room(t);
     return true;
 }
 
-void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running)
+struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running)
 {
+    if (vgpu_captures_underway())
+        return NULL;
+    struct vgpu_inflight *t = find(stream, ptsz);
+    if (!t || !past_bound(t))
+        return t; /* within the bound: no lock, no driver call */
     if (!vgpu_capture_quiet_enter())
-        return;
-    struct tracker *t = find(stream, ptsz);
-    if (!t) {
-        vgpu_capture_quiet_leave();
-        return;
-    }
+        return NULL;
+    /* The done markers go first, then the launch waits for the oldest
+     * while the queue is still past the bound. */
     pthread_mutex_lock(&t->lock);
-    /* Within the bound, a launch costs no driver call here (a launch-bound
-     * loop would feel one); past it, the done markers go first, then the
-     * launch waits for the oldest while the queue is still past it. */
+    while (t->tail != t->head && retire(t, false))
+        ;
     if (past_bound(t)) {
-        while (t->tail != t->head && retire(t, false))
-            ;
-        if (past_bound(t)) {
-            atomic_fetch_add(running, 1);
-            while (past_bound(t))
-                retire(t, true);
-            atomic_fetch_sub(running, 1);
-        }
+        atomic_fetch_add(running, 1);
+        while (t->tail != t->head && past_bound(t))
+            retire(t, true);
+        atomic_fetch_sub(running, 1);
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();
+    return t;
 }
 
-void vgpu_inflight_after(CUstream stream, bool ptsz)
+void vgpu_inflight_after(struct vgpu_inflight *t)
 {
+    if (atomic_fetch_add_explicit(&t->since, 1, memory_order_relaxed) + 1 <
+        atomic_load_explicit(&t->every, memory_order_relaxed))
+        return;
     if (!vgpu_capture_quiet_enter())
         return;
-    struct tracker *t = find(stream, ptsz);
-    if (!t) {
-        vgpu_capture_quiet_leave();
-        return;
-    }
     pthread_mutex_lock(&t->lock);
-    if (++t->since >= t->every) {
-        CUstream s = t->stream;
+    /* Another thread may have recorded the marker meanwhile. */
+    if (atomic_load_explicit(&t->since, memory_order_relaxed) >= atomic_load_explicit(&t->every, memory_order_relaxed)) {
         /* One query per marker retires the done ones, so the estimate of what is queued stays true. */
         while (t->tail != t->head && retire(t, false))
             ;
@@ -205,15 +223,16 @@ void vgpu_inflight_after(CUstream stream, bool ptsz)
         if (slot == t->prev_slot)
             t->prev_valid = false;
         if ((t->ev[slot] || VGPU_REAL_CUDA(cuEventCreate)(&t->ev[slot], CU_EVENT_DEFAULT) == CUDA_SUCCESS) &&
-            VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], s) == CUDA_SUCCESS) {
-            t->covers[slot] = t->since;
+            VGPU_REAL_CUDA(cuEventRecord)(t->ev[slot], t->stream) == CUDA_SUCCESS) {
             t->backed_up[slot] = t->tail != t->head; /* the done ones were just retired */
+            t->covers[slot] = atomic_exchange_explicit(&t->since, 0, memory_order_relaxed);
             t->head++;
-            t->since = 0;
         }
         /* A few markers within the bound. */
         uint64_t every = VGPU_SCHED_QUEUE_NS / 4 / (t->per_launch_ns ? t->per_launch_ns : 1);
-        t->every = every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every;
+        atomic_store_explicit(&t->every, every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every,
+                              memory_order_relaxed);
+        set_room(t);
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();

@@ -9,10 +9,15 @@
 /* GPU time a stream of a scheduled process may have queued. */
 #define VGPU_SCHED_QUEUE_NS 1000000ull
 
+/* A stream's queue, as inflight.c tracks it. */
+struct vgpu_inflight;
+
 /* Before a launch on stream (ptsz: through a _ptsz entry point, where NULL
  * is the per-thread default stream): waits while the stream's queued work
  * is past the bound, counted in *running meanwhile (the vGPU is busy on
- * its GPU, not idle, though it launches nothing). */
-void vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running);
-/* After a successful launch on it. */
-void vgpu_inflight_after(CUstream stream, bool ptsz);
+ * its GPU, not idle, though it launches nothing).  Returns the stream's
+ * queue, for vgpu_inflight_after; NULL when it is not tracked (a capture
+ * under way, more streams than tracked). */
+struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running);
+/* After a successful launch on the queue vgpu_inflight_before returned. */
+void vgpu_inflight_after(struct vgpu_inflight *q);

@@ -55,8 +55,9 @@ static struct {
 } gates;
 static pthread_once_t set_up_once = PTHREAD_ONCE_INIT;
 static _Atomic bool stale_said; /* the mediator's silence was logged (and not its return yet) */
-/* This thread's launch in flight went through a gate (admit to done). */
-static __thread bool gated;
+/* The queue of this thread's launch in flight, when it went through a gate
+ * (admit to done). */
+static __thread struct vgpu_inflight *gated;
 
 static uint64_t now_ns(void)
 {
@@ -213,7 +214,7 @@ static void wait_for_gpu(struct gate *g, uint64_t now)
 
 CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
 {
-    gated = false;
+    gated = NULL;
     if (!vgpu_self_on())
         return CUDA_SUCCESS;
     pthread_once(&set_up_once, set_up);
@@ -223,7 +224,6 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
     struct gate *g = gate_of_launch(now);
     if (!g || vgpu_stream_captured(stream, ptsz))
         return CUDA_SUCCESS; /* a launch into a capture is recorded into a graph: it runs nothing now */
-    gated = true;
     if (!granted(g, now)) {
         /* Its quantum may simply be over: it may keep the GPU.  The step
          * comes before this launch is marked, so that it sees when the vGPU
@@ -239,14 +239,14 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
         }
     }
     mark_active(g, now, false);
-    vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
+    gated = vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
     return CUDA_SUCCESS;
 }
 
-void vgpu_backend_launch_done(CUstream stream, bool ptsz, CUresult r)
+void vgpu_backend_launch_done(CUresult r)
 {
     if (gated && r == CUDA_SUCCESS)
-        vgpu_inflight_after(stream, ptsz);
+        vgpu_inflight_after(gated);
 }
 
 void *vgpu_backend_sync_begin(void)
