@@ -214,6 +214,23 @@ standalone-dead-waiters-hold-nothing)
     expect_share a 0.75 1.02
     ;;
 
+standalone-tenant-back-after-a-minute-gets-the-gpu)
+    # A capped vGPU whose processes have been gone a minute, while another
+    # vGPU ran last: its entry in the page is stale.  Its next process takes
+    # the entry again and must be given the GPU.  It waited for ever on the
+    # H100 (bench/compute.py, a cap's second loop): its first step dropped
+    # the stale entry it had just taken, and the thread it counted waiting
+    # stayed in the dropped slot, so the entry it took anew never wanted the GPU.
+    standalone a 30% cap matmul 0.3; join $last a
+    standalone b 50% - matmul 0.3; join $last b
+    "$tool" age "$(page)" "$tmp/a.bar0" 120 || fail "could not age a's entry"
+    standalone a 30% cap matmul 2; a=$last
+    (exec >/dev/null 2>&1; sleep 20; kill -9 $a) & dog=$!
+    join $a a
+    kill $dog 2>/dev/null
+    expect_share a 0.22 0.38
+    ;;
+
 mediated-two-tenants-get-25-and-75)
     mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
              "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"

@@ -7,6 +7,9 @@
  *   sched_page_tool add-waiting PAGE BAR0-FILE N
  *       counts N more threads waiting in the entry of that vGPU, as a
  *       process killed while it waited leaves them
+ *   sched_page_tool age PAGE BAR0-FILE SECONDS
+ *       dates that vGPU's last launch SECONDS earlier, as if its processes
+ *       had been gone that long
  */
 #include "vgpu_backend/sched_page.h"
 
@@ -46,21 +49,27 @@ int main(int argc, char **argv)
                        p->state.e[i].mode, atomic_load(&p->who[i].waiting), (double)p->state.e[i].busy_ns / 1e6);
         return 0;
     }
-    if (argc == 5 && strcmp(argv[1], "add-waiting") == 0) {
+    if (argc == 5 && (strcmp(argv[1], "add-waiting") == 0 || strcmp(argv[1], "age") == 0)) {
         struct vgpu_sched_page *p = map_page(argv[2]);
         struct stat st;
         if (stat(argv[3], &st) != 0) {
             perror(argv[3]);
             return 2;
         }
-        for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
-            if (p->state.e[i].used && p->who[i].dev == (uint64_t)st.st_dev && p->who[i].ino == (uint64_t)st.st_ino) {
+        for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+            if (!p->state.e[i].used || p->who[i].dev != (uint64_t)st.st_dev || p->who[i].ino != (uint64_t)st.st_ino)
+                continue;
+            if (argv[1][0] == 'a' && argv[1][1] == 'd') {
                 atomic_fetch_add(&p->who[i].waiting, (uint32_t)atoi(argv[4]));
-                return 0;
+            } else {
+                uint64_t back = strtoull(argv[4], NULL, 10) * 1000000000ull, at = atomic_load(&p->who[i].active_ns);
+                atomic_store(&p->who[i].active_ns, at > back ? at - back : 0);
             }
+            return 0;
+        }
         fprintf(stderr, "%s has no entry in %s\n", argv[3], argv[2]);
         return 1;
     }
-    fprintf(stderr, "usage: sched_page_tool show PAGE | add-waiting PAGE BAR0-FILE N\n");
+    fprintf(stderr, "usage: sched_page_tool show PAGE | add-waiting PAGE BAR0-FILE N | age PAGE BAR0-FILE SECONDS\n");
     return 2;
 }

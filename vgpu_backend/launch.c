@@ -195,6 +195,13 @@ static void wait_for_gpu(struct gate *g, uint64_t now)
         if (g->page) {
             if (!own_entry(g))
                 break; /* the page is full: unscheduled, as the set-up's warning said it could be */
+            if (waiting != &g->page->who[g->entry].waiting) {
+                /* Taken anew: this thread waits in the entry it has now, or
+                 * the arbiter never sees the vGPU want the GPU. */
+                atomic_fetch_sub(waiting, 1);
+                waiting = &g->page->who[g->entry].waiting;
+                atomic_fetch_add(waiting, 1);
+            }
             vgpu_sched_page_step(g->page, now);
             uint32_t seen = atomic_load(&g->page->generation);
             if (granted(g, now))

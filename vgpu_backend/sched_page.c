@@ -77,6 +77,9 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
             uint64_t active = atomic_load(&p->who[i].active_ns);
             if (p->state.holder == i && now > active && now - active > VGPU_SCHED_IDLE_NS && p->state.granted_ns < now)
                 p->state.granted_ns = now;
+            /* Not stale any longer: a step must not drop the entry just taken. */
+            if (active < now)
+                atomic_store(&p->who[i].active_ns, now);
             vgpu_sched_set(&p->state, i, share, mode, now);
             return i;
         }
