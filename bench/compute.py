@@ -12,10 +12,18 @@ per round, and a bare run of each loop (no vgpu) opens and closes every
 round, so ratios compare runs minutes apart at most; the table gives each
 ratio's median over the rounds and its spread (min-max).
 
+A tenant's throughput is taken after its first second (the worker's
+`steady`): a capped tenant that waited for the start brings up to two
+quanta of budget (docs/compute.md, a cap's burst), which is not what a cap
+gives over time.  Where pynvml is there, the GPU's SM clock and power are
+sampled every 100 ms during each case and printed beside it: a GPU that
+rests between a cap's turns runs them at higher clocks than one that is
+never idle, and throughput shows it.
+
 Cases (docs/compute.md says what each mode means):
   bare          the loop alone, without vgpu (the reference)
   no-share      alone under vgpu, no compute share: what the launch path costs
-  cap S         alone, a hard cap of S% (VGPU_COMPUTE_MODE=cap)
+  cap S         alone, a hard cap of S% (VGPU_COMPUTE_MODE=cap), S = 10..90
   share 30      alone, a work-conserving share of 30%: it should get the GPU
   25/75, 50/50, 10/20/30/40
                 tenants at once, work-conserving shares, each its own vGPU
@@ -30,12 +38,14 @@ Cases (docs/compute.md says what each mode means):
 import argparse
 import json
 import os
+import select
 import shutil
 import signal
 import statistics
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -46,11 +56,51 @@ def parse():
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("build")
     p.add_argument("--rounds", type=int, default=2)
-    p.add_argument("--seconds", type=float, default=3.0)
+    p.add_argument("--seconds", type=float, default=4.0)
     p.add_argument("--loops", default="matmul,launch")
     p.add_argument("--json", default=None)
     p.add_argument("--only", default=None, help="comma-separated case names")
     return p.parse_args()
+
+
+class Clocks:
+    """The GPU's SM clock (MHz) and power (W), sampled every 100 ms from
+    start() to stop() through pynvml, in this process (never under vgpu);
+    stop() gives their medians, or None where pynvml is not there."""
+
+    def __init__(self):
+        try:
+            import pynvml
+            pynvml.nvmlInit()
+            self.nvml, self.h = pynvml, pynvml.nvmlDeviceGetHandleByIndex(0)
+        except Exception:  # no pynvml, no driver: the table goes without clocks
+            self.nvml = None
+        self.thread, self.samples = None, []
+
+    def start(self):
+        if not self.nvml:
+            return
+        self.samples, self.stopping = [], threading.Event()
+
+        def sample():
+            while not self.stopping.wait(0.1):
+                try:
+                    self.samples.append((self.nvml.nvmlDeviceGetClockInfo(self.h, self.nvml.NVML_CLOCK_SM),
+                                         self.nvml.nvmlDeviceGetPowerUsage(self.h) / 1000.0))
+                except self.nvml.NVMLError:
+                    pass
+        self.thread = threading.Thread(target=sample, daemon=True)
+        self.thread.start()
+
+    def stop(self):
+        if not self.thread:
+            return None
+        self.stopping.set()
+        self.thread.join()
+        self.thread = None
+        if not self.samples:
+            return None
+        return (statistics.median(c for c, _ in self.samples), statistics.median(w for _, w in self.samples))
 
 
 class Bench:
@@ -60,6 +110,8 @@ class Bench:
         self.tmp = tempfile.mkdtemp(prefix="vgpu-bench-")
         self.preload = f"{self.build}/libvgpu-cuda.so {self.build}/libvgpu-nvml.so"
         self.mediator = None
+        self.clocks = Clocks()
+        self.clock = None  # the last run's (SM MHz, W), medians over the run
 
     def env(self, vgpu, extra):
         e = dict(os.environ)
@@ -84,6 +136,10 @@ class Bench:
                                            stdout=subprocess.PIPE, stderr=err, text=True), err))
         try:
             for p, err in procs:
+                # A tenant that is not ready in a minute has hung (a PyTorch start takes seconds).
+                if not select.select([p.stdout], [], [], 60)[0]:
+                    p.kill()
+                    raise RuntimeError(f"tenant not ready after 60 s: {open(err.name).read()[-800:]}")
                 if p.stdout.readline().strip() != "ready":
                     p.wait(timeout=60)
                     raise RuntimeError(f"tenant exited {p.returncode} before it was ready: "
@@ -92,9 +148,14 @@ class Bench:
             for p, _ in procs:
                 p.stdin.write(go)
                 p.stdin.flush()
+            self.clocks.start()
             out = []
             for p, err in procs:
-                stdout, _ = p.communicate(timeout=180)
+                try:
+                    stdout, _ = p.communicate(timeout=60 + 2 * max(t[4] or self.seconds for t in tenants))
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    raise RuntimeError(f"tenant did not finish in time: {open(err.name).read()[-800:]}")
                 err.close()
                 line = [l for l in stdout.splitlines() if l.startswith("{")]
                 if p.returncode != 0 or not line:
@@ -102,6 +163,7 @@ class Bench:
                 out.append(json.loads(line[-1]))
             return out
         finally:
+            self.clock = self.clocks.stop()
             for p, _ in procs:
                 if p.poll() is None:
                     p.kill()
@@ -159,7 +221,7 @@ class Bench:
 def cases(b, loop):
     """(name, shares or None, tenants) for one loop."""
     yield "no-share", None, [(loop, True, b.standalone("alone"), 0, None)]
-    for s in (10, 30, 50, 70):
+    for s in (10, 30, 50, 70, 90):
         yield f"cap {s}", [s], [(loop, True, b.standalone(f"cap{s}", s, "cap"), 0, None)]
     yield "share 30", [100], [(loop, True, b.standalone("share30", 30), 0, None)]
     for split in ((25, 75), (50, 50), (10, 20, 30, 40)):
@@ -174,23 +236,28 @@ def main():
     only = set(args.only.split(",")) if args.only else None
     results = {}  # (loop, case) -> list over rounds of [ratio per tenant]
     shares_of = {}
+    clocks_of = {}  # (loop, case) -> [(SM MHz, W)] over rounds
     spans = {}
 
-    def note(loop, case, shares, rates, bare):
+    def note(loop, case, shares, rates, bare, clocks):
         results.setdefault((loop, case), []).append([r / bare for r in rates])
         shares_of[(loop, case)] = shares
+        clocks_of.setdefault((loop, case), []).extend(clocks)
 
     try:
         for rnd in range(args.rounds):
             for loop in loops:
-                bare_before = b.run([(loop, False, {}, 0, None)])[0]["rate"]
+                bare_before = rate(b.run([(loop, False, {}, 0, None)])[0])
+                clock_before = b.clock
                 measured = []
                 for case, shares, tenants in cases(b, loop):
                     if only and case not in only:
                         continue
                     out = b.run(tenants)
-                    measured.append((case, shares, [o["rate"] for o in out]))
-                    print(f"round {rnd + 1} {loop} {case}: {[o['rate'] for o in out]}", file=sys.stderr, flush=True)
+                    measured.append((case, shares, [rate(o) for o in out], b.clock))
+                    print(f"{time.strftime('%T')} round {rnd + 1} {loop} {case}: {[rate(o) for o in out]} "
+                          f"(SM MHz, W: {b.clock})",
+                          file=sys.stderr, flush=True)
                 if not only or "mediated 25/75" in only:
                     sock = b.start_mediator([("a", 25), ("b", 75)])
                     try:
@@ -198,16 +265,17 @@ def main():
                                      for n in ("a", "b")])
                     finally:
                         b.stop_mediator()
-                    measured.append(("mediated 25/75", [25, 75], [o["rate"] for o in out]))
+                    measured.append(("mediated 25/75", [25, 75], [rate(o) for o in out], b.clock))
                 if not only or "mps 25/75" in only:
                     out = b.mps((25, 75), loop)
                     if out:
-                        measured.append(("mps 25/75", [25, 75], [o["rate"] for o in out]))
-                bare_after = b.run([(loop, False, {}, 0, None)])[0]["rate"]
+                        measured.append(("mps 25/75", [25, 75], [rate(o) for o in out], b.clock))
+                bare_after = rate(b.run([(loop, False, {}, 0, None)])[0])
                 bare = (bare_before + bare_after) / 2
                 spans.setdefault(loop, []).append((bare_before, bare_after))
-                for case, shares, rates in measured:
-                    note(loop, case, shares, rates, bare)
+                note(loop, "bare", None, [1.0], 1.0, [c for c in (clock_before, b.clock) if c])
+                for case, shares, rates, clock in measured:
+                    note(loop, case, shares, rates, bare, [clock] if clock else [])
             # Convergence, once a round, on the matmul loop.
             if "matmul" in loops and (not only or "converge" in only):
                 out = b.run([("matmul", True, b.standalone("c30", 30), 0, 6.0),
@@ -216,7 +284,12 @@ def main():
     finally:
         b.stop_mediator()
         shutil.rmtree(b.tmp, ignore_errors=True)
-    report(results, shares_of, spans, args)
+    report(results, shares_of, clocks_of, spans, args)
+
+
+def rate(out):
+    """A tenant's throughput after its first second (all of it if the run was shorter)."""
+    return out["steady"] if out.get("steady") else out["rate"]
 
 
 def converge(out):
@@ -239,11 +312,11 @@ def converge(out):
     return None
 
 
-def report(results, shares_of, spans, args):
+def report(results, shares_of, clocks_of, spans, args):
     rows = []
     print(f"compute-share benchmark: {args.rounds} round(s) of {args.seconds:.1f} s runs; ratios to the same loop "
           "alone without vgpu (median over rounds, [min-max])")
-    print(f"{'loop':7} {'case':15} {'target':13} {'each tenant':40} {'together':16}")
+    print(f"{'loop':7} {'case':15} {'target':13} {'each tenant':40} {'together':16} {'SM MHz':>7} {'W':>5}")
     for (loop, case), per_round in results.items():
         n = len(per_round[0])
         each = [statistics.median(r[i] for r in per_round) for i in range(n)]
@@ -254,9 +327,13 @@ def report(results, shares_of, spans, args):
         target = "/".join(f"{s}%" for s in shares) if shares else "100%"
         each_s = " ".join(f"{e * 100:.1f}% [{l * 100:.0f}-{h * 100:.0f}]" for e, l, h in zip(each, lo, hi))
         tot_s = f"{statistics.median(tot) * 100:.1f}% [{min(tot) * 100:.0f}-{max(tot) * 100:.0f}]"
-        print(f"{loop:7} {case:15} {target:13} {each_s:40} {tot_s:16}")
+        clocks = clocks_of.get((loop, case)) or []
+        mhz = statistics.median(c for c, _ in clocks) if clocks else None
+        watts = statistics.median(w for _, w in clocks) if clocks else None
+        clock_s = f"{mhz:7.0f} {watts:5.0f}" if clocks else f"{'-':>7} {'-':>5}"
+        print(f"{loop:7} {case:15} {target:13} {each_s:40} {tot_s:16} {clock_s}")
         rows.append({"loop": loop, "case": case, "shares": shares, "each": each, "min": lo, "max": hi,
-                     "together": tot})
+                     "together": tot, "sm_mhz": mhz, "watts": watts})
     for loop, pairs in spans.items():
         if loop == "converge":
             print("converge: a 70% tenant joining a 30% one: both within 5 points after " +

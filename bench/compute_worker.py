@@ -1,4 +1,4 @@
-"""One tenant of the compute-share benchmark (bench/compute.sh).
+"""One tenant of the compute-share benchmark (bench/compute.py).
 
 `python3 compute_worker.py LOOP SECONDS [--go] [--delay S] [--window S]`
 
@@ -7,9 +7,11 @@ bottleneck) or `launch` (tiny element-wise kernels: the host's launch path
 is).  After warming up it prints `ready`; with --go it then reads a start
 time (seconds since the epoch) from stdin and waits for it, plus --delay
 (so tenants set up apart start together).  It runs SECONDS and prints one
-JSON line: the loop, its throughput (TFLOP/s or kernels/s), and the
-throughput of each --window (default 0.25 s) in order, to see how shares
-converge.  Timing is by host clock around synchronised windows.
+JSON line: the loop, its throughput (TFLOP/s or kernels/s) over the whole
+run (`rate`) and over the run after its first --settle seconds (`steady`,
+default 1), and the throughput of each --window (default 0.25 s) in order,
+to see how shares converge.  Timing is by host clock around synchronised
+windows.
 """
 import json
 import os
@@ -21,6 +23,7 @@ import torch
 loop, seconds = sys.argv[1], float(sys.argv[2])
 delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.0
 window = float(sys.argv[sys.argv.index("--window") + 1]) if "--window" in sys.argv else 0.25
+settle = float(sys.argv[sys.argv.index("--settle") + 1]) if "--settle" in sys.argv else 1.0
 
 if loop == "matmul":
     n = 4096
@@ -51,6 +54,7 @@ if "--go" in sys.argv:
 
 windows, done, t0 = [], 0, time.perf_counter()
 w_start, w_done = t0, 0
+settled = None  # (time, work done) at the first window's end after --settle seconds
 while True:
     step()
     done += per_call
@@ -61,8 +65,13 @@ while True:
         now = time.perf_counter()
         windows.append(round(w_done * work_per_step / (now - w_start), 3))
         w_start, w_done = now, 0
+        if settled is None and now - t0 >= settle:
+            settled = (now, done)
         if now - t0 >= seconds:
             break
-elapsed = time.perf_counter() - t0
+end = time.perf_counter()
+elapsed = end - t0
+steady = (done - settled[1]) * work_per_step / (end - settled[0]) if settled and end > settled[0] else None
 print(json.dumps({"loop": loop, "pid": os.getpid(), "rate": round(done * work_per_step / elapsed, 3),
+                  "steady": round(steady, 3) if steady else None,
                   "seconds": round(elapsed, 3), "windows": windows}), flush=True)
