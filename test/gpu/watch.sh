@@ -11,7 +11,15 @@
 #   (2b) a dynamic program that opens the driver by its file under vgpu:
 #       admitted and counted all the same;
 #   (3) a PyTorch process admitted to the vGPU, under its quota, runs
-#       through it all and is never reported.
+#       through it all and is never reported;
+#   (4) an admitted process whose module declares 6 GiB of __device__
+#       arrays (not counted by vgpu: docs/memory.md), over the vGPU's
+#       4 GiB: killed (the vGPU's enforce = kill) within 2 s of its holding
+#       them, as over its quota;
+#   (5) an admitted process that loads the driver a second time (dlmopen,
+#       where LD_PRELOAD does not reach) to allocate 5 GiB around vgpu:
+#       caught the same way, where the driver starts a second time at all
+#       (r580: it does not; said as "info").
 # Prints "ok ..." or "FAIL ..." lines with the times measured, and which
 # static build ran.
 # Usage: watch.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
@@ -34,6 +42,7 @@ enforce = kill
 devices = 0
 memory = 4G
 uids = $(id -u)
+enforce = kill
 CONF
 start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 adm=
@@ -108,6 +117,34 @@ print(sum(p['memory'][0] for p in s['processes'] if p['pid'] == $bp) >> 20)")
     fi
 else
     echo "FAIL the by-path program did not build, or no driver in the ld.so cache: $(tail -2 "$out/bypath-gcc.log")"
+fi
+
+# (4) and (5): admitted processes over their vGPU's quota, by allocations vgpu never saw.
+over_lines() { grep -c "over the vGPU's quota" "$out/mediatord.log"; }
+over_quota() { # NAME RC BEFORE: RC is caught's exit status for it, BEFORE over_lines before it ran
+    case $2 in
+    0) [ "$(over_lines)" -gt "$3" ] && echo "ok $1: killed as over its vGPU's quota" ||
+        echo "FAIL $1 was killed, but not as over its vGPU's quota: $(grep "watch:" "$out/mediatord.log" | tail -1)" ;;
+    3) echo "info $1 held nothing around vgpu here (the line above): nothing to catch" ;;
+    esac
+}
+if gcc -O2 -o "$out/global_alloc" "$here/global_alloc.c" -ldl >"$out/global-gcc.log" 2>&1; then
+    n=$(over_lines)
+    python3 "$clients" caught "an admitted process with 6 GiB of module globals in a 4 GiB vGPU" 2000 --from-ready -- \
+        env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \
+        "$out/global_alloc" 6
+    over_quota "the process with module globals" $? "$n"
+else
+    echo "FAIL the module-globals program did not build: $(tail -2 "$out/global-gcc.log")"
+fi
+if [ -f "$driver" ] && gcc -O2 -o "$out/dlmopen_alloc" "$here/dlmopen_alloc.c" -ldl >"$out/dlmopen-gcc.log" 2>&1; then
+    n=$(over_lines)
+    python3 "$clients" caught "an admitted process holding 5 GiB around vgpu (dlmopen) in a 4 GiB vGPU" 2000 \
+        --may-not-run --from-ready -- env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
+        VGPU_MEDIATOR_SOCKET=$sock "$out/dlmopen_alloc" "$driver" 5
+    over_quota "the process that loads the driver again" $? "$n"
+else
+    echo "FAIL the dlmopen program did not build, or no driver in the ld.so cache: $(tail -2 "$out/dlmopen-gcc.log")"
 fi
 
 # (3) The admitted process: alive, listed in its vGPU, never found by the watch.
