@@ -14,6 +14,7 @@
 #include "vgpu_backend/sched_page.h"
 
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -49,7 +50,8 @@ int main(int argc, char **argv)
                        p->state.e[i].mode, atomic_load(&p->who[i].waiting), (double)p->state.e[i].busy_ns / 1e6);
         return 0;
     }
-    if (argc == 5 && (strcmp(argv[1], "add-waiting") == 0 || strcmp(argv[1], "age") == 0)) {
+    bool add = argc == 5 && strcmp(argv[1], "add-waiting") == 0, age = argc == 5 && strcmp(argv[1], "age") == 0;
+    if (add || age) {
         struct vgpu_sched_page *p = map_page(argv[2]);
         struct stat st;
         if (stat(argv[3], &st) != 0) {
@@ -59,7 +61,7 @@ int main(int argc, char **argv)
         for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
             if (!p->state.e[i].used || p->who[i].dev != (uint64_t)st.st_dev || p->who[i].ino != (uint64_t)st.st_ino)
                 continue;
-            if (argv[1][0] == 'a' && argv[1][1] == 'd') {
+            if (add) {
                 atomic_fetch_add(&p->who[i].waiting, (uint32_t)atoi(argv[4]));
             } else {
                 uint64_t back = strtoull(argv[4], NULL, 10) * 1000000000ull, at = atomic_load(&p->who[i].active_ns);
