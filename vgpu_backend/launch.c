@@ -231,6 +231,7 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
     struct gate *g = gate_of_launch(now);
     if (!g || vgpu_stream_captured(stream, ptsz))
         return CUDA_SUCCESS; /* a launch into a capture is recorded into a graph: it runs nothing now */
+    bool given = false; /* it waited, and was just given the GPU */
     if (!granted(g, now)) {
         /* Its quantum may simply be over: it may keep the GPU.  The step
          * comes before this launch is marked, so that it sees when the vGPU
@@ -242,10 +243,10 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
         if (!granted(g, now_ns())) {
             wait_for_gpu(g, now);
             now = now_ns();
-            mark_active(g, now, true);
+            given = true;
         }
     }
-    mark_active(g, now, false);
+    mark_active(g, now, given);
     gated = vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
     return CUDA_SUCCESS;
 }
