@@ -16,8 +16,9 @@
 #       arrays (not counted by vgpu: docs/memory.md), over the vGPU's
 #       4 GiB: killed (the vGPU's enforce = kill) within 2 s of its holding
 #       them, as over its quota;
-#   (5) an admitted process that loads the driver a second time (dlmopen,
-#       where LD_PRELOAD does not reach) to allocate 5 GiB around vgpu:
+#   (5) an admitted process that loads the driver a second time
+#       (static_alloc.c --again: dlmopen, where LD_PRELOAD does not reach)
+#       to allocate 5 GiB around vgpu:
 #       caught the same way, where the driver starts a second time at all
 #       (r580: it does not; said as "info").
 # Prints "ok ..." or "FAIL ..." lines with the times measured, and which
@@ -137,15 +138,13 @@ if gcc -O2 -o "$out/global_alloc" "$here/global_alloc.c" -ldl >"$out/global-gcc.
 else
     echo "FAIL the module-globals program did not build: $(tail -2 "$out/global-gcc.log")"
 fi
-if [ -f "$driver" ] && gcc -O2 -o "$out/dlmopen_alloc" "$here/dlmopen_alloc.c" -ldl >"$out/dlmopen-gcc.log" 2>&1; then
+if [ -x "$out/bypath_alloc" ] && [ -f "$driver" ]; then
     n=$(over_lines)
     python3 "$clients" caught "an admitted process holding 5 GiB around vgpu (dlmopen) in a 4 GiB vGPU" 2000 \
         --may-not-run --from-ready -- env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
-        VGPU_MEDIATOR_SOCKET=$sock "$out/dlmopen_alloc" "$driver" 5
+        VGPU_MEDIATOR_SOCKET=$sock "$out/bypath_alloc" --again "$driver" 5
     over_quota "the process that loads the driver again" $? "$n"
-else
-    echo "FAIL the dlmopen program did not build, or no driver in the ld.so cache: $(tail -2 "$out/dlmopen-gcc.log")"
-fi
+fi # (else said at (2b))
 
 # (3) The admitted process: alive, listed in its vGPU, never found by the watch.
 sleep 1 # two more readings
