@@ -8,9 +8,12 @@ share, as ratios to the same loop running alone without vgpu.
 Each tenant is bench/compute_worker.py (PyTorch): `matmul` (bf16 4096^2
 matmuls back to back: the GPU is the bottleneck) or `launch` (tiny
 element-wise kernels: the host's launch path is).  Every case runs once
-per round, and a bare run of each loop (no vgpu) opens and closes every
-round, so ratios compare runs minutes apart at most; the table gives each
-ratio's median over the rounds and its spread (min-max).
+per round, between two bare runs of its loop (no vgpu), and its ratios are
+to their mean: a launch-bound loop's bare rate drifts by more than the gate
+costs over minutes, but little between runs seconds apart.  The table gives
+each ratio's median over the rounds and its spread (min-max); the last
+lines say how much neighbouring bare runs differed, the noise under every
+ratio.
 
 A tenant's throughput is taken after its first second (the worker's
 `steady`): a capped tenant that waited for the start brings up to two
@@ -60,6 +63,9 @@ def parse():
     p.add_argument("--loops", default="matmul,launch")
     p.add_argument("--json", default=None)
     p.add_argument("--only", default=None, help="comma-separated case names")
+    p.add_argument("--interleave", type=int, default=0, metavar="N",
+                   help="one-tenant cases: N alternations of long-lived processes (see the docstring)")
+    p.add_argument("--cpu", type=int, default=None, help="--interleave's CPU (default: this process's last)")
     return p.parse_args()
 
 
@@ -218,15 +224,103 @@ class Bench:
             subprocess.run([ctl], input="quit\n", text=True, env=env)
 
 
-def cases(b, loop):
-    """(name, shares or None, tenants) for one loop."""
-    yield "no-share", None, [(loop, True, b.standalone("alone"), 0, None)]
-    for s in (10, 30, 50, 70, 90):
-        yield f"cap {s}", [s], [(loop, True, b.standalone(f"cap{s}", s, "cap"), 0, None)]
-    yield "share 30", [100], [(loop, True, b.standalone("share30", 30), 0, None)]
-    for split in ((25, 75), (50, 50), (10, 20, 30, 40)):
-        name = "/".join(map(str, split))
-        yield name, list(split), [(loop, True, b.standalone(f"t{s}-{i}", s), 0, None) for i, s in enumerate(split)]
+def cases(b, loop, only):
+    """(name, shares or None, run, env) for one loop, where run() gives the
+    tenants' JSON (None: the case cannot run here), and env is the one
+    tenant's environment where the case has one tenant under vgpu (None
+    where it has several)."""
+    def alone(env):
+        return lambda: b.run([(loop, True, env, 0, None)])
+
+    def together(split):
+        return lambda: b.run([(loop, True, b.standalone(f"t{s}-{i}", s), 0, None) for i, s in enumerate(split)])
+
+    def mediated():
+        sock = b.start_mediator([("a", 25), ("b", 75)])
+        try:
+            return b.run([(loop, True, {"VGPU_MEDIATOR_SOCKET": sock, "VGPU_NAME": n}, 0, None) for n in ("a", "b")])
+        finally:
+            b.stop_mediator()
+
+    singles = [("no-share", None, b.standalone("alone"))]
+    singles += [(f"cap {s}", [s], b.standalone(f"cap{s}", s, "cap")) for s in (10, 30, 50, 70, 90)]
+    singles += [("share 30", [100], b.standalone("share30", 30))]
+    every = [(name, shares, alone(env), env) for name, shares, env in singles]
+    every += [("/".join(map(str, split)), list(split), together(split), None)
+              for split in ((25, 75), (50, 50), (10, 20, 30, 40))]
+    every += [("mediated 25/75", [25, 75], mediated, None),
+              ("mps 25/75", [25, 75], lambda: b.mps((25, 75), loop), None)]
+    return [c for c in every if not only or c[0] in only]
+
+
+class Served:
+    """A tenant measured again and again: compute_worker.py --serve, its
+    loop's thread pinned to one CPU, its rate taken after half a second of
+    each run (a cap's burst, after the others' runs, is over by then)."""
+
+    def __init__(self, b, loop, vgpu, env, cpu, name):
+        self.err = open(os.path.join(b.tmp, f"served-{name}.err"), "w")
+        cmd = [sys.executable, WORKER, loop, "0", "--serve", "--settle", "0.5", "--cpu", str(cpu)]
+        self.p = subprocess.Popen(cmd, env=b.env(vgpu, env), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                  stderr=self.err, text=True)
+
+    def line(self, timeout, what):
+        if not select.select([self.p.stdout], [], [], timeout)[0]:
+            raise RuntimeError(f"tenant not {what} after {timeout} s: {open(self.err.name).read()[-800:]}")
+        line = self.p.stdout.readline().strip()
+        if not line:
+            raise RuntimeError(f"tenant exited {self.p.wait(timeout=60)}: {open(self.err.name).read()[-800:]}")
+        return line
+
+    def measure(self, seconds):
+        self.p.stdin.write(f"{seconds}\n")
+        self.p.stdin.flush()
+        return json.loads(self.line(60 + 2 * seconds, "done"))
+
+    def close(self):
+        if self.p.poll() is None:
+            self.p.stdin.close()
+            try:
+                self.p.wait(timeout=30)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        self.err.close()
+
+
+def interleaved(b, loop, singles, rounds, cpu, note, spans):
+    """The one-tenant cases, each a long-lived process, and a bare one, all on
+    one CPU, taking turns: bare, case, bare, next case, ..., bare, ROUNDS
+    times; each case's ratio is to the bare runs just before and after it."""
+    workers = [Served(b, loop, False, {}, cpu, "bare")]
+    try:
+        workers += [Served(b, loop, True, env, cpu, str(i)) for i, (_, _, _, env) in enumerate(singles)]
+        for w in workers:
+            if w.line(60, "ready") != "ready":
+                raise RuntimeError(f"tenant said something else than ready: {open(w.err.name).read()[-800:]}")
+
+        def measure(w):
+            b.clocks.start()
+            try:
+                return rate(w.measure(b.seconds))
+            finally:
+                b.clock = b.clocks.stop()
+
+        for rnd in range(rounds):
+            bare_rates = [measure(workers[0])]
+            note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+            for (case, shares, _, _), w in zip(singles, workers[1:]):
+                r, clock = measure(w), b.clock
+                bare_rates.append(measure(workers[0]))
+                bare = (bare_rates[-2] + bare_rates[-1]) / 2
+                print(f"{time.strftime('%T')} interleaved round {rnd + 1} {loop} {case}: {r} "
+                      f"(bare {bare:.4g}; SM MHz, W: {clock})", file=sys.stderr, flush=True)
+                note(loop, case, shares, [r], bare, [clock] if clock else [])
+                note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+            spans.setdefault(loop, []).append(bare_rates)
+    finally:
+        for w in workers:
+            w.close()
 
 
 def main():
@@ -245,37 +339,35 @@ def main():
         clocks_of.setdefault((loop, case), []).extend(clocks)
 
     try:
+        for loop in loops:
+            if args.interleave:
+                singles = [c for c in cases(b, loop, only) if c[3] is not None]
+                if singles:
+                    cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
+                    interleaved(b, loop, singles, args.interleave, cpu, note, spans)
         for rnd in range(args.rounds):
             for loop in loops:
-                bare_before = rate(b.run([(loop, False, {}, 0, None)])[0])
-                clock_before = b.clock
-                measured = []
-                for case, shares, tenants in cases(b, loop):
-                    if only and case not in only:
-                        continue
-                    out = b.run(tenants)
-                    measured.append((case, shares, [rate(o) for o in out], b.clock))
-                    print(f"{time.strftime('%T')} round {rnd + 1} {loop} {case}: {[rate(o) for o in out]} "
-                          f"(SM MHz, W: {b.clock})",
-                          file=sys.stderr, flush=True)
-                if not only or "mediated 25/75" in only:
-                    sock = b.start_mediator([("a", 25), ("b", 75)])
-                    try:
-                        out = b.run([(loop, True, {"VGPU_MEDIATOR_SOCKET": sock, "VGPU_NAME": n}, 0, None)
-                                     for n in ("a", "b")])
-                    finally:
-                        b.stop_mediator()
-                    measured.append(("mediated 25/75", [25, 75], [rate(o) for o in out], b.clock))
-                if not only or "mps 25/75" in only:
-                    out = b.mps((25, 75), loop)
-                    if out:
-                        measured.append(("mps 25/75", [25, 75], [rate(o) for o in out], b.clock))
-                bare_after = rate(b.run([(loop, False, {}, 0, None)])[0])
-                bare = (bare_before + bare_after) / 2
-                spans.setdefault(loop, []).append((bare_before, bare_after))
-                note(loop, "bare", None, [1.0], 1.0, [c for c in (clock_before, b.clock) if c])
-                for case, shares, rates, clock in measured:
+                todo = [c for c in cases(b, loop, only) if not (args.interleave and c[3] is not None)]
+                if not todo:
+                    continue
+                # A bare run before every case and after the last: each case's
+                # ratio is to the mean of the two bare runs beside it, seconds
+                # apart, since a launch-bound loop's bare rate drifts by more
+                # than the gate costs over a round's minutes.
+                bare_rates = [rate(b.run([(loop, False, {}, 0, None)])[0])]
+                note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+                for case, shares, run, _ in todo:
+                    out = run()
+                    if out is None:
+                        continue  # MPS where the image has none
+                    rates, clock = [rate(o) for o in out], b.clock
+                    bare_rates.append(rate(b.run([(loop, False, {}, 0, None)])[0]))
+                    bare = (bare_rates[-2] + bare_rates[-1]) / 2
+                    print(f"{time.strftime('%T')} round {rnd + 1} {loop} {case}: {rates} "
+                          f"(bare {bare:.4g}; SM MHz, W: {clock})", file=sys.stderr, flush=True)
                     note(loop, case, shares, rates, bare, [clock] if clock else [])
+                    note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+                spans.setdefault(loop, []).append(bare_rates)
             # Convergence, once a round, on the matmul loop.
             if "matmul" in loops and (not only or "converge" in only):
                 out = b.run([("matmul", True, b.standalone("c30", 30), 0, 6.0),
@@ -314,8 +406,9 @@ def converge(out):
 
 def report(results, shares_of, clocks_of, spans, args):
     rows = []
-    print(f"compute-share benchmark: {args.rounds} round(s) of {args.seconds:.1f} s runs; ratios to the same loop "
-          "alone without vgpu (median over rounds, [min-max])")
+    print(f"compute-share benchmark: {args.rounds} round(s) of {args.seconds:.1f} s runs"
+          + (f" ({args.interleave} interleaved for the one-tenant cases)" if args.interleave else "")
+          + "; ratios to the same loop alone without vgpu (median over rounds, [min-max])")
     print(f"{'loop':7} {'case':15} {'target':13} {'each tenant':40} {'together':16} {'SM MHz':>7} {'W':>5}")
     for (loop, case), per_round in results.items():
         n = len(per_round[0])
@@ -339,8 +432,12 @@ def report(results, shares_of, clocks_of, spans, args):
             print("converge: a 70% tenant joining a 30% one: both within 5 points after " +
                   ", ".join("never" if s is None else f"{s:.2f} s" for s in pairs))
         else:
-            print(f"bare {loop}: " + ", ".join(f"{x:.3g} then {y:.3g}" for x, y in pairs) +
-                  (" TFLOP/s" if loop == "matmul" else " kernels/s") + " (each round's first and last)")
+            runs = [r for rnd in pairs for r in rnd]
+            steps = [abs(y / x - 1) for rnd in pairs for x, y in zip(rnd, rnd[1:])]
+            print(f"bare {loop}: {min(runs):.3g} to {max(runs):.3g}" +
+                  (" TFLOP/s" if loop == "matmul" else " kernels/s") +
+                  (f"; neighbouring bare runs differ by {statistics.median(steps) * 100:.1f}% (median), "
+                   f"{max(steps) * 100:.1f}% at most: a case's noise floor" if steps else ""))
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"rows": rows, "spans": spans}, f, indent=1)

@@ -1,6 +1,7 @@
 """One tenant of the compute-share benchmark (bench/compute.py).
 
-`python3 compute_worker.py LOOP SECONDS [--go] [--delay S] [--window S]`
+`python3 compute_worker.py LOOP SECONDS [--go] [--delay S] [--window S] [--settle S]
+                          [--serve] [--cpu N]`
 
 LOOP is `matmul` (bf16 4096x4096 matmuls back to back: the GPU is the
 bottleneck) or `launch` (tiny element-wise kernels: the host's launch path
@@ -12,6 +13,12 @@ run (`rate`) and over the run after its first --settle seconds (`steady`,
 default 1), and the throughput of each --window (default 0.25 s) in order,
 to see how shares converge.  Timing is by host clock around synchronised
 windows.
+
+With --serve it runs the loop once for each line it reads (a number of
+seconds), printing that run's JSON line, until stdin ends: one process
+measured again and again, for the benchmark's --interleave.  --cpu N pins
+the loop's thread to CPU N once CUDA is set up (threads the driver started
+before keep every CPU).
 """
 import json
 import os
@@ -48,30 +55,42 @@ for _ in range(20):
     step()
 torch.cuda.synchronize()
 print("ready", flush=True)
+
+
+def measure(seconds):
+    """Runs the loop SECONDS; its throughput as the JSON line says (module docstring)."""
+    windows, done, t0 = [], 0, time.perf_counter()
+    w_start, w_done = t0, 0
+    settled = None  # (time, work done) at the first window's end after --settle seconds
+    while True:
+        step()
+        done += per_call
+        w_done += per_call
+        now = time.perf_counter()
+        if now - w_start >= window:
+            torch.cuda.synchronize()
+            now = time.perf_counter()
+            windows.append(round(w_done * work_per_step / (now - w_start), 3))
+            w_start, w_done = now, 0
+            if settled is None and now - t0 >= settle:
+                settled = (now, done)
+            if now - t0 >= seconds:
+                break
+    end = time.perf_counter()
+    elapsed = end - t0
+    steady = (done - settled[1]) * work_per_step / (end - settled[0]) if settled and end > settled[0] else None
+    return {"loop": loop, "pid": os.getpid(), "rate": round(done * work_per_step / elapsed, 3),
+            "steady": round(steady, 3) if steady else None, "seconds": round(elapsed, 3), "windows": windows}
+
+
+if "--cpu" in sys.argv:
+    # This thread only, after CUDA's set-up: the driver's own threads keep every CPU.
+    os.sched_setaffinity(0, {int(sys.argv[sys.argv.index("--cpu") + 1])})
+if "--serve" in sys.argv:
+    for line in sys.stdin:
+        print(json.dumps(measure(float(line))), flush=True)
+    sys.exit(0)
 if "--go" in sys.argv:
     start_at = float(sys.stdin.readline()) + delay
     time.sleep(max(0.0, start_at - time.time()))
-
-windows, done, t0 = [], 0, time.perf_counter()
-w_start, w_done = t0, 0
-settled = None  # (time, work done) at the first window's end after --settle seconds
-while True:
-    step()
-    done += per_call
-    w_done += per_call
-    now = time.perf_counter()
-    if now - w_start >= window:
-        torch.cuda.synchronize()
-        now = time.perf_counter()
-        windows.append(round(w_done * work_per_step / (now - w_start), 3))
-        w_start, w_done = now, 0
-        if settled is None and now - t0 >= settle:
-            settled = (now, done)
-        if now - t0 >= seconds:
-            break
-end = time.perf_counter()
-elapsed = end - t0
-steady = (done - settled[1]) * work_per_step / (end - settled[0]) if settled and end > settled[0] else None
-print(json.dumps({"loop": loop, "pid": os.getpid(), "rate": round(done * work_per_step / elapsed, 3),
-                  "steady": round(steady, 3) if steady else None,
-                  "seconds": round(elapsed, 3), "windows": windows}), flush=True)
+print(json.dumps(measure(seconds)), flush=True)

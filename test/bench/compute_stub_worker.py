@@ -1,0 +1,51 @@
+"""A stand-in for bench/compute_worker.py (test/bench/compute_check.py
+points bench/compute.py at it through COMPUTE_WORKER): it speaks the
+worker's protocol (`ready`, a start time on stdin, one JSON line) and
+reports a rate made up from how it was run, so that the benchmark's
+arithmetic can be checked without a GPU.
+
+The bare rate drifts: each bare run (a process's or, with --serve, a
+measurement's) is 10% faster than the one before (a count in $STUB_DIR), and a run under vgpu gets the rate halfway between
+the bare runs before and after it, times what its case should give:
+`VGPU_COMPUTE_SHARE` percent for a cap or a tenant beside others, 0.96
+for the work-conserving share alone (its BAR0 file is `share*`: the gate's
+cost), 0.97 with no share.  The benchmark, comparing each case with the bare runs
+beside it, should print those factors exactly.
+"""
+import json
+import os
+import sys
+
+loop, seconds = sys.argv[1], float(sys.argv[2])
+vgpu = bool(os.environ.get("LD_PRELOAD"))
+share = os.environ.get("VGPU_COMPUTE_SHARE")
+if not vgpu:
+    factor = 1.0
+elif share is None:
+    factor = 0.97
+elif os.path.basename(os.environ.get("VGPU_BAR0", "")).startswith("share"):
+    factor = 0.96  # the `share 30` case: alone, so all of the GPU but for the gate
+else:
+    factor = float(share.rstrip("%")) / 100  # a cap, or one of tenants at once
+
+
+def measure(seconds):
+    count = os.path.join(os.environ["STUB_DIR"], f"bare-{loop}")
+    bare_runs = int(open(count).read()) if os.path.exists(count) else 0
+    if not vgpu:
+        open(count, "w").write(str(bare_runs + 1))
+        base = 1.1 ** bare_runs
+    else:
+        base = (1.1 ** (bare_runs - 1) + 1.1 ** bare_runs) / 2  # between the bare run before and the one after
+    rate = round(1000.0 * base * factor, 6)
+    return {"loop": loop, "pid": os.getpid(), "rate": rate, "steady": rate, "seconds": seconds, "windows": [rate]}
+
+
+print("ready", flush=True)
+if "--serve" in sys.argv:
+    for line in sys.stdin:
+        print(json.dumps(measure(float(line))), flush=True)
+    sys.exit(0)
+if "--go" in sys.argv:
+    sys.stdin.readline()
+print(json.dumps(measure(seconds)), flush=True)
