@@ -253,6 +253,25 @@ def cases(b, loop, only):
     return [c for c in every if not only or c[0] in only]
 
 
+class Beside:
+    """One loop's cases, each between two bare runs: every ratio is to the
+    mean of the bare runs just before and after its case."""
+
+    def __init__(self, loop, note, label):
+        self.loop, self.note, self.label, self.rates = loop, note, label, []
+
+    def bare(self, rate, clock):
+        self.rates.append(rate)
+        self.note(self.loop, "bare", None, [1.0], 1.0, [clock] if clock else [])
+
+    def case(self, case, shares, rates, clock):
+        """A case's rates, once the bare run after it is in."""
+        bare = (self.rates[-2] + self.rates[-1]) / 2
+        print(f"{time.strftime('%T')} {self.label} {self.loop} {case}: {rates} (bare {bare:.4g}; SM MHz, W: {clock})",
+              file=sys.stderr, flush=True)
+        self.note(self.loop, case, shares, rates, bare, [clock] if clock else [])
+
+
 class Served:
     """A tenant measured again and again: compute_worker.py --serve, its
     loop's thread pinned to one CPU, its rate taken after half a second of
@@ -307,17 +326,13 @@ def interleaved(b, loop, singles, rounds, cpu, note, spans):
                 b.clock = b.clocks.stop()
 
         for rnd in range(rounds):
-            bare_rates = [measure(workers[0])]
-            note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+            pairs = Beside(loop, note, f"interleaved round {rnd + 1}")
+            pairs.bare(measure(workers[0]), b.clock)
             for (case, shares, _, _), w in zip(singles, workers[1:]):
                 r, clock = measure(w), b.clock
-                bare_rates.append(measure(workers[0]))
-                bare = (bare_rates[-2] + bare_rates[-1]) / 2
-                print(f"{time.strftime('%T')} interleaved round {rnd + 1} {loop} {case}: {r} "
-                      f"(bare {bare:.4g}; SM MHz, W: {clock})", file=sys.stderr, flush=True)
-                note(loop, case, shares, [r], bare, [clock] if clock else [])
-                note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
-            spans.setdefault(loop, []).append(bare_rates)
+                pairs.bare(measure(workers[0]), b.clock)
+                pairs.case(case, shares, [r], clock)
+            spans.setdefault(loop, []).append(pairs.rates)
     finally:
         for w in workers:
             w.close()
@@ -350,24 +365,19 @@ def main():
                 todo = [c for c in cases(b, loop, only) if not (args.interleave and c[3] is not None)]
                 if not todo:
                     continue
-                # A bare run before every case and after the last: each case's
-                # ratio is to the mean of the two bare runs beside it, seconds
-                # apart, since a launch-bound loop's bare rate drifts by more
-                # than the gate costs over a round's minutes.
-                bare_rates = [rate(b.run([(loop, False, {}, 0, None)])[0])]
-                note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
+                # A bare run before every case and after the last, seconds
+                # apart: a launch-bound loop's bare rate drifts by more than
+                # the gate costs over a round's minutes.
+                pairs = Beside(loop, note, f"round {rnd + 1}")
+                pairs.bare(rate(b.run([(loop, False, {}, 0, None)])[0]), b.clock)
                 for case, shares, run, _ in todo:
                     out = run()
                     if out is None:
                         continue  # MPS where the image has none
                     rates, clock = [rate(o) for o in out], b.clock
-                    bare_rates.append(rate(b.run([(loop, False, {}, 0, None)])[0]))
-                    bare = (bare_rates[-2] + bare_rates[-1]) / 2
-                    print(f"{time.strftime('%T')} round {rnd + 1} {loop} {case}: {rates} "
-                          f"(bare {bare:.4g}; SM MHz, W: {clock})", file=sys.stderr, flush=True)
-                    note(loop, case, shares, rates, bare, [clock] if clock else [])
-                    note(loop, "bare", None, [1.0], 1.0, [b.clock] if b.clock else [])
-                spans.setdefault(loop, []).append(bare_rates)
+                    pairs.bare(rate(b.run([(loop, False, {}, 0, None)])[0]), b.clock)
+                    pairs.case(case, shares, rates, clock)
+                spans.setdefault(loop, []).append(pairs.rates)
             # Convergence, once a round, on the matmul loop.
             if "matmul" in loops and (not only or "converge" in only):
                 out = b.run([("matmul", True, b.standalone("c30", 30), 0, 6.0),
