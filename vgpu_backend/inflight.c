@@ -12,7 +12,7 @@
  * between.  The markers are spaced so that four fit in the bound: one for
  * every matmul of 200 us or graph of 10 ms, one for every 50 kernels of
  * 5 us.  A marker is the costly part of a launch here (7.6-8.4 us in a
- * PyTorch process on an H100, r580: one every 20-30 of its launches).
+ * PyTorch process on an H100, r580: one every 20-40 of its launches).
  *
  * A launch between markers, within the bound, takes no lock and makes no
  * driver call but cuCtxGetCurrent (for a default stream): it counts itself
