@@ -5,12 +5,13 @@ reports a rate made up from how it was run, so that the benchmark's
 arithmetic can be checked without a GPU.
 
 The bare rate drifts: each bare run (a process's or, with --serve, a
-measurement's) is 10% faster than the one before (a count in $STUB_DIR), and a run under vgpu gets the rate halfway between
-the bare runs before and after it, times what its case should give:
-`VGPU_COMPUTE_SHARE` percent for a cap or a tenant beside others, 0.96
-for the work-conserving share alone (its BAR0 file is `share*`: the gate's
-cost), 0.97 with no share.  The benchmark, comparing each case with the bare runs
-beside it, should print those factors exactly.
+measurement's) is 10% faster than the one before (a count in $STUB_DIR),
+and a run under vgpu gets the rate halfway between the bare runs before
+and after it, times what its case should give: `VGPU_COMPUTE_SHARE`
+percent for a cap or a tenant beside others, 0.96 for the work-conserving
+share alone (its BAR0 file is `share*`: the gate's cost), 0.97 with no
+share.  The benchmark, comparing each case with the bare runs beside it,
+should print those factors exactly.
 """
 import json
 import os
