@@ -13,7 +13,10 @@ to their mean: a launch-bound loop's bare rate drifts by more than the gate
 costs over minutes, but little between runs seconds apart.  The table gives
 each ratio's median over the rounds and its spread (min-max); the last
 lines say how much neighbouring bare runs differed, the noise under every
-ratio.
+ratio, and, for the launch loop's one-tenant cases, what share of the time
+the tenant could launch (its steps of 64 launches that did not wait for
+the GPU) and its rate meanwhile, as a ratio to bare: a cap's time and what
+the loop did with it, apart.
 
 A tenant's throughput is taken after its first second (the worker's
 `steady`): a capped tenant that waited for the start brings up to two
@@ -264,12 +267,13 @@ class Beside:
         self.rates.append(rate)
         self.note(self.loop, "bare", None, [1.0], 1.0, [clock] if clock else [])
 
-    def case(self, case, shares, rates, clock):
-        """A case's rates, once the bare run after it is in."""
+    def case(self, case, shares, outs, clock):
+        """A case's tenants' JSON, once the bare run after it is in."""
         bare = (self.rates[-2] + self.rates[-1]) / 2
+        rates = [rate(o) for o in outs]
         print(f"{time.strftime('%T')} {self.label} {self.loop} {case}: {rates} (bare {bare:.4g}; SM MHz, W: {clock})",
               file=sys.stderr, flush=True)
-        self.note(self.loop, case, shares, rates, bare, [clock] if clock else [])
+        self.note(self.loop, case, shares, rates, bare, [clock] if clock else [], outs)
 
 
 class Served:
@@ -321,17 +325,17 @@ def interleaved(b, loop, singles, rounds, cpu, note, spans):
         def measure(w):
             b.clocks.start()
             try:
-                return rate(w.measure(b.seconds))
+                return w.measure(b.seconds)
             finally:
                 b.clock = b.clocks.stop()
 
         for rnd in range(rounds):
             pairs = Beside(loop, note, f"interleaved round {rnd + 1}")
-            pairs.bare(measure(workers[0]), b.clock)
+            pairs.bare(rate(measure(workers[0])), b.clock)
             for (case, shares, _, _), w in zip(singles, workers[1:]):
-                r, clock = measure(w), b.clock
-                pairs.bare(measure(workers[0]), b.clock)
-                pairs.case(case, shares, [r], clock)
+                out, clock = measure(w), b.clock
+                pairs.bare(rate(measure(workers[0])), b.clock)
+                pairs.case(case, shares, [out], clock)
             spans.setdefault(loop, []).append(pairs.rates)
     finally:
         for w in workers:
@@ -348,10 +352,15 @@ def main():
     clocks_of = {}  # (loop, case) -> [(SM MHz, W)] over rounds
     spans = {}
 
-    def note(loop, case, shares, rates, bare, clocks):
+    turns_of = {}  # (loop, case) -> [(share of the time it could launch, its rate then / bare)]
+
+    def note(loop, case, shares, rates, bare, clocks, outs=()):
         results.setdefault((loop, case), []).append([r / bare for r in rates])
         shares_of[(loop, case)] = shares
         clocks_of.setdefault((loop, case), []).extend(clocks)
+        if loop == "launch" and len(outs) == 1 and outs[0].get("going_rate") and outs[0].get("steady_s"):
+            o = outs[0]
+            turns_of.setdefault((loop, case), []).append((1 - o["waited_s"] / o["steady_s"], o["going_rate"] / bare))
 
     try:
         for loop in loops:
@@ -374,9 +383,9 @@ def main():
                     out = run()
                     if out is None:
                         continue  # MPS where the image has none
-                    rates, clock = [rate(o) for o in out], b.clock
+                    clock = b.clock
                     pairs.bare(rate(b.run([(loop, False, {}, 0, None)])[0]), b.clock)
-                    pairs.case(case, shares, rates, clock)
+                    pairs.case(case, shares, out, clock)
                 spans.setdefault(loop, []).append(pairs.rates)
             # Convergence, once a round, on the matmul loop.
             if "matmul" in loops and (not only or "converge" in only):
@@ -386,7 +395,7 @@ def main():
     finally:
         b.stop_mediator()
         shutil.rmtree(b.tmp, ignore_errors=True)
-    report(results, shares_of, clocks_of, spans, args)
+    report(results, shares_of, clocks_of, spans, args, turns_of)
 
 
 def rate(out):
@@ -414,7 +423,7 @@ def converge(out):
     return None
 
 
-def report(results, shares_of, clocks_of, spans, args):
+def report(results, shares_of, clocks_of, spans, args, turns_of):
     rows = []
     print(f"compute-share benchmark: {args.rounds} round(s) of {args.seconds:.1f} s runs"
           + (f" ({args.interleave} interleaved for the one-tenant cases)" if args.interleave else "")
@@ -448,9 +457,17 @@ def report(results, shares_of, clocks_of, spans, args):
                   (" TFLOP/s" if loop == "matmul" else " kernels/s") +
                   (f"; neighbouring bare runs differ by {statistics.median(steps) * 100:.1f}% (median), "
                    f"{max(steps) * 100:.1f}% at most: a case's noise floor" if steps else ""))
+    for (loop, case), turns in turns_of.items():
+        if case == "no-share":
+            continue
+        held = statistics.median(h for h, _ in turns)
+        going = statistics.median(g for _, g in turns)
+        print(f"{loop} {case}: could launch {held * 100:.1f}% of the time (steps under 2 ms), at {going * 100:.1f}% "
+              f"of bare while it could (medians over {len(turns)} round(s))")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "spans": spans}, f, indent=1)
+            json.dump({"rows": rows, "spans": spans, "turns": {f"{l} {c}": t for (l, c), t in turns_of.items()}},
+                      f, indent=1)
 
 
 if __name__ == "__main__":

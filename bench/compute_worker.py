@@ -12,7 +12,11 @@ JSON line: the loop, its throughput (TFLOP/s or kernels/s) over the whole
 run (`rate`) and over the run after its first --settle seconds (`steady`,
 default 1), and the throughput of each --window (default 0.25 s) in order,
 to see how shares converge.  Timing is by host clock around synchronised
-windows.
+windows.  For the launch loop, whose steps (64 launches) take well under
+2 ms unless a launch waits for the GPU to be given, it also says how the
+steady part went: `waited_s` (its steps over 2 ms and over 4 times the
+shortest), `steady_s`, and `going_rate` (the throughput of the other
+steps: the loop's rate while it may launch).
 
 With --serve it runs the loop once for each line it reads (a number of
 seconds), printing that run's JSON line, until stdin ends: one process
@@ -31,6 +35,7 @@ loop, seconds = sys.argv[1], float(sys.argv[2])
 delay = float(sys.argv[sys.argv.index("--delay") + 1]) if "--delay" in sys.argv else 0.0
 window = float(sys.argv[sys.argv.index("--window") + 1]) if "--window" in sys.argv else 0.25
 settle = float(sys.argv[sys.argv.index("--settle") + 1]) if "--settle" in sys.argv else 1.0
+WAITED_S = 0.002  # a step this long, and 4 times the shortest, waited for the GPU to be given
 
 if loop == "matmul":
     n = 4096
@@ -62,11 +67,20 @@ def measure(seconds):
     windows, done, t0 = [], 0, time.perf_counter()
     w_start, w_done = t0, 0
     settled = None  # (time, work done) at the first window's end after --settle seconds
+    waited, going, going_work, before = 0.0, 0.0, 0.0, t0  # after settling: the steps' time, by kind
+    shortest = float("inf")
     while True:
         step()
         done += per_call
         w_done += per_call
         now = time.perf_counter()
+        shortest = min(shortest, now - before)
+        if settled is not None:
+            if now - before > max(WAITED_S, 4 * shortest):
+                waited += now - before
+            else:
+                going += now - before
+                going_work += per_call * work_per_step
         if now - w_start >= window:
             torch.cuda.synchronize()
             now = time.perf_counter()
@@ -76,11 +90,14 @@ def measure(seconds):
                 settled = (now, done)
             if now - t0 >= seconds:
                 break
+        before = now  # after a window's synchronisation: it is no step's
     end = time.perf_counter()
     elapsed = end - t0
     steady = (done - settled[1]) * work_per_step / (end - settled[0]) if settled and end > settled[0] else None
     return {"loop": loop, "pid": os.getpid(), "rate": round(done * work_per_step / elapsed, 3),
-            "steady": round(steady, 3) if steady else None, "seconds": round(elapsed, 3), "windows": windows}
+            "steady": round(steady, 3) if steady else None, "seconds": round(elapsed, 3), "windows": windows,
+            "steady_s": round(end - settled[0], 4) if settled else None, "waited_s": round(waited, 4),
+            "going_rate": round(going_work / going, 3) if going else None}
 
 
 if "--cpu" in sys.argv:

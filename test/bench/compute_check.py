@@ -2,7 +2,8 @@
 test/bench/compute_stub_worker.py as its worker (whose bare rate drifts by
 10% a run) and checks that every case's ratio is what the stub was told to
 give, to 0.1%: which holds only if each case is compared with the bare runs
-beside it, not with a round's first and last.  Twice: a process per run,
+beside it, not with a round's first and last, and that a capped launch
+loop's time and rate within it are told apart.  Twice: a process per run,
 and with --interleave (long-lived processes taking turns).
 
     python3 compute_check.py BENCH_DIR
@@ -53,6 +54,12 @@ def check(extra):
     if missing:
         print(f"FAIL no row for {sorted(missing)}")
         failed += 1
+    for case, held, going in (("cap 10", 11.1, 90.0), ("cap 50", 55.6, 90.0), ("cap 90", 100.0, 90.0),
+                              ("share 30", 100.0, 96.0)):
+        line = f"launch {case}: could launch {held:.1f}% of the time (steps under 2 ms), at {going:.1f}% of bare"
+        if line not in r.stdout:
+            print(f"FAIL no line '{line}'")
+            failed += 1
     if "neighbouring bare runs differ by 10.0%" not in r.stdout:
         print("FAIL the bare runs' noise floor is not the stub's 10%")
         failed += 1
