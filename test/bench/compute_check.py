@@ -29,8 +29,10 @@ def check(extra):
         out = os.path.join(tmp, "out.json")
         # A build directory with no vgpu in it: the stub needs none, and the
         # loader only warns about a preload it cannot find.
+        # One loop (the two share every line of the benchmark but the turns' lines, the launch loop's),
+        # so that the check starts a few dozen processes, not a hundred and more.
         cmd = [sys.executable, os.path.join(bench, "compute.py"), os.path.join(tmp, "no-build"), "--rounds", "2",
-               "--loops", "matmul,launch", "--json", out, "--only", ",".join(c for c in expected if c != "bare")]
+               "--loops", "launch", "--json", out, "--only", ",".join(c for c in expected if c != "bare")]
         r = subprocess.run(cmd + extra, env=env, capture_output=True, text=True, timeout=300)
         print(" ".join(extra) or "(a process per run)")
         print(r.stdout)
@@ -50,7 +52,7 @@ def check(extra):
         if row["case"] != "bare" and len(row["together"]) != rounds:
             print(f"FAIL {row['loop']} {row['case']}: {len(row['together'])} rounds, expected {rounds}")
             failed += 1
-    missing = {(l, c) for l in ("matmul", "launch") for c in expected} - seen
+    missing = {("launch", c) for c in expected} - seen
     if missing:
         print(f"FAIL no row for {sorted(missing)}")
         failed += 1
