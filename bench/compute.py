@@ -72,6 +72,12 @@ def parse():
     return p.parse_args()
 
 
+def tail(f):
+    """The end of a tenant's (or the mediator's) log file, for an error message."""
+    with open(f.name) as r:
+        return r.read()[-800:]
+
+
 class Clocks:
     """The GPU's SM clock (MHz) and power (W), sampled every 100 ms from
     start() to stop() through pynvml, in this process (never under vgpu);
@@ -148,11 +154,10 @@ class Bench:
                 # A tenant that is not ready in a minute has hung (a PyTorch start takes seconds).
                 if not select.select([p.stdout], [], [], 60)[0]:
                     p.kill()
-                    raise RuntimeError(f"tenant not ready after 60 s: {open(err.name).read()[-800:]}")
+                    raise RuntimeError(f"tenant not ready after 60 s: {tail(err)}")
                 if p.stdout.readline().strip() != "ready":
                     p.wait(timeout=60)
-                    raise RuntimeError(f"tenant exited {p.returncode} before it was ready: "
-                                       f"{open(err.name).read()[-800:]}")
+                    raise RuntimeError(f"tenant exited {p.returncode} before it was ready: {tail(err)}")
             go = f"{time.time() + 0.3}\n"
             for p, _ in procs:
                 p.stdin.write(go)
@@ -164,11 +169,11 @@ class Bench:
                     stdout, _ = p.communicate(timeout=60 + 2 * max(t[4] or self.seconds for t in tenants))
                 except subprocess.TimeoutExpired:
                     p.kill()
-                    raise RuntimeError(f"tenant did not finish in time: {open(err.name).read()[-800:]}")
+                    raise RuntimeError(f"tenant did not finish in time: {tail(err)}")
                 err.close()
                 line = [l for l in stdout.splitlines() if l.startswith("{")]
                 if p.returncode != 0 or not line:
-                    raise RuntimeError(f"tenant exited {p.returncode}: {open(err.name).read()[-800:]}")
+                    raise RuntimeError(f"tenant exited {p.returncode}: {tail(err)}")
                 out.append(json.loads(line[-1]))
             return out
         finally:
@@ -201,7 +206,7 @@ class Bench:
             if os.path.exists(sock):
                 return sock
             time.sleep(0.02)
-        raise RuntimeError("vgpu-mediatord did not start: " + open(log.name).read()[-800:])
+        raise RuntimeError("vgpu-mediatord did not start: " + tail(log))
 
     def stop_mediator(self):
         if self.mediator:
@@ -289,10 +294,10 @@ class Served:
 
     def line(self, timeout, what):
         if not select.select([self.p.stdout], [], [], timeout)[0]:
-            raise RuntimeError(f"tenant not {what} after {timeout} s: {open(self.err.name).read()[-800:]}")
+            raise RuntimeError(f"tenant not {what} after {timeout} s: {tail(self.err)}")
         line = self.p.stdout.readline().strip()
         if not line:
-            raise RuntimeError(f"tenant exited {self.p.wait(timeout=60)}: {open(self.err.name).read()[-800:]}")
+            raise RuntimeError(f"tenant exited {self.p.wait(timeout=60)}: {tail(self.err)}")
         return line
 
     def measure(self, seconds):
@@ -320,7 +325,7 @@ def interleaved(b, loop, singles, rounds, cpu, note, spans):
         workers += [Served(b, loop, True, env, cpu, str(i)) for i, (_, _, _, env) in enumerate(singles)]
         for w in workers:
             if w.line(60, "ready") != "ready":
-                raise RuntimeError(f"tenant said something else than ready: {open(w.err.name).read()[-800:]}")
+                raise RuntimeError(f"tenant said something else than ready: {tail(w.err)}")
 
         def measure(w):
             b.clocks.start()
