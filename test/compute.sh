@@ -110,11 +110,14 @@ expect_total() { # LO HI NAMES...
 # mediator VGPU-SECTION-LINES...: starts vgpu-mediatord with those vGPUs
 # (and the options in $med_args).
 med_args=
-mediator() {
+write_conf() { # VGPU-SECTION-LINES...
     {
         printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         for line in "$@"; do printf '%s\n' "$line"; done
     } >"$tmp/conf"
+}
+mediator() {
+    write_conf "$@"
     env -u LD_PRELOAD "$med" --config "$tmp/conf" --foreground $med_args >>"$tmp/med.log" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do
@@ -123,6 +126,19 @@ mediator() {
         sleep 0.02
     done
     fail "the mediator did not start within 10 s"
+}
+
+# reload VGPU-SECTION-LINES...: the running mediator's config rewritten, and reloaded.
+reload() {
+    local n
+    n=$(grep -c "reloaded" "$tmp/med.log")
+    write_conf "$@"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 500); do
+        [ "$(grep -c "reloaded" "$tmp/med.log")" -gt "$n" ] && return 0
+        sleep 0.02
+    done
+    fail "the mediator did not reload within 10 s"
 }
 
 me=$(id -u)
@@ -231,6 +247,18 @@ standalone-tenant-back-after-a-minute-gets-the-gpu)
     expect_share a 0.22 0.38
     ;;
 
+standalone-share-then-cap-on-one-vgpu)
+    # A vGPU's next process with other settings (the same BAR0 file, so
+    # the same entry in the page): a cap that follows a work-conserving run
+    # holds from its start, owing nothing of the time the share ran.  The
+    # arbiter counted that time against a cap's budget, and the capped
+    # process got nothing for seconds.
+    standalone a 30% - matmul 2; join $last a
+    expect_share a 0.75 1.02
+    standalone a 30% cap matmul 2; join $last a
+    expect_share a 0.22 0.40
+    ;;
+
 mediated-two-tenants-get-25-and-75)
     mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
              "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
@@ -247,6 +275,22 @@ mediated-lone-cap)
     mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "compute_mode = cap" "uids = $me"
     mediated a matmul 3; join $last a
     expect_share a 0.22 0.38
+    ;;
+
+mediated-reload-turns-a-share-into-a-cap-and-back)
+    # systemctl reload with another compute_mode: the vGPU's processes get
+    # the new setting at once, the cap owing nothing of the time its share
+    # ran before (on the H100 a share turned into a 10% cap was owed for
+    # half a minute, and its process given nothing meanwhile).
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "uids = $me"
+    mediated a matmul 2; join $last a
+    expect_share a 0.75 1.02
+    reload "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "compute_mode = cap" "uids = $me"
+    mediated a matmul 2; join $last a
+    expect_share a 0.22 0.40
+    reload "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "uids = $me"
+    mediated a matmul 2; join $last a
+    expect_share a 0.75 1.02
     ;;
 
 mediated-lone-share-lends-idle-time)

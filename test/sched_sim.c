@@ -195,6 +195,44 @@ static void cap_in_whole_quanta(void)
     CHECK(shortest >= VGPU_SCHED_QUANTUM_NS, "a grant of %.2f ms, shorter than a quantum", (double)shortest / 1e6);
 }
 
+/* A vGPU set anew while it runs (the mediator's reload, a standalone vGPU's
+ * next process with other settings): each setting holds from then on.  A
+ * work-conserving share runs up no debt that a cap turned on later would
+ * owe (a share turned into a 10% cap after 10 s was owed 100 s and given
+ * nothing, on the H100 under vgpu-mediatord), and a cap raised or lowered
+ * refills at its new rate from then. */
+static void reconfigured(void)
+{
+    static const struct {
+        uint32_t share, mode;
+        double want; /* percent of the GPU over the phase's last 9 s */
+    } phase[] = {
+        { 300, VGPU_COMPUTE_SHARE_MODE, 100 }, { 300, VGPU_COMPUTE_CAP, 30 }, { 300, VGPU_COMPUTE_SHARE_MODE, 100 },
+        { 100, VGPU_COMPUTE_CAP, 10 },         { 500, VGPU_COMPUTE_CAP, 50 },  { 200, VGPU_COMPUTE_CAP, 20 },
+        { 900, VGPU_COMPUTE_CAP, 90 },         { 900, VGPU_COMPUTE_SHARE_MODE, 100 },
+    };
+    struct vgpu_sched_state g;
+    vgpu_sched_init(&g, 0);
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { true };
+    const uint64_t tick = 100000;
+    uint64_t now = 0;
+    for (size_t p = 0; p < sizeof(phase) / sizeof(*phase); p++) {
+        vgpu_sched_set(&g, 0, phase[p].share, phase[p].mode, now);
+        vgpu_sched_step(&g, now, demand, 0); /* as the mediator's next tick does */
+        uint64_t got = 0, end = now + 10 * S;
+        for (; now < end; now += tick) {
+            if (vgpu_sched_due(&g, now))
+                vgpu_sched_step(&g, now, demand, 0);
+            if (g.holder == 0 && end - now <= 9 * S)
+                got += tick;
+        }
+        double pc = pct(got, 9 * S);
+        CHECK(pc >= phase[p].want - 1.5 && pc <= phase[p].want + 1.5,
+              "phase %zu (%u%% %s, set while it ran): %.1f%% of the GPU, want %.0f%%", p + 1, phase[p].share / 10,
+              phase[p].mode == VGPU_COMPUTE_CAP ? "cap" : "share", pc, phase[p].want);
+    }
+}
+
 /* A holder that goes idle is charged only the time it used; the other gets the rest. */
 static void idle_holder(void)
 {
@@ -286,7 +324,7 @@ int main(int argc, char **argv)
         { "convergence", convergence },   { "no-catch-up", no_catch_up }, { "idle-holder", idle_holder },
         { "cap-no-burst", cap_no_burst }, { "cap-in-whole-quanta", cap_in_whole_quanta },
         { "brief-pauses", brief_pauses }, { "slow-waiter-not-lost", slow_waiter_not_lost },
-        { "dead-waiters-cost-little", dead_waiters_cost_little },
+        { "dead-waiters-cost-little", dead_waiters_cost_little }, { "reconfigured", reconfigured },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

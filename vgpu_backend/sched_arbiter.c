@@ -22,17 +22,48 @@ static uint64_t least_vtime(const struct vgpu_sched_state *g, bool wanting_only)
     return least == UINT64_MAX ? 0 : least;
 }
 
+/* Cap mode: the budget refills at the share of wall time, up to two
+ * quanta: one to be given, and one to keep while it waits its turn behind
+ * others (it must not lose its refill for being second in line). */
+static void refill_entry(struct vgpu_sched_entry *e, uint64_t quantum, uint64_t now)
+{
+    if (now > e->refilled_ns)
+        e->budget_ns += (int64_t)((now - e->refilled_ns) * e->share / 1000);
+    e->refilled_ns = now;
+    if (e->budget_ns > 2 * (int64_t)quantum)
+        e->budget_ns = 2 * (int64_t)quantum;
+}
+
+static void refill(struct vgpu_sched_state *g, uint64_t now)
+{
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
+        if (g->e[i].used && g->e[i].mode == VGPU_COMPUTE_CAP)
+            refill_entry(&g->e[i], g->quantum_ns, now);
+}
+
 void vgpu_sched_set(struct vgpu_sched_state *g, int i, uint32_t share, uint32_t mode, uint64_t now)
 {
     struct vgpu_sched_entry *e = &g->e[i];
+    share = share < 1 ? 1 : share > 1000 ? 1000 : share;
     if (!e->used) {
         memset(e, 0, sizeof(*e));
         e->vtime = least_vtime(g, false);
-        e->refilled_ns = now;
-        e->budget_ns = (int64_t)g->quantum_ns;
         e->used = 1;
+    } else if (mode == VGPU_COMPUTE_CAP && e->mode == VGPU_COMPUTE_CAP) {
+        /* The cap changed, or not: what it earned so far, at the rate it had. */
+        refill_entry(e, g->quantum_ns, now);
+        e->share = share;
+        return;
+    } else if (mode == e->mode) {
+        e->share = share;
+        return;
     }
-    e->share = share < 1 ? 1 : share > 1000 ? 1000 : share;
+    /* A new entry, or one that becomes a cap (a reload, a process with
+     * other settings) or stops being one: a cap starts with a quantum, and
+     * refills from now. */
+    e->refilled_ns = now;
+    e->budget_ns = (int64_t)g->quantum_ns;
+    e->share = share;
     e->mode = mode;
 }
 
@@ -54,25 +85,9 @@ static void charge(struct vgpu_sched_state *g, uint64_t now, uint64_t idle_since
     uint64_t t = end > g->granted_ns ? end - g->granted_ns : 0;
     __atomic_fetch_add(&e->busy_ns, t, __ATOMIC_RELAXED); /* shown without the lock */
     e->vtime += t * 1000 / e->share;
-    e->budget_ns -= (int64_t)t;
+    if (e->mode == VGPU_COMPUTE_CAP) /* a share runs up no debt for a cap set later to owe */
+        e->budget_ns -= (int64_t)t;
     g->granted_ns = now;
-}
-
-/* Cap mode: the budget refills at the share of wall time, up to two
- * quanta: one to be given, and one to keep while it waits its turn behind
- * others (it must not lose its refill for being second in line). */
-static void refill(struct vgpu_sched_state *g, uint64_t now)
-{
-    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
-        struct vgpu_sched_entry *e = &g->e[i];
-        if (!e->used || e->mode != VGPU_COMPUTE_CAP)
-            continue;
-        if (now > e->refilled_ns)
-            e->budget_ns += (int64_t)((now - e->refilled_ns) * e->share / 1000);
-        e->refilled_ns = now;
-        if (e->budget_ns > 2 * (int64_t)g->quantum_ns)
-            e->budget_ns = 2 * (int64_t)g->quantum_ns;
-    }
 }
 
 /* When entry e will have a quantum's budget again (cap mode). */
