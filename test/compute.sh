@@ -247,6 +247,27 @@ standalone-tenant-back-after-a-minute-gets-the-gpu)
     expect_share a 0.22 0.38
     ;;
 
+standalone-tenant-idle-a-minute-gets-the-gpu-again)
+    # A long-lived process (a server, a notebook) idle for over a minute
+    # while another vGPU of the user ran: its entry went stale and was
+    # dropped.  When it launches again it must take an entry and be given
+    # the GPU.  It waited for ever on the H100 (bench runs of long-lived
+    # processes): the thread counted itself waiting in the dropped entry,
+    # then took the same slot anew, which cleared the count, so the vGPU
+    # never wanted the GPU.
+    now=$(date +%s%3N)
+    standalone a 30% cap matmul 2 --warm-up-ms 30 --start-at $((now + 3000)); a=$last
+    for _ in $(seq 1 100); do [ -n "$(page)" ] && "$tool" show "$(page)" | grep -q " mode 1 " && break; sleep 0.02; done
+    sleep 0.5 # warmed up, its entry idle
+    "$tool" age "$(page)" "$tmp/a.bar0" 120 || fail "could not age a's entry"
+    standalone b 50% - matmul 0.3; join $last b # its steps drop a's stale entry
+    "$tool" show "$(page)" | grep -q "$(stat -c %i "$tmp/a.bar0") share" && fail "a's stale entry was not dropped"
+    (exec >/dev/null 2>&1; sleep 20; kill -9 $a) & dog=$!
+    join $a a
+    kill $dog 2>/dev/null
+    expect_share a 0.22 0.40
+    ;;
+
 standalone-share-then-cap-on-one-vgpu)
     # A vGPU's next process with other settings (the same BAR0 file, so
     # the same entry in the page): a cap that follows a work-conserving run

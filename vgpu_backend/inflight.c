@@ -28,6 +28,7 @@
 
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/capture.h"
+#include "vgpu_backend/sched_arbiter.h"
 #include "vgpu_cuda_slots.h"
 
 #include <pthread.h>
@@ -199,7 +200,7 @@ struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic u
         atomic_fetch_add(running, 1);
         while (t->tail != t->head && past_bound(t))
             retire(t, true);
-        atomic_fetch_sub(running, 1);
+        vgpu_sched_count_leave(running);
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();

@@ -36,7 +36,7 @@
 struct gate {
     struct vgpu_bar0_device_status *st; /* the vGPU device's registers (grant, waiting, activity, busy) */
     struct vgpu_sched_page *page;       /* standalone: the GPU's shared page; NULL: the mediator arbitrates */
-    int entry;                          /* standalone: the vGPU's entry in the page */
+    _Atomic int entry;                  /* standalone: the vGPU's entry in the page (taken anew by any thread) */
     uint64_t dev, ino;                  /* standalone: whose the entry is (the BAR0 file) */
     uint32_t vdev, share, mode;
     bool scheduled;                     /* standalone: it has a share (a mediated one asks its registers) */
@@ -98,9 +98,11 @@ static void set_up(void)
         g->vdev = (uint32_t)d;
         g->share = share * 10;
         g->mode = mode;
+        int entry = -1;
         if (vgpu_bar0_private_dir(dir, err, sizeof(err)) == 0)
-            g->page = vgpu_sched_page_open(dir, self->dev[d].uuid, g->dev, g->ino, g->vdev, g->share, mode, &g->entry,
+            g->page = vgpu_sched_page_open(dir, self->dev[d].uuid, g->dev, g->ino, g->vdev, g->share, mode, &entry,
                                            err, sizeof(err));
+        g->entry = entry;
         if (!g->page) {
             vgpu_warn("vGPU device %d: its compute share of %u%% is not enforced: %s", d, share, err);
             continue;
@@ -158,15 +160,6 @@ static bool granted(struct gate *g, uint64_t now)
     return atomic_load_explicit(&g->st->sched_grant, memory_order_acquire) != 0;
 }
 
-/* Standalone: the vGPU's entry, taken again if it was dropped while the vGPU
- * idled (the page's slot may be another vGPU's now).  False when the page is full. */
-static bool own_entry(struct gate *g)
-{
-    if (vgpu_sched_page_owns(g->page, g->entry, g->dev, g->ino, g->vdev))
-        return true;
-    return vgpu_sched_page_retake(g->page, g->dev, g->ino, g->vdev, g->share, g->mode, &g->entry) == 0;
-}
-
 /* Says, about once a millisecond, that this vGPU is launching: its demand. */
 static void mark_active(struct gate *g, uint64_t now, bool now_given)
 {
@@ -189,34 +182,36 @@ static void mark_active(struct gate *g, uint64_t now, bool now_given)
  * arbiter itself when a step is due). */
 static void wait_for_gpu(struct gate *g, uint64_t now)
 {
-    _Atomic uint32_t *waiting = g->page ? &g->page->who[g->entry].waiting : &g->st->sched_waiting;
-    atomic_fetch_add(waiting, 1);
-    for (;; now = now_ns()) {
-        if (g->page) {
-            if (!own_entry(g))
-                break; /* the page is full: unscheduled, as the set-up's warning said it could be */
-            if (waiting != &g->page->who[g->entry].waiting) {
-                /* Taken anew: this thread waits in the entry it has now, or
-                 * the arbiter never sees the vGPU want the GPU. */
-                atomic_fetch_sub(waiting, 1);
-                waiting = &g->page->who[g->entry].waiting;
-                atomic_fetch_add(waiting, 1);
-            }
-            vgpu_sched_page_step(g->page, now);
-            uint32_t seen = atomic_load(&g->page->generation);
-            if (granted(g, now))
-                break;
-            /* Woken when the holder changes; else again when its quantum
-             * ends, or in a millisecond to see whether it went idle. */
-            uint64_t until = vgpu_sched_until(&g->page->state), t = until > now ? until - now : 0;
-            vgpu_futex_wait(&g->page->generation, seen, t < 50000 ? 50000 : t > 1000000 ? 1000000 : t);
-        } else {
-            if (granted(g, now) || !gate_of_launch(now))
-                break;
+    if (!g->page) {
+        atomic_fetch_add(&g->st->sched_waiting, 1);
+        for (; !granted(g, now) && gate_of_launch(now); now = now_ns())
             vgpu_futex_wait(&g->st->sched_grant, 0, g->poll_ns);
-        }
+        atomic_fetch_sub(&g->st->sched_waiting, 1);
+        return;
     }
-    atomic_fetch_sub(waiting, 1);
+    /* Counted in the entry the vGPU has now: it may have been dropped
+     * while the process idled (a minute, others running), and a count in
+     * a dropped entry is no demand, so the GPU would never be given. */
+    int entry = g->entry;
+    uint8_t taking = 0;
+    bool counted = false;
+    for (;; now = now_ns()) {
+        if (!counted || !vgpu_sched_page_counted(g->page, entry, taking, g->dev, g->ino, g->vdev)) {
+            if (vgpu_sched_page_wait_begin(g->page, g->dev, g->ino, g->vdev, g->share, g->mode, &entry, &taking) != 0)
+                return; /* the page is full: unscheduled, as the set-up's warning said it could be */
+            counted = true;
+            g->entry = entry;
+        }
+        vgpu_sched_page_step(g->page, now);
+        uint32_t seen = atomic_load(&g->page->generation);
+        if (granted(g, now))
+            break;
+        /* Woken when the holder changes; else again when its quantum
+         * ends, or in a millisecond to see whether it went idle. */
+        uint64_t until = vgpu_sched_until(&g->page->state), t = until > now ? until - now : 0;
+        vgpu_futex_wait(&g->page->generation, seen, t < 50000 ? 50000 : t > 1000000 ? 1000000 : t);
+    }
+    vgpu_sched_page_wait_end(g->page, entry, taking, g->dev, g->ino, g->vdev);
 }
 
 CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
@@ -275,5 +270,5 @@ void *vgpu_backend_sync_begin(void)
 void vgpu_backend_sync_end(void *busy)
 {
     if (busy)
-        atomic_fetch_sub((_Atomic uint32_t *)busy, 1);
+        vgpu_sched_count_leave((_Atomic uint32_t *)busy);
 }

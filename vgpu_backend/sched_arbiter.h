@@ -96,6 +96,17 @@ static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now
 #define VGPU_SCHED_FLOOR_TTL_NS 1000000000ull       /* 1 s at first */
 #define VGPU_SCHED_FLOOR_TTL_MAX_NS 64000000000ull  /* 64 s at most */
 
+/* A thread's count taken back from a waiting or running counter, never
+ * below zero: the standalone page clears an entry's counts when its slot is
+ * taken anew, and a thread that counted itself in the slot's earlier taking
+ * must not wrap the new one's count round to four billion threads. */
+static inline void vgpu_sched_count_leave(_Atomic uint32_t *count)
+{
+    uint32_t n = __atomic_load_n(count, __ATOMIC_RELAXED);
+    while (n && !__atomic_compare_exchange_n(count, &n, n - 1, true, __ATOMIC_RELEASE, __ATOMIC_RELAXED))
+        ;
+}
+
 struct vgpu_sched_demand {
     uint32_t waiting_floor, running_floor; /* leftovers */
     uint64_t granted_ns;                   /* when the entry was last given the GPU */

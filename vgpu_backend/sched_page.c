@@ -19,6 +19,8 @@
 #include <unistd.h>
 
 _Static_assert(sizeof(struct vgpu_sched_page) <= 8192, "the page is two pages at most");
+/* taken[] took the place of reserved words: version 3's layout, kept. */
+_Static_assert(offsetof(struct vgpu_sched_page, state) == 72, "the state where version 3 has it");
 
 /* A spin lock whose holder's pid lets others break it when that process
  * died: steps take microseconds, and a process can die in one. */
@@ -91,6 +93,7 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
     if (free_slot < 0)
         return -1;
     vgpu_sched_drop(&p->state, free_slot);
+    __atomic_store_n(&p->taken[free_slot], (uint8_t)(p->taken[free_slot] + 1), __ATOMIC_RELEASE);
     p->who[free_slot].dev = dev;
     p->who[free_slot].ino = ino;
     p->who[free_slot].vdev = vdev;
@@ -166,13 +169,31 @@ struct vgpu_sched_page *vgpu_sched_page_open(const char *dir, const char *uuid, 
     return p;
 }
 
-int vgpu_sched_page_retake(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
-                           uint32_t mode, int *entry)
+int vgpu_sched_page_wait_begin(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
+                               uint32_t mode, int *entry, uint8_t *taking)
+{
+    /* Under the lock, as steps drop stale entries: a count made here is in
+     * an entry that is the vGPU's, and wanting, so no step drops it. */
+    lock(p);
+    int e = *entry;
+    if (e < 0 || !vgpu_sched_page_owns(p, e, dev, ino, vdev))
+        e = take_entry(p, dev, ino, vdev, share, mode, now_ns());
+    if (e >= 0) {
+        atomic_fetch_add(&p->who[e].waiting, 1);
+        *taking = p->taken[e];
+        *entry = e;
+    }
+    unlock(p);
+    return e < 0 ? -1 : 0;
+}
+
+void vgpu_sched_page_wait_end(struct vgpu_sched_page *p, int entry, uint8_t taking, uint64_t dev, uint64_t ino,
+                              uint32_t vdev)
 {
     lock(p);
-    *entry = take_entry(p, dev, ino, vdev, share, mode, now_ns());
+    if (vgpu_sched_page_counted(p, entry, taking, dev, ino, vdev) && atomic_load(&p->who[entry].waiting) > 0)
+        atomic_fetch_sub(&p->who[entry].waiting, 1);
     unlock(p);
-    return *entry < 0 ? -1 : 0;
 }
 
 /* An entry whose vGPU launched nothing for this long goes: its processes

@@ -25,7 +25,11 @@ struct vgpu_sched_page {
     uint32_t size;
     _Atomic uint32_t lock;        /* 0, or the pid of the process stepping the state */
     _Atomic uint32_t generation;  /* moves whenever the holder changes: a futex word */
-    uint64_t reserved[6];
+    /* Under lock: each slot's takings, counted (mod 256) each time it is
+     * taken for a vGPU, which clears its counts.  A thread that counted
+     * itself waiting in an earlier taking knows its count is gone. */
+    uint8_t taken[VGPU_SCHED_MAX_ENTRIES];
+    uint64_t reserved[2];
     struct vgpu_sched_state state; /* under lock; holder and until_ns also read without it */
     struct {
         uint64_t dev, ino;         /* the vGPU's BAR0 file: whose entry it is */
@@ -56,10 +60,25 @@ static inline bool vgpu_sched_page_owns(const struct vgpu_sched_page *p, int ent
            p->who[entry].dev == dev && p->who[entry].vdev == vdev;
 }
 
-/* Takes an entry again for a vGPU whose entry was dropped: *entry. 0, or
- * -1 when the page is full. */
-int vgpu_sched_page_retake(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
-                           uint32_t mode, int *entry);
+/* Counts the calling thread waiting for the GPU in the entry of (dev, ino,
+ * vdev), taking the entry anew if it was dropped meanwhile (its vGPU idle a
+ * minute while others ran).  *entry: the entry known so far (-1: none), then
+ * the one counted in; *taking: the slot's taking it was counted in.  -1
+ * when the page is full. */
+int vgpu_sched_page_wait_begin(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uint32_t vdev, uint32_t share,
+                               uint32_t mode, int *entry, uint8_t *taking);
+
+/* Whether a count made by vgpu_sched_page_wait_begin is still in its entry
+ * (not cleared by the entry's being dropped and its slot taken again). */
+static inline bool vgpu_sched_page_counted(const struct vgpu_sched_page *p, int entry, uint8_t taking, uint64_t dev,
+                                           uint64_t ino, uint32_t vdev)
+{
+    return vgpu_sched_page_owns(p, entry, dev, ino, vdev) && __atomic_load_n(&p->taken[entry], __ATOMIC_ACQUIRE) == taking;
+}
+
+/* The thread waits no more: its count taken back, if it is still there. */
+void vgpu_sched_page_wait_end(struct vgpu_sched_page *p, int entry, uint8_t taking, uint64_t dev, uint64_t ino,
+                              uint32_t vdev);
 
 /* Steps the page's arbiter if a step is due (the quantum is over, or its
  * holder went idle while others wait), under its lock; wakes the waiters
