@@ -73,7 +73,8 @@ int vgpu_sched_page_wait_begin(struct vgpu_sched_page *p, uint64_t dev, uint64_t
 static inline bool vgpu_sched_page_counted(const struct vgpu_sched_page *p, int entry, uint8_t taking, uint64_t dev,
                                            uint64_t ino, uint32_t vdev)
 {
-    return vgpu_sched_page_owns(p, entry, dev, ino, vdev) && __atomic_load_n(&p->taken[entry], __ATOMIC_ACQUIRE) == taking;
+    return vgpu_sched_page_owns(p, entry, dev, ino, vdev) &&
+           __atomic_load_n(&p->taken[entry], __ATOMIC_ACQUIRE) == taking;
 }
 
 /* The thread waits no more: its count taken back, if it is still there. */
