@@ -4,6 +4,7 @@ share, as ratios to the same loop running alone without vgpu.
 
     python3 bench/compute.py BUILD_DIR [--rounds N] [--seconds S]
                              [--loops matmul,launch] [--json FILE] [--only CASE,...]
+                             [--interleave N [--cpu C] [--switched]]
 
 Each tenant is bench/compute_worker.py (PyTorch): `matmul` (bf16 4096^2
 matmuls back to back: the GPU is the bottleneck) or `launch` (tiny
@@ -40,6 +41,16 @@ Cases (docs/compute.md says what each mode means):
                 image has nvidia-cuda-mps-control
   converge      a 30% tenant alone, then a 70% one joins: how long until
                 both are within 5 points of their shares over a second
+
+With --interleave N --switched, one more long-lived process runs in a
+vGPU of its own vgpu-mediatord, which the benchmark switches by reload
+(SIGHUP) between a work-conserving 50% share (`switched share`: alone, the
+whole GPU through the same gate) and each selected `cap S` (`switched cap
+S`), every run beside bare runs as the others are.  Separate processes of
+one launch loop run at rates up to 10-15% apart on a busy host, so a cap
+measured against a bare process carries that; a line per cap then gives
+the switched process's capped rate as a part of its own uncapped rate in
+the same round: what the cap alone takes.
 """
 import argparse
 import json
@@ -56,6 +67,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.environ.get("COMPUTE_WORKER", os.path.join(HERE, "compute_worker.py"))
+MEDIATORD = os.environ.get("COMPUTE_MEDIATORD")  # a stand-in for BUILD/tools/vgpu-mediatord (test/bench/)
 
 
 def parse():
@@ -69,7 +81,12 @@ def parse():
     p.add_argument("--interleave", type=int, default=0, metavar="N",
                    help="one-tenant cases: N alternations of long-lived processes (see the docstring)")
     p.add_argument("--cpu", type=int, default=None, help="--interleave's CPU (default: this process's last)")
-    return p.parse_args()
+    p.add_argument("--switched", action="store_true",
+                   help="with --interleave: the caps again in one process switched by the mediator's reload")
+    args = p.parse_args()
+    if args.switched and not args.interleave:
+        p.error("--switched needs --interleave")
+    return args
 
 
 def tail(f):
@@ -124,7 +141,8 @@ class Bench:
         self.seconds = args.seconds
         self.tmp = tempfile.mkdtemp(prefix="vgpu-bench-")
         self.preload = f"{self.build}/libvgpu-cuda.so {self.build}/libvgpu-nvml.so"
-        self.mediator = None
+        self.mediator = None  # vgpu-mediatord, while a case runs one: its socket, config and log below
+        self.sock = self.conf = self.mediator_log = None
         self.clocks = Clocks()
         self.clock = None  # the last run's (SM MHz, W), medians over the run
 
@@ -192,21 +210,40 @@ class Bench:
         return e
 
     # ---- the mediator, for the mediated case ----
-    def start_mediator(self, shares):
-        conf = os.path.join(self.tmp, "mediatord.conf")
-        sock = os.path.join(self.tmp, "sock")
-        with open(conf, "w") as f:
-            f.write(f"[mediator]\nsocket = {sock}\nstate_dir = {self.tmp}/state\n")
-            for name, share in shares:
-                f.write(f"[vgpu.{name}]\ndevices = 0\nmemory = 8G\ncompute = {share}\nuids = {os.getuid()}\n")
-        log = open(os.path.join(self.tmp, "mediatord.log"), "w")
-        self.mediator = subprocess.Popen([f"{self.build}/tools/vgpu-mediatord", "--config", conf, "--foreground"],
-                                         env=self.env(False, {"VGPU_LOG": "info"}), stdout=log, stderr=log)
+    def start_mediator(self, vgpus):
+        """vgpus: [(name, share)] or [(name, share, mode)]; the mediator's socket."""
+        self.sock = os.path.join(self.tmp, "sock")
+        self.write_conf(vgpus)
+        self.mediator_log = os.path.join(self.tmp, "mediatord.log")
+        log = open(self.mediator_log, "w")
+        cmd = [MEDIATORD or f"{self.build}/tools/vgpu-mediatord", "--config", self.conf, "--foreground"]
+        self.mediator = subprocess.Popen(cmd, env=self.env(False, {"VGPU_LOG": "info"}), stdout=log, stderr=log)
+        log.close()
         for _ in range(500):
-            if os.path.exists(sock):
-                return sock
+            if os.path.exists(self.sock):
+                return self.sock
             time.sleep(0.02)
-        raise RuntimeError("vgpu-mediatord did not start: " + tail(log))
+        raise RuntimeError("vgpu-mediatord did not start: " + tail(open(self.mediator_log)))
+
+    def write_conf(self, vgpus):
+        self.conf = os.path.join(self.tmp, "mediatord.conf")
+        with open(self.conf + ".new", "w") as f:
+            f.write(f"[mediator]\nsocket = {self.sock}\nstate_dir = {self.tmp}/state\n")
+            for name, share, *mode in vgpus:
+                f.write(f"[vgpu.{name}]\ndevices = 0\nmemory = 8G\ncompute = {share}\n"
+                        + (f"compute_mode = {mode[0]}\n" if mode else "") + f"uids = {os.getuid()}\n")
+        os.replace(self.conf + ".new", self.conf)
+
+    def reload(self, vgpus):
+        """The running mediator's vGPUs set anew (SIGHUP); returns once it says it reloaded."""
+        said = open(self.mediator_log).read().count("reloaded")
+        self.write_conf(vgpus)
+        self.mediator.send_signal(signal.SIGHUP)
+        for _ in range(500):
+            if open(self.mediator_log).read().count("reloaded") > said:
+                return
+            time.sleep(0.02)
+        raise RuntimeError("vgpu-mediatord did not reload: " + tail(open(self.mediator_log)))
 
     def stop_mediator(self):
         if self.mediator:
@@ -316,16 +353,27 @@ class Served:
         self.err.close()
 
 
-def interleaved(b, loop, singles, rounds, cpu, note, spans):
+def interleaved(b, loop, singles, rounds, cpu, note, spans, switched=False):
     """The one-tenant cases, each a long-lived process, and a bare one, all on
     one CPU, taking turns: bare, case, bare, next case, ..., bare, ROUNDS
-    times; each case's ratio is to the bare runs just before and after it."""
+    times; each case's ratio is to the bare runs just before and after it.
+    switched: the caps again, in one process whose vGPU the mediator's
+    reload switches (the docstring)."""
     workers = [Served(b, loop, False, {}, cpu, "bare")]
+    todo = [(case, shares, None) for case, shares, _, _ in singles]
     try:
         workers += [Served(b, loop, True, env, cpu, str(i)) for i, (_, _, _, env) in enumerate(singles)]
+        if switched:
+            sock = b.start_mediator([("switched", 50, "share")])
+            sw = Served(b, loop, True, {"VGPU_MEDIATOR_SOCKET": sock, "VGPU_NAME": "switched"}, cpu, "switched")
+            workers.append(sw)
+            todo += [("switched share", [100], ("share", 50))]
+            todo += [("switched " + case, shares, ("cap", shares[0])) for case, shares, _, _ in singles
+                     if case.startswith("cap ")]
         for w in workers:
             if w.line(60, "ready") != "ready":
                 raise RuntimeError(f"tenant said something else than ready: {tail(w.err)}")
+        serves = workers[1:len(singles) + 1] + [workers[-1]] * (len(todo) - len(singles))
 
         def measure(w):
             b.clocks.start()
@@ -337,7 +385,9 @@ def interleaved(b, loop, singles, rounds, cpu, note, spans):
         for rnd in range(rounds):
             pairs = Beside(loop, note, f"interleaved round {rnd + 1}")
             pairs.bare(rate(measure(workers[0])), b.clock)
-            for (case, shares, _, _), w in zip(singles, workers[1:]):
+            for (case, shares, mode), w in zip(todo, serves):
+                if mode:
+                    b.reload([("switched", mode[1], mode[0])])
                 out, clock = measure(w), b.clock
                 pairs.bare(rate(measure(workers[0])), b.clock)
                 pairs.case(case, shares, [out], clock)
@@ -345,6 +395,7 @@ def interleaved(b, loop, singles, rounds, cpu, note, spans):
     finally:
         for w in workers:
             w.close()
+        b.stop_mediator()
 
 
 def main():
@@ -373,7 +424,7 @@ def main():
                 singles = [c for c in cases(b, loop, only) if c[3] is not None]
                 if singles:
                     cpu = args.cpu if args.cpu is not None else max(os.sched_getaffinity(0))
-                    interleaved(b, loop, singles, args.interleave, cpu, note, spans)
+                    interleaved(b, loop, singles, args.interleave, cpu, note, spans, args.switched)
         for rnd in range(args.rounds):
             for loop in loops:
                 todo = [c for c in cases(b, loop, only) if not (args.interleave and c[3] is not None)]
@@ -469,10 +520,17 @@ def report(results, shares_of, clocks_of, spans, args, turns_of):
         going = statistics.median(g for _, g in turns)
         print(f"{loop} {case}: could launch {held * 100:.1f}% of the time (steps under 2 ms), at {going * 100:.1f}% "
               f"of bare while it could (medians over {len(turns)} round(s))")
+    own = {}
+    for (loop, case), per_round in results.items():
+        ref = results.get((loop, "switched share"))
+        if case.startswith("switched cap ") and ref and len(ref) == len(per_round):
+            own[f"{loop} {case}"] = [r[0] / u[0] for r, u in zip(per_round, ref)]
+            print(f"{loop} {case}: {statistics.median(own[f'{loop} {case}']) * 100:.1f}% of the same process's "
+                  f"rate uncapped (switched share) in the same round (median over {len(per_round)} round(s))")
     if args.json:
         with open(args.json, "w") as f:
-            json.dump({"rows": rows, "spans": spans, "turns": {f"{l} {c}": t for (l, c), t in turns_of.items()}},
-                      f, indent=1)
+            json.dump({"rows": rows, "spans": spans, "turns": {f"{l} {c}": t for (l, c), t in turns_of.items()},
+                       "of_own_uncapped": own}, f, indent=1)
 
 
 if __name__ == "__main__":
