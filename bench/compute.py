@@ -242,8 +242,13 @@ class Bench:
         for _ in range(500):
             if open(self.mediator_log).read().count("reloaded") > said:
                 return
+            if self.mediator.poll() is not None:
+                code = self.mediator.returncode
+                raise RuntimeError(f"vgpu-mediatord ended on reload ({f'signal {-code}' if code < 0 else f'exit {code}'}): "
+                                   + tail(open(self.mediator_log)))
             time.sleep(0.02)
-        raise RuntimeError("vgpu-mediatord did not reload: " + tail(open(self.mediator_log)))
+        raise RuntimeError(f"vgpu-mediatord, running, did not reload in 10 s ({said} reloads before): "
+                           + tail(open(self.mediator_log)))
 
     def stop_mediator(self):
         if self.mediator:

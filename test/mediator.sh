@@ -381,6 +381,37 @@ reload-refuses-a-quota-smaller-than-a-context)
     [ "$(py "[v['name'] for v in s['vgpus']]")" = "['a']" ] || fail "b was added anyway: $(smi_json)"
     ;;
 
+signals-reach-the-loop-whatever-threads-nvml-starts)
+    # The real NVML starts a thread of its own when the mediator first
+    # initialises it (to find the GPUs), before the mediator blocks the
+    # signals it reads from a signalfd: that thread could take a SIGHUP
+    # (lost, or the default action, which ends the daemon) or a SIGTERM
+    # (no orderly stop).  On the H100 one reload in a few was lost.  Every
+    # thread must block them, and every signal must reach the loop.
+    export FAKENVML_INIT_THREAD=1
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    start_mediator
+    threads=0
+    for t in /proc/$medpid/task/*; do
+        threads=$((threads + 1))
+        blk=$(sed -n 's/^SigBlk:[[:space:]]*//p' "$t/status")
+        # SIGHUP (1), SIGINT (2) and SIGTERM (15): bits 0, 1 and 14.
+        [ $(( 0x$blk & 0x4003 )) = $(( 0x4003 )) ] ||
+            fail "thread $(cat "$t/comm") ($t) does not block SIGHUP, SIGINT and SIGTERM (SigBlk $blk)"
+    done
+    [ "$threads" -ge 2 ] || fail "the fake NVML started no thread in the mediator (it has $threads)"
+    for i in $(seq 1 20); do
+        before=$(grep -c "reloaded" "$tmp/med.log")
+        kill -HUP "$medpid"
+        for _ in $(seq 1 250); do [ "$(grep -c "reloaded" "$tmp/med.log")" -gt "$before" ] && break; sleep 0.02; done
+        [ "$(grep -c "reloaded" "$tmp/med.log")" -gt "$before" ] || fail "reload $i was lost"
+    done
+    kill -TERM "$medpid"
+    wait "$medpid"
+    grep -q "stopping on signal 15" "$tmp/med.log" || fail "SIGTERM did not reach the loop"
+    medpid=
+    ;;
+
 reload-admission-and-vgpus)
     config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
     start_mediator

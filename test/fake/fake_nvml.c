@@ -11,8 +11,10 @@
 
 #include <pthread.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 struct nvmlDevice_st {
     int index;
@@ -52,8 +54,30 @@ static nvmlReturn_t check_device(nvmlDevice_t dev)
     return NVML_SUCCESS;
 }
 
+/* The real NVML (r580) starts a helper thread of its own on its first
+ * init, from the calling thread and so with its signal mask: a process
+ * that blocks signals later, for a signalfd, leaves that thread able to
+ * take them.  FAKENVML_INIT_THREAD=1 does the same, for the mediator's test. */
+static void *helper(void *arg)
+{
+    (void)arg;
+    for (;;)
+        pause();
+    return NULL;
+}
+
+static void start_helper(void)
+{
+    const char *want = getenv("FAKENVML_INIT_THREAD");
+    pthread_t t;
+    if (want && strcmp(want, "1") == 0 && pthread_create(&t, NULL, helper, NULL) == 0)
+        pthread_detach(t);
+}
+
 static nvmlReturn_t init(void)
 {
+    static pthread_once_t helper_once = PTHREAD_ONCE_INIT;
+    pthread_once(&helper_once, start_helper);
     count_call();
     pthread_mutex_lock(&lock);
     for (int i = 0; i < FAKEGPU_MAX_DEVICES; i++)

@@ -414,15 +414,31 @@ static bool signalled(int sfd)
     return true;
 }
 
+/* The signals the loop reads from its signalfd.  Blocked in main before
+ * anything can start a thread: NVML starts one of its own
+ * when the GPUs are looked up, with its creator's mask, and a thread that
+ * does not block them takes them instead of the signalfd (a reload lost,
+ * or a SIGHUP's default action ending the daemon; seen on the H100). */
+static void loop_signals(sigset_t *set)
+{
+    sigemptyset(set);
+    sigaddset(set, SIGHUP);
+    sigaddset(set, SIGTERM);
+    sigaddset(set, SIGINT);
+}
+
+static void block_loop_signals(void)
+{
+    sigset_t set;
+    loop_signals(&set);
+    sigprocmask(SIG_BLOCK, &set, NULL);
+    signal(SIGPIPE, SIG_IGN);
+}
+
 static int make_signalfd(void)
 {
     sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGHUP);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigprocmask(SIG_BLOCK, &set, NULL);
-    signal(SIGPIPE, SIG_IGN);
+    loop_signals(&set);
     return signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
 }
 
@@ -545,6 +561,9 @@ int main(int argc, char **argv)
     /* Before anything is made that the loop waits on (daemon.h). */
     if (!check_only && !foreground)
         med_daemon_fork();
+    /* Before anything starts a thread (NVML, finding the GPUs, does): the
+     * starting process of a daemon keeps its own, Ctrl-C included. */
+    block_loop_signals();
     if (med_gpus_discover(&gpus, err, sizeof(err)) != 0 || med_gpus_check(&gpus, c, err, sizeof(err)) != 0) {
         fprintf(stderr, "vgpu-mediatord: %s\n", err);
         return 1;
