@@ -776,6 +776,47 @@ PYEOF
     run admitted 1G
     ;;
 
+guest-truncating-its-window-retires-only-its-vgpu)
+    # A VM's group may write its window, and so truncate it.  The mediator,
+    # which writes it every millisecond for a compute share, must not die of
+    # it: that vGPU alone is retired, the others go on, and a reload and a
+    # restart make the window whole again.
+    config "[vgpu.vm]" "devices = 1" "memory = 2G" "compute = 50" "guest = yes" \
+           "[vgpu.a]" "devices = 0" "memory = 1G" "uids = $me"
+    start_mediator
+    truncate -s 0 "$state/vm.bar0"
+    for _ in $(seq 1 8); do
+        smi_json >/dev/null || fail "vgpu-smi failed after the VM's window was truncated"
+        sleep 0.25
+    done
+    kill -0 "$medpid" 2>/dev/null || fail "the mediator died when the VM's window was truncated"
+    wait_log "vGPU vm: its window $state/vm.bar0 shrank (to 0 bytes)"
+    [ "$(grep -c "its window $state/vm.bar0 shrank" "$tmp/med.log")" = 1 ] || fail "the retirement was said more than once"
+    [ "$(py "[(v['name'], v['window_lost'], v['processes']) for v in s['vgpus']]")" = \
+      "[('vm', True, 0), ('a', False, 0)]" ] || fail "vgpu-smi after the truncation: $(smi_json)"
+    "$smi" --socket "$tmp/sock" | grep -q "^vm (VM, window lost)" || fail "vgpu-smi does not show the lost window"
+    run admitted 1G # another vGPU goes on
+    kill -HUP "$medpid"
+    wait_log "vGPU vm: its window is whole again"
+    [ "$(py "s['vgpus'][0]['window_lost']")" = False ] || fail "the window is still shown lost: $(smi_json)"
+    [ "$(stat -c %s "$state/vm.bar0")" = 262144 ] || fail "the reload did not size the window again"
+    sys=$tmp/sys/bus/pci/devices
+    mkdir -p "$sys/0000:00:05.0"
+    echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
+    ln -s "$state/vm.bar0" "$sys/0000:00:05.0/resource2"
+    VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=none run admitted 2G # the VM's window works again
+    # Cut short (its process table gone), then a restart: the window is made
+    # its size again, not refused, and every vGPU is served.
+    truncate -s 4096 "$state/vm.bar0"
+    wait_log "its window $state/vm.bar0 shrank (to 4096 bytes)"
+    stop_mediator TERM
+    start_mediator
+    grep -q "vGPU vm: $state/vm.bar0 was 4096 bytes, not a VM's window (262144): someone who may write it resized it" \
+        "$tmp/med.log" || fail "the restart did not say it sized the window again"
+    VGPU_SYSFS_ROOT=$tmp/sys VGPU_MEDIATOR_SOCKET=none run admitted 2G
+    run admitted 1G
+    ;;
+
 removes-an-older-mediators-window-files)
     # An older mediator kept a host vGPU's window in two files; nothing can
     # be taken back from them: they go, said once, and the vGPU starts anew.

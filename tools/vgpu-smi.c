@@ -134,7 +134,10 @@ static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, cons
         vgpu_proto_status_vgpu(m, i, &v);
         char label[64];
         snprintf(label, sizeof(label), "%s%s", v.name,
-                 v.flags & VGPU_STATUS_GUEST ? " (VM)" : v.flags & VGPU_STATUS_RETIRED ? " (retired)" : "");
+                 v.flags & VGPU_STATUS_WINDOW_LOST ? " (VM, window lost)"
+                 : v.flags & VGPU_STATUS_GUEST    ? " (VM)"
+                 : v.flags & VGPU_STATUS_RETIRED  ? " (retired)"
+                                                  : "");
         for (uint32_t d = 0; d < v.ndev; d++) {
             char gpu[96], used[32], quota[32], mem[72];
             snprintf(gpu, sizeof(gpu), "%.24s %.13s...", v.dev[d].gpu_name, v.dev[d].uuid);
@@ -327,9 +330,11 @@ static void print_json(const struct vgpu_msg *m, const struct vgpu_msg *w, const
         vgpu_proto_status_vgpu(m, i, &v);
         printf("%s{\"name\":", i ? "," : "");
         vgpu_json_string(stdout, v.name);
-        printf(",\"guest\":%s,\"retired\":%s,\"processes\":%u,\"refused_admissions\":%llu,\"devices\":[",
+        printf(",\"guest\":%s,\"retired\":%s,\"window_lost\":%s,\"processes\":%u,\"refused_admissions\":%llu,"
+               "\"devices\":[",
                v.flags & VGPU_STATUS_GUEST ? "true" : "false", v.flags & VGPU_STATUS_RETIRED ? "true" : "false",
-               v.processes, (unsigned long long)v.refused_admissions);
+               v.flags & VGPU_STATUS_WINDOW_LOST ? "true" : "false", v.processes,
+               (unsigned long long)v.refused_admissions);
         for (uint32_t d = 0; d < v.ndev; d++) {
             printf("%s{\"index\":%u,\"uuid\":", d ? "," : "", d);
             vgpu_json_string(stdout, v.dev[d].uuid);

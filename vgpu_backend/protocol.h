@@ -93,6 +93,7 @@ struct vgpu_msg_entered {
 
 #define VGPU_STATUS_GUEST 1u   /* the vGPU is a VM's (ivshmem): its processes are the guest's */
 #define VGPU_STATUS_RETIRED 2u /* gone from the config; kept until its processes exit */
+#define VGPU_STATUS_WINDOW_LOST 4u /* a VM's window whose file shrank: retired until a reload or restart */
 
 /* The header's features: what else this mediator answers.  An older one
  * sends 0 (the field was reserved), so a newer tool asks it nothing new. */

@@ -29,6 +29,7 @@
 #include "tools/mediatord/utilization.h"
 #include "tools/mediatord/vgpus.h"
 #include "tools/mediatord/watch.h"
+#include "tools/mediatord/window_guard.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -579,7 +580,8 @@ int main(int argc, char **argv)
     spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     epfd = epoll_create1(EPOLL_CLOEXEC);
     int sfd = make_signalfd(), mfd = -1, lfd;
-    if (epfd < 0 || sfd < 0 || med_sched_init(&sched) != 0) {
+    /* Before any VM's window is mapped: one its VM's group truncates must not end the mediator. */
+    if (epfd < 0 || sfd < 0 || med_sched_init(&sched) != 0 || med_window_guard_install() != 0) {
         vgpu_error("cannot set up the event loop: %s", strerror(errno));
         return 1;
     }

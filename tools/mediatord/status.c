@@ -29,7 +29,8 @@ static void fill_vgpu(const struct med_vgpu *v, struct vgpu_status_vgpu *r)
     memset(r, 0, sizeof(*r));
     vgpu_proto_copy_string(r->name, sizeof(r->name), v->conf.name);
     r->ndev = v->regs.device_count;
-    r->flags = (v->conf.guest ? VGPU_STATUS_GUEST : 0) | (v->retired ? VGPU_STATUS_RETIRED : 0);
+    r->flags = (v->conf.guest ? VGPU_STATUS_GUEST : 0) | (v->retired ? VGPU_STATUS_RETIRED : 0) |
+               (v->window_lost ? VGPU_STATUS_WINDOW_LOST : 0);
     r->processes = med_vgpu_processes(v);
     r->refused_admissions = v->refused_admissions;
     for (uint32_t d = 0; d < r->ndev; d++) {

@@ -113,13 +113,13 @@ static struct med_vgpu *new_vgpu(struct med_vgpus *all, const struct med_vgpu_co
     v->all = all;
     v->conf = *conf;
     v->host.config_fd = v->host.status_fd = -1;
+    v->guest.fd = v->guest.guard = -1;
     return v;
 }
 
 static void close_vgpu(struct med_vgpu *v)
 {
-    if (v->conf.guest && v->bar)
-        munmap(v->bar, sizeof(*v->bar));
+    med_guest_window_close(&v->guest);
     med_host_window_close(&v->host);
     for (int i = 0; i < v->nadm; i++)
         free(v->adm[i]);
@@ -190,9 +190,12 @@ static int make_window(struct med_vgpu *v, const struct med_journal *j, bool cre
     struct med_vgpus *all = v->all;
     if (v->conf.guest) {
         bool created;
-        v->bar = med_guest_window_open(all->dir, all->dir_path, v->conf.name, create, &v->regs, &created, err,
-                                       errlen);
-        return v->bar ? 0 : -1;
+        if (med_guest_window_open(all->dir, all->dir_path, v->conf.name, create, &v->regs, &created, &v->guest,
+                                  err, errlen) != 0)
+            return -1;
+        v->bar = v->guest.bar;
+        v->window_lost = false;
+        return 0;
     }
     int fd = -1;
     unsigned running = j && !j->guest ? alive(j) : 0;
@@ -444,6 +447,22 @@ int med_vgpus_check_reload(struct med_vgpus *all, const struct med_config *c, co
     return 0;
 }
 
+/* A retired VM's window, made whole again by a reload. */
+static void remake_window(struct med_vgpu *v, const struct med_vgpu_conf *conf)
+{
+    char err[1024];
+    struct med_guest_window lost = v->guest; /* memory of the mediator's own, since it was retired */
+    v->conf = *conf;
+    if (make_window(v, NULL, true, err, sizeof(err)) != 0) {
+        vgpu_error("vGPU %s: its window stays retired: %s", conf->name, err);
+        v->guest = lost;
+        v->bar = lost.bar;
+        return;
+    }
+    med_guest_window_close(&lost);
+    vgpu_info("vGPU %s: its window is whole again", conf->name);
+}
+
 int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
 {
     int failed = 0;
@@ -458,6 +477,8 @@ int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const st
         struct med_vgpu *v = med_vgpus_find(all, conf->name);
         if (v) {
             v->retired = false;
+            if (v->window_lost)
+                remake_window(v, conf);
             apply(v, conf, g);
             continue;
         }
@@ -497,10 +518,25 @@ static void rebuild_counters(struct med_vgpu *v)
     vgpu_bar0_rebuild(v->bar);
 }
 
+/* A VM's window whose file shrank is retired (guest_window.h): the
+ * mediator touches only memory of its own in its place from then on. */
+static void check_window(struct med_vgpu *v)
+{
+    long long size;
+    if (!v->conf.guest || v->window_lost || med_guest_window_intact(&v->guest, &size))
+        return;
+    v->window_lost = true;
+    vgpu_error("vGPU %s: its window %s/%s.bar0 shrank (to %lld bytes): someone who may write it (its VM's group) "
+               "truncated it. The vGPU is retired: its VM's processes are no longer counted, the other vGPUs go "
+               "on. A reload or a restart of vgpu-mediatord makes the window whole again; its VM's CUDA processes "
+               "then start again", v->conf.name, v->all->dir_path, v->conf.name, size);
+}
+
 void med_vgpus_scan(struct med_vgpus *all)
 {
     for (int i = 0; i < all->n; i++) {
         struct med_vgpu *v = all->v[i];
+        check_window(v);
         for (int k = v->nadm - 1; k >= 0; k--) {
             struct med_admission *a = v->adm[k];
             if (a->connected || vgpu_bar0_owner_alive(a->pid, a->start_time))

@@ -22,6 +22,7 @@
 
 #include "tools/mediatord/config.h"
 #include "tools/mediatord/gpus.h"
+#include "tools/mediatord/guest_window.h"
 #include "tools/mediatord/host_window.h"
 #include "tools/mediatord/journal.h"
 #include "vgpu_backend/bar0.h"
@@ -64,6 +65,8 @@ struct med_vgpu {
     struct vgpu_bar0 *bar;        /* the window, mapped read-write */
     struct vgpu_bar0_config regs; /* the registers written to it: read these, never the window's */
     struct med_host_window host;  /* a host vGPU's memfds (descriptors -1 for a guest's) */
+    struct med_guest_window guest; /* a VM's file (descriptor -1 for a host vGPU's) */
+    bool window_lost;             /* a VM's window whose file shrank: retired until a reload or restart */
     const struct med_gpu *gpu[VGPU_MAX_DEVICES]; /* its devices */
     struct med_admission **adm;   /* the processes admitted to it, malloc'd */
     int nadm, adm_cap;
@@ -126,7 +129,9 @@ unsigned med_vgpu_processes(const struct med_vgpu *v);
 struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name);
 
 /* Returns the memory of processes carried over a restart that died before
- * reattaching, and drops retired vGPUs nothing uses. */
+ * reattaching, drops retired vGPUs nothing uses, and retires a VM's window
+ * whose file shrank (its vGPU is then shown with no use until a reload or
+ * a restart makes the window again). */
 void med_vgpus_scan(struct med_vgpus *all);
 
 /* Writes the journals that lag their records. */
