@@ -141,6 +141,11 @@ reload() {
     fail "the mediator did not reload within 10 s"
 }
 
+# no_findings: the mediator's watch found no tenant using its GPU out of turn.
+no_findings() {
+    ! grep "watch: pid" "$tmp/med.log" || fail "the watch reported an honest tenant"
+}
+
 me=$(id -u)
 # Every scenario starts from a GPU no vGPU of this user has arbitrated: the
 # page of the fake GPU 0 is the user's, and would carry the entries of the
@@ -290,12 +295,14 @@ mediated-two-tenants-get-25-and-75)
     expect_split a 0.18 0.32 a b
     expect_total 0.75 1.02 a b
     grep -q "compute shares are arbitrated" "$tmp/med.log" || fail "the mediator did not say it arbitrates"
+    no_findings
     ;;
 
 mediated-lone-cap)
     mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "compute_mode = cap" "uids = $me"
     mediated a matmul 3; join $last a
     expect_share a 0.22 0.38
+    no_findings
     ;;
 
 mediated-reload-turns-a-share-into-a-cap-and-back)
@@ -312,6 +319,7 @@ mediated-reload-turns-a-share-into-a-cap-and-back)
     reload "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 30" "uids = $me"
     mediated a matmul 2; join $last a
     expect_share a 0.75 1.02
+    no_findings
     ;;
 
 mediated-lone-share-lends-idle-time)
@@ -329,6 +337,44 @@ mediated-tenant-cannot-set-its-own-share)
     expect_share a 0.22 0.38
     grep -q "VGPU_COMPUTE_SHARE and VGPU_COMPUTE_MODE are ignored: vgpu-mediatord" "$tmp/a.err" ||
         fail "the tenant did not say that its own share is ignored"
+    ;;
+
+mediated-forged-grant-lifts-no-cap)
+    # A tenant of a 10% cap writes its vGPU's grant for 2 s, no workload
+    # running, and leaves: the grant is the mediator's to write (on the
+    # first page, which tenants map read-only), so its next, ordinary
+    # process is still capped.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 10" "compute_mode = cap" "uids = $me"
+    python3 "$(dirname "$(realpath "$0")")/mediator_tenant.py" "$tmp/sock" grant 2 >"$tmp/forger.out" 2>&1 ||
+        fail "the forger failed: $(cat "$tmp/forger.out")"
+    mediated a matmul 3; join $last a
+    expect_share a 0.03 0.2
+    ;;
+
+guest-forged-grant-lasts-a-millisecond)
+    # A VM writes every byte of its window, its grant too: one it wrote
+    # itself, with no turn given, is undone at the mediator's next
+    # arbitration, and its next process is capped.
+    mediator "[vgpu.vm]" "devices = 0" "memory = 4G" "compute = 10" "compute_mode = cap" "guest = yes"
+    python3 - "$tmp/state/vm.bar0" <<'PYEOF' || fail "cannot write the VM's grant"
+import mmap, os, struct, sys, time
+fd = os.open(sys.argv[1], os.O_RDWR)
+w = mmap.mmap(fd, 262144)
+version = struct.unpack_from("<I", w, 8)[0]
+at = 0x1000 + 64 + 32 if version <= 3 else 0xC00  # device 0's grant, by layout
+end = time.monotonic() + 2
+while time.monotonic() < end:
+    w[at:at + 4] = struct.pack("<I", 1)
+    time.sleep(0.0005)
+PYEOF
+    sys=$tmp/sys/bus/pci/devices
+    mkdir -p "$sys/0000:00:05.0"
+    echo 0x1af4 >"$sys/0000:00:05.0/vendor"; echo 0x1110 >"$sys/0000:00:05.0/device"
+    ln -s "$tmp/state/vm.bar0" "$sys/0000:00:05.0/resource2"
+    env VGPU_SYSFS_ROOT="$tmp/sys" VGPU_MEDIATOR_SOCKET=none "$workload" matmul 3 >"$tmp/vm.out" 2>"$tmp/vm.err" &
+    last=$!; pids="$pids $last"
+    join $last vm
+    expect_share vm 0.03 0.2
     ;;
 
 mediated-stopped-mediator-lets-launches-go)

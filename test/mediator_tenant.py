@@ -9,6 +9,10 @@
       SLOT of its vGPU's process table, and leaves
   mediator_tenant.py SOCKET epoch VALUE
       admitted, writes VALUE into its window's mediator_epoch, and leaves
+  mediator_tenant.py SOCKET grant SECONDS
+      admitted, writes 1 into its vGPU's grant on device 0 (wherever the
+      window's layout version keeps it) again and again for SECONDS, and
+      leaves; prints what it wrote, or why it could not
   mediator_tenant.py SOCKET slots N
       one process asks for N process slots over N connections; prints
       "entered K" and the first refusal
@@ -159,6 +163,33 @@ def epoch(path, value):
     s.close()
 
 
+GRANT_IN_STATUS_V3 = 64 + 32  # device 0's grant, in the status part (layout 3)
+TURNS = 0xC00                 # the turns, on the first page (layout 4)
+
+
+def grant(path, seconds):
+    s, config, status = admitted(path)
+    first = mmap.mmap(config, CONFIG_PAGE, mmap.MAP_SHARED, mmap.PROT_READ)
+    version = struct.unpack_from("<I", first, 8)[0]
+    if version <= 3:
+        window, at = mmap.mmap(status, os.fstat(status).st_size, mmap.MAP_SHARED,
+                               mmap.PROT_READ | mmap.PROT_WRITE), GRANT_IN_STATUS_V3
+    else:
+        try:
+            window, at = mmap.mmap(config, CONFIG_PAGE, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE), TURNS
+        except OSError as e:
+            print("layout %d: the grant is on the first page, which cannot be mapped writable (%s)" %
+                  (version, errno.errorcode.get(e.errno, e.errno)))
+            s.close()
+            return
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        window[at:at + 4] = struct.pack("<I", 1)
+        time.sleep(0.0005)
+    print("layout %d: wrote the grant for %.1f s" % (version, seconds))
+    s.close()
+
+
 def slots(path, n):
     held, entered, refusal = [], 0, ""
     for _ in range(n):
@@ -271,6 +302,8 @@ def main():
         forge(path, int(args[0]), int(args[1]))
     elif what == "epoch":
         epoch(path, int(args[0]))
+    elif what == "grant":
+        grant(path, float(args[0]))
     elif what == "slots":
         slots(path, int(args[0]))
     elif what == "connections":

@@ -230,6 +230,42 @@ kills-an-over-quota-process-with-enforce-kill)
       "[('a', $((256 * MiB + OVH)))] $((256 * MiB + OVH))" ] || fail "its memory did not come back: $(smi_json)"
     ;;
 
+reports-and-kills-a-process-around-the-compute-share)
+    # vGPUs of a 10% cap and a 90% share on GPU 0.  A process of a goes
+    # around vgpu's gate (it launches through the driver behind vgpu): a is
+    # never given a turn, and the driver sees it use the GPU all the same.
+    # Reported within seconds, then killed once a reload says enforce = kill;
+    # the honest process of b is never reported.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 10" "compute_mode = cap" "uids = $me" \
+           "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 90" "uids = $me"
+    start_mediator --metrics 127.0.0.1:0
+    VGPU_NAME=b "$build/test/workload" matmul 30 >"$tmp/b.out" 2>&1 &
+    honest=$!; pids="$pids $honest"
+    VGPU_NAME=a "$build/test/workload" matmul 30 --around-the-gate >"$tmp/a.out" 2>&1 &
+    cheat=$!; pids="$pids $cheat"
+    t0=$(date +%s%3N)
+    echo "reported after $(listed "$cheat" over_share) ms"
+    grep -q "warn: watch: pid $cheat (workload, uid $me $me_name) of vGPU a used [0-9.]*% of GPU 0 (GPU-fa4e0000-0000-0000-0000-000000000000) over a second in which its vGPU, whose compute share there is 10.0%, was given none of it, and did so in [3-9] of the last 10 seconds: it launches around vgpu's compute share" \
+        "$tmp/med.log" || fail "no log line for the process around the share"
+    [ "$(py "[(p['rule'], p['pid'], p['vgpu'], p['memory'], p['share_percent'], p['enforce']) for p in s['watch']['processes']]")" = \
+      "[('over_share', $cheat, 'a', None, 10.0, 'report')]" ] || fail "vgpu-smi --json: $(smi_json)"
+    "$smi" --socket "$tmp/sock" | grep -Eq "^over share +$cheat +$me_name +workload +0 +[0-9.]+% +share 10% +a " ||
+        fail "the table lacks the process: $("$smi" --socket "$tmp/sock")"
+    metrics_have "vgpu_watch_over_share_processes{$labels0,vgpu=\"a\"} 1" \
+                 "vgpu_watch_over_share_processes{$labels0,vgpu=\"b\"} 0"
+    kill -0 "$cheat" || fail "enforce = report killed the process"
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 10" "compute_mode = cap" "uids = $me" "enforce = kill" \
+           "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 90" "uids = $me"
+    kill -HUP "$medpid"
+    t0=$(date +%s%3N)
+    echo "killed after $(ended "$cheat") ms"
+    grep -q "watch: killed pid $cheat .* with SIGKILL (enforce = kill in \[vgpu.a\] of $conf)" "$tmp/med.log" ||
+        fail "the kill was not logged"
+    metrics_have "vgpu_watch_kills_total{$labels0,vgpu_rule=\"over_share\"} 1"
+    kill -0 "$honest" || fail "the honest process was killed"
+    grep -q "pid $honest .*compute share" "$tmp/med.log" && fail "the honest process was reported"
+    ;;
+
 vgpu-over-quota-names-its-processes-and-kills-the-largest)
     # Each within the 2 GiB quota, together 2.5 GiB.
     config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"

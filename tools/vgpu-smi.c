@@ -174,8 +174,8 @@ static void print_table(const struct vgpu_msg *m, const struct vgpu_msg *w, cons
     print_watch_table(w);
 }
 
-static const char *const rule_names[] = { "?", "unadmitted", "over quota", "vGPU over quota" };
-static const char *const rule_keys[] = { "?", "unadmitted", "over_quota", "vgpu_over_quota" };
+static const char *const rule_names[] = { "?", "unadmitted", "over quota", "vGPU over quota", "over share" };
+static const char *const rule_keys[] = { "?", "unadmitted", "over_quota", "vgpu_over_quota", "over_share" };
 
 static bool known(uint64_t bytes)
 {
@@ -216,10 +216,15 @@ static void print_watch_table(const struct vgpu_msg *w)
         struct vgpu_watch_case c;
         vgpu_proto_watch_case(w, i, &c);
         char used[32] = "?", quota[32] = "-";
-        if (known(c.used))
-            mib(c.used, used, sizeof(used));
-        if (c.quota)
-            mib(c.quota, quota, sizeof(quota));
+        if (c.rule == VGPU_WATCH_OVER_SHARE) { /* its utilization, against its vGPU's share */
+            snprintf(used, sizeof(used), "%.1f%%", (double)c.used / 10);
+            snprintf(quota, sizeof(quota), "share %.0f%%", (double)c.quota / 10);
+        } else {
+            if (known(c.used))
+                mib(c.used, used, sizeof(used));
+            if (c.quota)
+                mib(c.quota, quota, sizeof(quota));
+        }
         printf("%-16s %-8u %-12.12s %-16.16s %-4u %12s %12s %-16s %.1fs%s\n", rule_names[c.rule], c.pid, c.user,
                c.comm, c.gpu, used, quota, c.vgpu[0] ? c.vgpu : "-", c.seen_ms / 1e3,
                c.flags & VGPU_WATCH_KILLED ? "  killed" : "");
@@ -262,10 +267,15 @@ static void print_watch_json(const struct vgpu_msg *w)
         vgpu_json_string(stdout, c.comm);
         printf(",\"gpu\":%u,\"uuid\":", c.gpu);
         vgpu_json_string(stdout, c.uuid);
+        bool share = c.rule == VGPU_WATCH_OVER_SHARE;
         printf(",\"memory\":");
-        json_bytes(c.used, known(c.used));
+        json_bytes(c.used, !share && known(c.used));
         printf(",\"quota\":");
-        json_bytes(c.quota, c.quota != 0);
+        json_bytes(c.quota, !share && c.quota != 0);
+        if (share)
+            printf(",\"utilization_percent\":%.1f,\"share_percent\":%.1f", (double)c.used / 10, (double)c.quota / 10);
+        else
+            printf(",\"utilization_percent\":null,\"share_percent\":null");
         printf(",\"vgpu\":");
         if (c.vgpu[0])
             vgpu_json_string(stdout, c.vgpu);

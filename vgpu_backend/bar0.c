@@ -31,9 +31,11 @@ _Static_assert(offsetof(struct vgpu_bar0_status, mediator_epoch) == 12, "epoch a
 _Static_assert(sizeof(struct vgpu_bar0_proc) == 160, "process slot is 160 bytes");
 _Static_assert(offsetof(struct vgpu_bar0_proc, busy) == 144, "busy at slot offset 144");
 _Static_assert(sizeof(struct vgpu_bar0_device_status) == 128, "device status is 128 bytes");
-_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_grant) == 32, "sched_grant at device offset 32");
+_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_waiting) == 36, "sched_waiting at device offset 36");
 _Static_assert(offsetof(struct vgpu_bar0_device_status, sched_launches) == 48, "sched_launches at device offset 48");
-_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_beat) == 64, "sched_beat at device offset 64");
+_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_busy_ns) == 56, "sched_busy_ns at device offset 56");
+_Static_assert(offsetof(struct vgpu_bar0, turn) == 0xc00, "turns at 0xc00, on the first page");
+_Static_assert(sizeof(struct vgpu_bar0_device_turn) == 16, "a device's turn is 16 bytes");
 _Static_assert(sizeof(struct vgpu_bar0) % 4096 == 0 && sizeof(struct vgpu_bar0) <= VGPU_BAR0_GUEST_FILE_SIZE,
                "the window is whole pages and fits a guest BAR");
 _Static_assert(sizeof(_Atomic uint64_t) == 8 && sizeof(_Atomic uint32_t) == 4, "plain-sized atomics");

@@ -1,10 +1,12 @@
 /*
- * BAR0: the vGPU's shared register window, layout version 3 (docs/bar0.md).
+ * BAR0: the vGPU's shared register window, layout version 4 (docs/bar0.md).
  *
- * Mapped by every process of the vGPU.  Three regions, each on its own page:
+ * Mapped by every process of the vGPU.  Three regions, each on its own page
+ * (the first page holds two parts):
  *
  *   0x0000  header   magic, version, size, region offsets, owner flags, name
  *   0x0100  config   per device: physical id, memory limit, compute share, name
+ *   0x0c00  turns    per device: the compute share's grant and beat (mediated)
  *   0x1000  status   per device: memory in use, context overhead; reaper clock
  *   0x2000  procs    process table: pid + start time, bytes held per device
  *
@@ -33,7 +35,9 @@
 #include "vgpu_backend/settings.h"
 
 #define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
-#define VGPU_BAR0_VERSION 3 /* 2: a slot's busy word (counters are rebuilt from the slots); 3: the compute share's registers */
+/* 2: a slot's busy word (counters are rebuilt from the slots); 3: the
+ * compute share's registers; 4: its grant and beat moved to the first page */
+#define VGPU_BAR0_VERSION 4
 #define VGPU_BAR0_MAX_PROCS 1024
 #define VGPU_BAR0_CONFIG_PAGE 0x1000 /* header + config: what a mediated client maps read-only */
 #define VGPU_BAR0_GUEST_FILE_SIZE (256u << 10) /* ivshmem BARs are a power of two */
@@ -71,22 +75,34 @@ struct vgpu_bar0_config {
     struct vgpu_bar0_device_config device[VGPU_MAX_DEVICES];
 };
 
+/*
+ * The compute share's turn on one device (docs/compute.md), on the first
+ * page: in a mediated window only the mediator writes it (its processes map
+ * that page read-only), so no tenant can hand its vGPU the GPU.  Counters,
+ * not times: a VM's clock is not the host's.
+ */
+struct vgpu_bar0_device_turn {
+    _Atomic uint32_t grant;            /* non-zero while the vGPU holds the GPU (waiting threads sleep on it, a
+                                        * futex); rewritten at every arbitration */
+    uint32_t reserved;
+    _Atomic uint64_t beat;             /* moves at each of the mediator's arbitrations of this GPU (about every
+                                        * millisecond); 0: it does not schedule it */
+};
+
 struct vgpu_bar0_device_status {
     _Atomic uint64_t memory_used;      /* bytes held by the vGPU's processes, overhead included */
     _Atomic uint64_t context_overhead; /* bytes a process's first context takes on this device; 0 = not measured */
     _Atomic uint64_t refusals;         /* allocations refused for the quota */
     _Atomic uint64_t context_extra;    /* bytes each further context of a process takes; 0 = not measured */
-    /* The compute share (docs/compute.md).  Counters, not times: a VM's
-     * clock is not the host's. */
-    _Atomic uint32_t sched_grant;      /* mediated: non-zero while the vGPU holds the GPU (the mediator
-                                        * writes it; waiting threads sleep on it, a futex) */
+    /* The compute share's demand (docs/compute.md).  Counters, not times:
+     * a VM's clock is not the host's. */
+    uint32_t reserved1;                /* version 3's grant, now in the turns */
     _Atomic uint32_t sched_waiting;    /* threads of its processes waiting for the GPU */
     _Atomic uint32_t sched_running;    /* threads of its processes waiting for their own queued work */
     uint32_t reserved0;
     _Atomic uint64_t sched_launches;   /* moves at most once a millisecond per process while it launches */
     _Atomic uint64_t sched_busy_ns;    /* GPU time charged to it, in all (the arbiter writes it) */
-    _Atomic uint64_t sched_beat;       /* mediated: moves at each of the mediator's arbitrations of this
-                                        * GPU (about every millisecond); 0: it does not schedule it */
+    uint64_t reserved2;                /* version 3's beat, now in the turns */
     uint64_t reserved[7];
 };
 
@@ -123,7 +139,9 @@ struct vgpu_bar0 {
     struct vgpu_bar0_header header;
     uint8_t pad0[0x100 - sizeof(struct vgpu_bar0_header)];
     struct vgpu_bar0_config config;
-    uint8_t pad1[0x1000 - 0x100 - sizeof(struct vgpu_bar0_config)];
+    uint8_t pad1[0xc00 - 0x100 - sizeof(struct vgpu_bar0_config)];
+    struct vgpu_bar0_device_turn turn[VGPU_MAX_DEVICES];
+    uint8_t pad1b[0x1000 - 0xc00 - VGPU_MAX_DEVICES * sizeof(struct vgpu_bar0_device_turn)];
     struct vgpu_bar0_status status;
     uint8_t pad2[0x1000 - sizeof(struct vgpu_bar0_status)];
     struct vgpu_bar0_proc procs[VGPU_BAR0_MAX_PROCS];

@@ -34,7 +34,8 @@
 #define MARK_EVERY_NS 1000000ull /* how often a process says it is launching */
 
 struct gate {
-    struct vgpu_bar0_device_status *st; /* the vGPU device's registers (grant, waiting, activity, busy) */
+    struct vgpu_bar0_device_status *st; /* the vGPU device's status (waiting, activity, busy) */
+    struct vgpu_bar0_device_turn *turn; /* mediated: its turn (grant, beat), the mediator's alone to write */
     struct vgpu_sched_page *page;       /* standalone: the GPU's shared page; NULL: the mediator arbitrates */
     _Atomic int entry;                  /* standalone: the vGPU's entry in the page (taken anew by any thread) */
     uint64_t dev, ino;                  /* standalone: whose the entry is (the BAR0 file) */
@@ -76,6 +77,7 @@ static void set_up(void)
     for (int d = 0; d < self->ndev; d++) {
         struct gate *g = &gates.g[d];
         g->st = &self->bar0.bar->status.device[d];
+        g->turn = &self->bar0.bar->turn[d];
         /* A host mediator wakes its waiters (a futex on the grant); a VM's
          * processes are in another kernel, so they look every millisecond. */
         g->poll_ns = self->source == VGPU_SOURCE_GUEST ? 1000000 : 50000000;
@@ -130,7 +132,7 @@ static struct gate *gate_of_launch(uint64_t now)
         return g;
     if (g->scheduled)
         return NULL;
-    uint64_t beat = atomic_load_explicit(&g->st->sched_beat, memory_order_acquire);
+    uint64_t beat = atomic_load_explicit(&g->turn->beat, memory_order_acquire);
     if (!beat)
         return NULL;
     /* The beat is the mediator's counter (a VM's clock is not the host's):
@@ -157,7 +159,7 @@ static bool granted(struct gate *g, uint64_t now)
     if (g->page)
         return vgpu_sched_holder(&g->page->state) == g->entry && now < vgpu_sched_until(&g->page->state) &&
                vgpu_sched_page_owns(g->page, g->entry, g->dev, g->ino, g->vdev);
-    return atomic_load_explicit(&g->st->sched_grant, memory_order_acquire) != 0;
+    return atomic_load_explicit(&g->turn->grant, memory_order_acquire) != 0;
 }
 
 /* Says, about once a millisecond, that this vGPU is launching: its demand. */
@@ -185,7 +187,7 @@ static void wait_for_gpu(struct gate *g, uint64_t now)
     if (!g->page) {
         atomic_fetch_add(&g->st->sched_waiting, 1);
         for (; !granted(g, now) && gate_of_launch(now); now = now_ns())
-            vgpu_futex_wait(&g->st->sched_grant, 0, g->poll_ns);
+            vgpu_futex_wait(&g->turn->grant, 0, g->poll_ns);
         atomic_fetch_sub(&g->st->sched_waiting, 1);
         return;
     }

@@ -107,7 +107,7 @@ static ssize_t check_watch(const uint8_t *p, uint32_t length, char *err, size_t 
     for (uint32_t i = 0; i < h.ncases; i++, q += sizeof(struct vgpu_watch_case)) {
         struct vgpu_watch_case c;
         memcpy(&c, q, sizeof(c));
-        if (c.rule < VGPU_WATCH_UNADMITTED || c.rule > VGPU_WATCH_VGPU_OVER_QUOTA || !TERMINATED(c.uuid) ||
+        if (c.rule < VGPU_WATCH_UNADMITTED || c.rule > VGPU_WATCH_OVER_SHARE || !TERMINATED(c.uuid) ||
             !TERMINATED(c.comm) || !TERMINATED(c.user) || !TERMINATED(c.vgpu))
             return vgpu_fail(err, errlen, "WATCH process record %u is malformed", i);
     }

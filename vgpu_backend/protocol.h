@@ -146,6 +146,7 @@ enum vgpu_watch_rule {
     VGPU_WATCH_UNADMITTED = 1,      /* uses a watched GPU, admitted to no vGPU on it */
     VGPU_WATCH_OVER_QUOTA = 2,      /* holds more than its vGPU's quota there, beyond the tolerance */
     VGPU_WATCH_VGPU_OVER_QUOTA = 3, /* its vGPU's processes there together do */
+    VGPU_WATCH_OVER_SHARE = 4,      /* used an arbitrated GPU while its vGPU was given none of it */
 };
 
 #define VGPU_WATCH_KILL_UNADMITTED 1u /* header flags: enforce = kill in [mediator] */
@@ -170,8 +171,10 @@ struct vgpu_watch_case {
     uint32_t rule;               /* enum vgpu_watch_rule */
     uint32_t flags;              /* VGPU_WATCH_KILLED, VGPU_WATCH_KILL */
     uint32_t reported_ms;        /* since it was reported (found so in two readings running) */
-    uint64_t used;               /* what the driver says it holds on the GPU */
-    uint64_t quota;              /* its vGPU's quota there; 0 when unadmitted */
+    uint64_t used;               /* what the driver says it holds on the GPU (OVER_SHARE: its utilization
+                                  * there, permille, in the latest reading that found it) */
+    uint64_t quota;              /* its vGPU's quota there; 0 when unadmitted (OVER_SHARE: its vGPU's
+                                  * compute share there, permille) */
     uint64_t vgpu_used;          /* VGPU_OVER_QUOTA: what the vGPU's processes hold there together */
     uint64_t seen_ms;            /* since it was first found so */
     char uuid[48];               /* the GPU's */

@@ -211,12 +211,17 @@ static const struct med_gpu *gpu_numbered(const struct med_gpus *g, uint32_t ind
 }
 
 /* Reported cases on GPU k: of the rule (0: either over-quota rule), of vGPU name (NULL: any). */
+static bool over_quota(enum vgpu_watch_rule rule)
+{
+    return rule == VGPU_WATCH_OVER_QUOTA || rule == VGPU_WATCH_VGPU_OVER_QUOTA;
+}
+
 static unsigned count_cases(const struct med_watch *watch, int k, enum vgpu_watch_rule rule, const char *name)
 {
     unsigned n = 0;
     for (int i = 0; i < watch->ncases; i++) {
         const struct med_watch_case *c = &watch->cases[i];
-        n += c->reported && c->gpu == k && (rule ? c->rule == rule : c->rule != VGPU_WATCH_UNADMITTED) &&
+        n += c->reported && c->gpu == k && (rule ? c->rule == rule : over_quota(c->rule)) &&
              (!name || strcmp(c->vgpu, name) == 0);
     }
     return n;
@@ -249,11 +254,24 @@ static void watch_metrics(struct text *t, const struct med_world *w)
             put(t, ",vgpu=\"%s\"} %u\n", v->conf.name, count_cases(watch, k, 0, v->conf.name));
         }
     }
+    put(t, "# HELP vgpu_watch_over_share_processes Processes of the vGPU that used the GPU while the vGPU was given "
+           "none of it (its compute share's arbitration).\n# TYPE vgpu_watch_over_share_processes gauge\n");
+    for (int i = 0; i < w->vgpus->n; i++) {
+        const struct med_vgpu *v = w->vgpus->v[i];
+        for (uint32_t d = 0; !v->conf.guest && d < v->regs.device_count && d < VGPU_MAX_DEVICES; d++) {
+            int k = v->gpu[d] ? (int)(v->gpu[d] - watch->gpus->gpu) : -1;
+            if (k < 0 || !(watch->watched >> k & 1))
+                continue;
+            put(t, "vgpu_watch_over_share_processes{");
+            gpu_labels(t, watch, k);
+            put(t, ",vgpu=\"%s\"} %u\n", v->conf.name, count_cases(watch, k, VGPU_WATCH_OVER_SHARE, v->conf.name));
+        }
+    }
     put(t, "# HELP vgpu_watch_kills_total Processes vgpu-mediatord killed on the GPU (enforce = kill), by the rule "
            "they broke.\n# TYPE vgpu_watch_kills_total counter\n");
-    static const char *const rules[] = { "unadmitted", "over_quota" };
+    static const char *const rules[] = { "unadmitted", "over_quota", "over_share" };
     for (int k = 0; k < watch->gpus->n; k++)
-        for (int r = 0; r < 2; r++)
+        for (int r = 0; r < 3; r++)
             if (watch->watched >> k & 1 || watch->kills[k][r]) {
                 put(t, "vgpu_watch_kills_total{");
                 gpu_labels(t, watch, k);

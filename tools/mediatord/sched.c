@@ -25,6 +25,11 @@ static struct vgpu_bar0_device_status *status_of(const struct med_sched_member *
     return &m->v->bar->status.device[m->d];
 }
 
+static struct vgpu_bar0_device_turn *turn_of(const struct med_sched_member *m)
+{
+    return &m->v->bar->turn[m->d];
+}
+
 int med_sched_init(struct med_sched *s)
 {
     memset(s, 0, sizeof(*s));
@@ -53,10 +58,10 @@ static void turn_off(struct med_sched_gpu *sg)
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         if (!sg->m[i].v)
             continue;
-        struct vgpu_bar0_device_status *st = status_of(&sg->m[i]);
-        atomic_store(&st->sched_beat, 0);
-        atomic_store(&st->sched_grant, 1);
-        vgpu_futex_wake_all(&st->sched_grant);
+        struct vgpu_bar0_device_turn *t = turn_of(&sg->m[i]);
+        atomic_store(&t->beat, 0);
+        atomic_store(&t->grant, 1);
+        vgpu_futex_wake_all(&t->grant);
     }
     sg->on = false;
 }
@@ -96,10 +101,9 @@ void med_sched_sync(struct med_sched *s, struct med_vgpus *all, const struct med
                     continue;
                 }
                 if (!sg->m[i].v) {
-                    struct vgpu_bar0_device_status *st = &v->bar->status.device[d];
-                    sg->m[i] = (struct med_sched_member){ .v = v, .d = d, .active_ns = now,
-                                                          .launches = atomic_load(&st->sched_launches) };
-                    atomic_store(&st->sched_grant, 0);
+                    sg->m[i] = (struct med_sched_member){ .v = v, .d = d, .active_ns = now, .joined_ns = now,
+                                                          .launches = atomic_load(&v->bar->status.device[d].sched_launches) };
+                    atomic_store(&turn_of(&sg->m[i])->grant, 0);
                 }
                 vgpu_sched_set(&sg->s, i, share * 10, mode, now);
                 seen[i] = true;
@@ -119,11 +123,12 @@ void med_sched_sync(struct med_sched *s, struct med_vgpus *all, const struct med
         if (!want && sg->on)
             turn_off(sg);
         if (want && !sg->on) {
+            sg->on_ns = now;
             /* Nobody holds it until the first arbitration (turned off, each was let launch). */
             __atomic_store_n(&sg->s.holder, -1, __ATOMIC_RELEASE);
             for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
                 if (sg->m[i].v)
-                    atomic_store(&status_of(&sg->m[i])->sched_grant, 0);
+                    atomic_store(&turn_of(&sg->m[i])->grant, 0);
         }
         sg->on = want;
         any |= want;
@@ -167,12 +172,12 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
         int now_holder = sg->s.holder;
         if (now_holder != was) {
             if (was >= 0 && sg->m[was].v)
-                atomic_store(&status_of(&sg->m[was])->sched_grant, 0);
+                atomic_store(&turn_of(&sg->m[was])->grant, 0);
             if (now_holder >= 0) {
                 struct med_sched_member *m = &sg->m[now_holder];
                 vgpu_sched_demand_granted(&m->demand, m->launches, now);
-                atomic_store(&status_of(m)->sched_grant, 1);
-                vgpu_futex_wake_all(&status_of(m)->sched_grant);
+                atomic_store(&turn_of(m)->grant, 1);
+                vgpu_futex_wake_all(&turn_of(m)->grant);
             }
             if (vgpu_log_enabled(VGPU_LOG_DEBUG))
                 vgpu_debug("compute share: %s -> %s for %.1f ms", was >= 0 ? sg->m[was].v->conf.name : "nobody",
@@ -183,9 +188,15 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         if (!sg->m[i].v)
             continue;
-        struct vgpu_bar0_device_status *st = status_of(&sg->m[i]);
-        atomic_store(&st->sched_busy_ns, sg->s.e[i].busy_ns);
-        atomic_store(&st->sched_beat, s->beat);
+        /* Every grant, every tick, not only when the GPU changes hands: a
+         * VM writes every byte of its window, and a grant it wrote itself
+         * must not outlive the next millisecond. */
+        struct vgpu_bar0_device_turn *t = turn_of(&sg->m[i]);
+        if (i == sg->s.holder)
+            sg->m[i].held_ns = now;
+        atomic_store(&t->grant, i == sg->s.holder);
+        atomic_store(&status_of(&sg->m[i])->sched_busy_ns, sg->s.e[i].busy_ns);
+        atomic_store(&t->beat, s->beat);
     }
 }
 
@@ -195,6 +206,9 @@ void med_sched_tick(struct med_sched *s)
     while (read(s->timer, &expirations, sizeof(expirations)) == (ssize_t)sizeof(expirations))
         ;
     uint64_t now = now_ns();
+    if (s->tick_ns && now - s->tick_ns > MED_SCHED_GAP_NS)
+        s->gap_ns = now;
+    s->tick_ns = now;
     s->beat++;
     for (int gi = 0; gi < MED_MAX_GPUS; gi++)
         if (s->gpu[gi].on)
@@ -207,4 +221,18 @@ bool med_sched_holds(const struct med_sched *s, int i, const struct med_vgpu *v,
         return false;
     int h = s->gpu[i].s.holder;
     return h >= 0 && s->gpu[i].m[h].v == v && s->gpu[i].m[h].d == d;
+}
+
+bool med_sched_arbitrated_since(const struct med_sched *s, int i, const struct med_vgpu *v, int d, uint64_t since,
+                                uint64_t *held_ns)
+{
+    if (i < 0 || i >= MED_MAX_GPUS || !s->gpu[i].on || s->gpu[i].on_ns > since || s->gap_ns > since ||
+        now_ns() - s->tick_ns > MED_SCHED_GAP_NS)
+        return false;
+    const struct med_sched_gpu *sg = &s->gpu[i];
+    int k = member_of(sg, v, d);
+    if (k < 0 || sg->m[k].joined_ns > since)
+        return false;
+    *held_ns = sg->m[k].held_ns;
+    return true;
 }

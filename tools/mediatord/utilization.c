@@ -3,9 +3,18 @@
 #include "tools/mediatord/utilization.h"
 
 #include "common/log.h"
+#include "tools/mediatord/watch_share.h"
 
 #include <stdlib.h>
+#include <time.h>
 #include <string.h>
+
+static uint64_t now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
 
 int med_views_start(struct med_views *m, const struct med_gpus *g, const struct med_sched *s, char *err,
                     size_t errlen)
@@ -141,8 +150,9 @@ static void measure_gpu(struct med_views *m, struct med_world *world, int gi, co
             for (int k = 0; k < v->nadm; k++) {
                 struct med_admission *a = v->adm[k];
                 a->use[d].measured = measured;
+                a->use[d].latest = measured ? permille_of(u, n, a->pid) : 0;
                 if (measured)
-                    a->use[d].utilization = smoothed(&a->use[d], permille_of(u, n, a->pid));
+                    a->use[d].utilization = smoothed(&a->use[d], a->use[d].latest);
                 else
                     a->use[d].utilization = a->use[d].nrecent = a->use[d].next = 0;
                 if (med_views_first_of_pid(v, k))
@@ -179,7 +189,7 @@ void med_views_readable(struct med_views *m, struct med_world *world)
     struct med_reading r;
     if (!med_sampler_take(m->sampler, &r))
         return;
-    uint64_t dt = m->last_ns && r.taken_ns > m->last_ns ? r.taken_ns - m->last_ns : 0;
+    uint64_t dt = m->last_ns && r.taken_ns > m->last_ns ? r.taken_ns - m->last_ns : 0, from = m->last_ns;
     m->last_ns = r.taken_ns;
     measure_held(m, world, dt);
     uint64_t in_reading = 0;
@@ -199,6 +209,8 @@ void med_views_readable(struct med_views *m, struct med_world *world)
                       "arbiter gives each vGPU there, and no utilization", gpu->index, gpu->uuid);
         }
         measure_gpu(m, world, g->gpu, g->ok ? g : NULL);
+        if (g->ok && dt)
+            med_watch_share_judge(world, m->sched, g->gpu, from, now_ms());
     }
     /* GPUs not read (their vGPUs came after it was taken): nothing measured yet. */
     for (int gi = 0; gi < m->gpus->n; gi++)

@@ -42,6 +42,9 @@ struct med_compute_use {
     uint16_t held;        /* a vGPU's device: GPU time the arbiter charged it, permille of the interval */
     uint16_t utilization; /* permille: a process's, its mean over the recent readings; a vGPU's, the sum of its processes' */
     uint64_t busy_ns;     /* a vGPU's device: its charged GPU time, as read at the previous interval's end */
+    uint16_t latest;      /* a process's: what the latest reading gave it, permille */
+    uint16_t unturned;    /* a vGPU's device: bits, the last readings that found its processes using the GPU
+                           * while it was given none of it (watch_share.h) */
     uint16_t recent[MED_UTIL_READINGS]; /* a process's: what the last readings gave it, permille */
     uint8_t nrecent, next;               /* how many of them there are; where the next goes */
 };

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/mediatord/watch_kill.h"
+#include "tools/mediatord/watch_share.h"
 #include "vgpu_backend/settings.h"
 
 #include <pwd.h>
@@ -91,7 +92,8 @@ void med_watch_configure(struct med_watch *w, const struct med_world *world)
 /* ---- judging a reading ---- */
 
 /* A rule, as the log names it. */
-static const char *const rule_words[] = { "", "unadmitted", "over its vGPU's quota", "in its vGPU's excess" };
+static const char *const rule_words[] = { "", "unadmitted", "over its vGPU's quota", "in its vGPU's excess",
+                                          "over its vGPU's compute share" };
 
 /* NVML says (unsigned long long)NVML_VALUE_NOT_AVAILABLE where it will not
  * tell (a caller without the privilege, some virtualised GPUs). */
@@ -324,6 +326,12 @@ static void what(const struct med_watch *w, const struct med_config *cfg, const 
                  "its quota of %s by more than the tolerance (%s): they allocate around vgpu", c->vgpu, used,
                  gpu->index, gpu->uuid, vgpu_format_size(c->vgpu_used, sum, sizeof(sum)), quota, tol);
         break;
+    case VGPU_WATCH_OVER_SHARE:
+        snprintf(out, len, "of vGPU %s used %.1f%% of GPU %u (%s) over a second in which its vGPU, whose compute share "
+                 "there is %.1f%%, was given none of it, and did so in %u of the last %u seconds: it launches around "
+                 "vgpu's compute share (the device files, or a driver of its own)", c->vgpu, (double)c->used / 10,
+                 gpu->index, gpu->uuid, (double)c->quota / 10, c->found, MED_SHARE_READINGS);
+        break;
     }
 }
 
@@ -348,7 +356,7 @@ static void kill_case(struct med_watch *w, const struct med_world *world, struct
         return;
     }
     c->killed = true;
-    w->kills[c->gpu][c->rule != VGPU_WATCH_UNADMITTED]++;
+    w->kills[c->gpu][c->rule == VGPU_WATCH_UNADMITTED ? 0 : c->rule == VGPU_WATCH_OVER_SHARE ? 2 : 1]++;
     if (c->rule == VGPU_WATCH_UNADMITTED)
         snprintf(section, sizeof(section), "[mediator]");
     else
@@ -382,7 +390,7 @@ static void kill_for_vgpu(struct med_watch *w, const struct med_world *world, co
     }
 }
 
-static void act(struct med_watch *w, const struct med_world *world, uint64_t now_ms)
+static void act(struct med_watch *w, struct med_world *world, uint64_t now_ms)
 {
     for (int i = 0; i < w->ncases; i++) {
         struct med_watch_case *c = &w->cases[i];
@@ -415,7 +423,8 @@ static void end_episodes(struct med_watch *w, uint64_t read)
 {
     for (int i = 0; i < w->ncases; i++) {
         struct med_watch_case *c = &w->cases[i];
-        if (!(read >> c->gpu & 1) || c->reading == w->readings)
+        /* Over its share: found in the compute views' readings, ended there. */
+        if (!(read >> c->gpu & 1) || c->reading == w->readings || c->rule == VGPU_WATCH_OVER_SHARE)
             continue;
         if (c->reported) {
             char name[96];
@@ -460,6 +469,48 @@ void med_watch_readable(struct med_watch *w, struct med_world *world, uint64_t n
     med_watch_configure(w, world);
 }
 
+/* ---- over its compute share (watch_share.h finds it) ---- */
+
+void med_watch_over_share(struct med_watch *w, struct med_world *world, int gpu, const char *vgpu,
+                          const struct med_admission *a, uint16_t permille, uint16_t share, unsigned found,
+                          uint64_t now_ms)
+{
+    if (!(w->watched >> gpu & 1) || (!w->cases && !(w->cases = calloc(MED_WATCH_MAX_CASES, sizeof(*w->cases)))))
+        return;
+    struct member m = { .pid = a->pid };
+    if (!med_proc_read(a->pid, &m.proc) || m.proc.ended || m.proc.start_time != a->start_time)
+        return; /* gone, or going: no finding */
+    struct finding f = { .m = &m, .rule = VGPU_WATCH_OVER_SHARE, .vgpu = vgpu, .quota = share };
+    m.used = permille;
+    /* Counted by the share's check, not by the watch's readings: reported now. */
+    observe(w, gpu, &f, now_ms);
+    for (int i = 0; i < w->ncases; i++) {
+        struct med_watch_case *c = &w->cases[i];
+        if (c->rule == VGPU_WATCH_OVER_SHARE && c->pid == a->pid && c->gpu == gpu && !strcmp(c->vgpu, vgpu))
+        {
+            c->streak = c->streak < 2 ? 2 : c->streak;
+            c->found = found;
+        }
+    }
+    act(w, world, now_ms);
+}
+
+void med_watch_over_share_end(struct med_watch *w, int gpu, const char *vgpu)
+{
+    for (int i = 0; i < w->ncases; i++) {
+        struct med_watch_case *c = &w->cases[i];
+        if (c->rule != VGPU_WATCH_OVER_SHARE || c->gpu != gpu || strcmp(c->vgpu, vgpu) != 0)
+            continue;
+        if (c->reported) {
+            char name[96];
+            who(c, name, sizeof(name));
+            vgpu_info("watch: %s uses GPU %u only in its vGPU's turns again%s", name, w->gpus->gpu[gpu].index,
+                      c->killed ? " (killed)" : "");
+        }
+        drop(w, i--);
+    }
+}
+
 /* ---- WATCH ---- */
 
 static bool visible(const struct med_watch_case *c, const struct med_world *world, uid_t uid, gid_t gid,
@@ -482,7 +533,7 @@ uint8_t *med_watch_build(const struct med_watch *w, const struct med_world *worl
     for (int k = 0; k < w->gpus->n; k++) {
         if (w->watched >> k & 1 && w->gpus->gpu[k].index < 64)
             h.gpus |= 1ull << w->gpus->gpu[k].index;
-        h.kills += w->kills[k][0] + w->kills[k][1];
+        h.kills += w->kills[k][0] + w->kills[k][1] + w->kills[k][2];
     }
     uint8_t *out = calloc(1, sizeof(h) + (size_t)w->ncases * sizeof(struct vgpu_watch_case));
     if (!out)

@@ -12,10 +12,15 @@
  *   over quota        an admitted process holds more than its vGPU's quota
  *                     there, beyond the tolerance;
  *   vGPU over quota   its vGPU's processes there together do, and none of
- *                     them alone (each is named).
+ *                     them alone (each is named);
+ *   over its share    on a GPU the mediator arbitrates, an admitted process
+ *                     used the GPU while its vGPU was given none of it
+ *                     (watch_share.h judges it, from the compute views'
+ *                     readings).
  *
  * A process is reported once it is found so in two readings running (one
- * that is exiting, or being admitted, is not), one log line an episode;
+ * that is exiting, or being admitted, is not; over its share: as
+ * watch_share.h counts), one log line an episode;
  * vgpu-smi (WATCH) and the metrics list it while it lasts.  Where the
  * config says enforce = kill it is sent SIGKILL (watch_kill.h), once.
  * docs/mediator.md, "Watch", is the manual.
@@ -44,11 +49,13 @@ struct med_watch_case {
     struct med_proc proc;     /* start time and ids, when first seen */
     char comm[16];
     char user[32];
-    uint64_t used;            /* as the driver says, in the latest reading */
-    uint64_t quota, vgpu_used;
+    uint64_t used;            /* as the driver says, in the latest reading (over its share: its
+                               * utilization, permille) */
+    uint64_t quota, vgpu_used; /* (over its share: quota is the vGPU's share, permille) */
     uint64_t first_ms;        /* when it was first found so */
     uint64_t reported_ms;     /* when it was reported */
     unsigned streak;          /* readings running it was found so in */
+    unsigned found;           /* over its share: of the share check's last readings, those it was found in */
     uint64_t reading;         /* the last reading it was found in */
     bool reported;            /* said (two readings running) */
     bool kill;                /* the config says to kill it */
@@ -66,7 +73,7 @@ struct med_watch {
     struct med_watch_case *cases;
     int ncases;
     uint64_t readings;
-    uint64_t kills[MED_MAX_GPUS][2];      /* by GPU: unadmitted, over quota (either rule) */
+    uint64_t kills[MED_MAX_GPUS][3];      /* by GPU: unadmitted, over quota (either rule), over its share */
     uint64_t failed_readings[MED_MAX_GPUS];
     struct med_ratelimit fail_log, full_log;
     char hostname[256];       /* for the metrics' Hostname label */
@@ -85,6 +92,20 @@ void med_watch_configure(struct med_watch *w, const struct med_world *world);
 
 /* A reading is there: judges it against the records, reports, enforces. */
 void med_watch_readable(struct med_watch *w, struct med_world *world, uint64_t now_ms);
+
+/*
+ * The compute share's check found admission a (of vGPU vgpu, whose share
+ * there is share permille) using GPU gpu (a med_gpus index) while the vGPU
+ * was given none of it: permille of it in the latest reading, found so in
+ * found of the check's last readings.  Reported at once (once an
+ * episode), and killed where the vGPU's enforce = kill.
+ */
+void med_watch_over_share(struct med_watch *w, struct med_world *world, int gpu, const char *vgpu,
+                          const struct med_admission *a, uint16_t permille, uint16_t share, unsigned found,
+                          uint64_t now_ms);
+
+/* The vGPU's processes use GPU gpu only in its turns again: their episodes end. */
+void med_watch_over_share_end(struct med_watch *w, int gpu, const char *vgpu);
 
 /* The WATCH payload of what uid may see (malloc'd; *len set), or NULL:
  * root and the mediator's user see every case; anyone else the cases of
