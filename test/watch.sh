@@ -143,6 +143,29 @@ kills-an-unadmitted-process-with-enforce-kill)
     kill -0 "$held" || fail "the admitted process was killed too"
     ;;
 
+kills-unadmitted-processes-that-come-and-go)
+    # One user's processes without vgpu, one after another, each holding
+    # 1 GiB for 600 ms: none lives through two readings (1 s apart), but
+    # they are one user's, counted together: once readings found some, each
+    # is killed at first sight.
+    config "watch_interval = 1s" "enforce = kill" "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 512M a
+    killed=0
+    for i in $(seq 1 12); do
+        rogue 1G "r$i"
+        sleep 0.6
+        touch "$tmp/r$i.go" # it frees and exits, unless it was killed
+        wait "$rogue"
+        [ $? = 137 ] && killed=$((killed + 1))
+    done
+    echo "$killed of 12 killed"
+    [ "$killed" -ge 2 ] || fail "only $killed of 12 unadmitted processes that came and went were killed"
+    grep -q "watch: pid [0-9]* (mediator_client, uid $me $me_name) holds .* admitted it to no vGPU there.* (reported at first sight: unadmitted processes of its user were found in the readings before); enforce = kill: it is killed" \
+        "$tmp/med.log" || fail "no log line says the user's processes were counted together"
+    kill -0 "$held" || fail "the admitted process was killed"
+    ;;
+
 never-reports-admitted-processes)
     # Processes of two vGPUs on GPU 0, one also on GPU 1, a fork child with
     # a connection of its own: for several readings, the watch finds none.

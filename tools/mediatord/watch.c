@@ -184,6 +184,29 @@ static void user_name(uid_t uid, bool known_uid, char *out, size_t len)
         snprintf(out, len, "%u", (unsigned)uid);
 }
 
+/* This reading found an unadmitted process of uid: whether its user's
+ * processes were found so in enough of the last readings. */
+static bool user_repeats(struct med_watch *w, uint32_t uid)
+{
+    struct med_watch_user *u = NULL, *oldest = &w->users[0];
+    for (int i = 0; i < MED_WATCH_MAX_USERS && !u; i++) {
+        if (w->users[i].reading && w->users[i].uid == uid)
+            u = &w->users[i];
+        else if (w->users[i].reading < oldest->reading)
+            oldest = &w->users[i];
+    }
+    if (!u) {
+        u = oldest;
+        *u = (struct med_watch_user){ .uid = uid };
+    }
+    if (u->reading != w->readings) {
+        uint64_t gap = u->reading ? w->readings - u->reading : 32;
+        u->found = (gap >= 32 ? 0 : u->found << gap) | 1;
+        u->reading = w->readings;
+    }
+    return __builtin_popcount(u->found & ((1u << MED_WATCH_USER_READINGS) - 1)) >= MED_WATCH_USER_FOUND;
+}
+
 /* The case f continues, or a new one: it was found so in this reading. */
 static void observe(struct med_watch *w, int gpu, const struct finding *f, uint64_t now_ms)
 {
@@ -223,6 +246,11 @@ static void observe(struct med_watch *w, int gpu, const struct finding *f, uint6
     if (c->reading != w->readings) /* the driver may list a process twice */
         c->streak = c->reading == w->readings - 1 ? c->streak + 1 : 1;
     c->reading = w->readings;
+    /* Processes that come and go within a reading: counted by their user. */
+    if (f->rule == VGPU_WATCH_UNADMITTED && m->proc.ids_known && user_repeats(w, m->proc.uid) && c->streak < 2) {
+        c->streak = 2;
+        c->by_user = true;
+    }
 }
 
 static struct group *group_of(struct group *groups, int *n, const struct member *m)
@@ -405,7 +433,10 @@ static void act(struct med_watch *w, struct med_world *world, uint64_t now_ms)
         what(w, world->config, c, text, sizeof(text));
         c->reported = true;
         c->reported_ms = now_ms;
-        vgpu_warn("watch: %s %s%s", name, text, c->kill ? "; enforce = kill: it is killed" : "");
+        vgpu_warn("watch: %s %s%s%s", name, text,
+                  c->by_user ? " (reported at first sight: unadmitted processes of its user were found in the "
+                               "readings before)" : "",
+                  c->kill ? "; enforce = kill: it is killed" : "");
     }
     for (int i = 0; i < w->ncases; i++) {
         struct med_watch_case *c = &w->cases[i];

@@ -20,7 +20,11 @@
  *
  * A process is reported once it is found so in two readings running (one
  * that is exiting, or being admitted, is not; over its share: as
- * watch_share.h counts), one log line an episode;
+ * watch_share.h counts).  Unadmitted use is also counted per user: once a
+ * user's unadmitted processes are found in MED_WATCH_USER_FOUND of the
+ * last MED_WATCH_USER_READINGS readings, whichever processes they were,
+ * each one of theirs is reported at first sight, so that processes that
+ * come and go within a reading do not escape.  One log line an episode;
  * vgpu-smi (WATCH) and the metrics list it while it lasts.  Where the
  * config says enforce = kill it is sent SIGKILL (watch_kill.h), once.
  * docs/mediator.md, "Watch", is the manual.
@@ -39,6 +43,17 @@
 /* Processes the watch keeps track of at once, all GPUs; past that a
  * reading's further findings wait for room (said in the log). */
 #define MED_WATCH_MAX_CASES 4096
+/* Users whose unadmitted use it follows at once (the oldest goes first). */
+#define MED_WATCH_MAX_USERS 256
+#define MED_WATCH_USER_READINGS 4
+#define MED_WATCH_USER_FOUND 2
+
+/* A user some of whose processes were found unadmitted lately. */
+struct med_watch_user {
+    uint32_t uid;
+    uint64_t reading; /* the last reading that found one; 0: a free entry */
+    uint32_t found;   /* bits: the readings up to that one that found one (bit 0: that one) */
+};
 
 /* One process found in one state on one GPU. */
 struct med_watch_case {
@@ -58,6 +73,7 @@ struct med_watch_case {
     unsigned found;           /* over its share: of the share check's last readings, those it was found in */
     uint64_t reading;         /* the last reading it was found in */
     bool reported;            /* said (two readings running) */
+    bool by_user;             /* unadmitted: reported at first sight, its user's found lately */
     bool kill;                /* the config says to kill it */
     bool kill_tried;          /* once an episode, whatever came of it */
     bool killed;
@@ -72,6 +88,7 @@ struct med_watch {
     bool configured;
     struct med_watch_case *cases;
     int ncases;
+    struct med_watch_user users[MED_WATCH_MAX_USERS];
     uint64_t readings;
     uint64_t kills[MED_MAX_GPUS][3];      /* by GPU: unadmitted, over quota (either rule), over its share */
     uint64_t failed_readings[MED_MAX_GPUS];
