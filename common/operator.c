@@ -42,6 +42,15 @@ static int set_path(char *dst, size_t size, const char *value, int line, const c
     return set_string(dst, size, value, line, key, err, errlen);
 }
 
+/* The keys, in the order of struct key_lines. */
+static const char *const keys[] = { "require", "mediator_socket", "real_libcuda", "real_nvml", "pci_id" };
+
+/* Where each key was set (0: not yet): a key set twice is refused, since
+ * whichever won, an operator reading the file could take the other. */
+struct key_lines {
+    int line[sizeof(keys) / sizeof(*keys)];
+};
+
 static int key_value(struct vgpu_operator *o, int line, const char *key, const char *value, char *err, size_t errlen)
 {
     if (strcmp(key, "require") == 0) {
@@ -73,13 +82,27 @@ static int key_value(struct vgpu_operator *o, int line, const char *key, const c
                      "real_nvml and pci_id", line, key);
 }
 
+/* A key's first setting, or refused: where it was set before. */
+static int first_setting(struct key_lines *seen, int line, const char *key, char *err, size_t errlen)
+{
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++) {
+        if (strcmp(key, keys[i]) != 0)
+            continue;
+        if (seen->line[i])
+            return vgpu_fail(err, errlen, "%d: %s is set twice (first at line %d)", line, key, seen->line[i]);
+        seen->line[i] = line;
+    }
+    return 0;
+}
+
 int vgpu_operator_parse(const char *text, size_t len, struct vgpu_operator *o, char *err, size_t errlen)
 {
     memset(o, 0, sizeof(*o));
     o->present = true;
     snprintf(o->mediator_socket, sizeof(o->mediator_socket), "/run/vgpu/mediator.sock");
     bool in_vgpu = false;
-    int line = 0;
+    int line = 0, section_line = 0;
+    struct key_lines seen = { { 0 } };
     for (size_t at = 0; at < len;) {
         const char *nl = memchr(text + at, '\n', len - at);
         size_t n = nl ? (size_t)(nl - (text + at)) : len - at;
@@ -103,6 +126,10 @@ int vgpu_operator_parse(const char *text, size_t len, struct vgpu_operator *o, c
             in_vgpu = strcmp(trim(s + 1), "vgpu") == 0;
             if (!in_vgpu)
                 return vgpu_fail(err, errlen, "%d: unknown section [%s]; the settings go in [vgpu]", line, s + 1);
+            if (section_line)
+                return vgpu_fail(err, errlen, "%d: a second [vgpu] section (the first at line %d)", line,
+                                 section_line);
+            section_line = line;
             continue;
         }
         char *eq = strchr(s, '=');
@@ -114,9 +141,15 @@ int vgpu_operator_parse(const char *text, size_t len, struct vgpu_operator *o, c
         char *value = trim(eq + 1), *comment = strpbrk(value, "#;");
         if (comment)
             *comment = '\0';
-        if (key_value(o, line, trim(s), trim(value), err, errlen) != 0)
+        if (first_setting(&seen, line, trim(s), err, errlen) != 0 ||
+            key_value(o, line, trim(s), trim(value), err, errlen) != 0)
             return -1;
     }
+    /* A file that is there says what it requires: an empty or half-written
+     * one (an editor's save cut short) must not lift the lock. */
+    if (!seen.line[0])
+        return vgpu_fail(err, errlen, "says no require = (mediator, guest-window or none): an empty or unfinished "
+                         "file is not taken for no lock");
     return 0;
 }
 
@@ -192,7 +225,7 @@ int vgpu_operator_load(const char *path, struct vgpu_operator *o)
         return refuse(o, path, "is larger than %d bytes", MAX_FILE);
     char err[512];
     if (vgpu_operator_parse(text, (size_t)n, o, err, sizeof(err)) != 0)
-        return refuse(o, path, "line %s", err);
+        return refuse(o, path, "%s%s", isdigit((unsigned char)err[0]) ? "line " : "", err);
     return 0;
 }
 

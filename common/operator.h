@@ -55,7 +55,9 @@ static inline bool vgpu_operator_locked(const struct vgpu_operator *o)
 const struct vgpu_operator *vgpu_operator(void);
 
 /* Parses a file's text (pure, for tests and the fuzzer): 0, or -1 with
- * "LINE: reason" in err.  o is reset first. */
+ * "LINE: reason" in err, or a reason alone for a file that says no
+ * require = (an empty or half-written one).  A key set twice, or a second
+ * [vgpu] section, is refused.  o is reset first. */
 int vgpu_operator_parse(const char *text, size_t len, struct vgpu_operator *o, char *err, size_t errlen);
 
 /* Reads path, checking that root owns it and its directories and that no

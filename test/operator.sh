@@ -139,6 +139,22 @@ malformed-settings-refused)
     operator "require = maybe"
     VGPU_MEMORY_LIMIT=1G expect_refused /etc/vgpu/vgpu.conf "line 4: require = maybe: expected mediator"
     ;;
+ambiguous-or-empty-settings-fail-closed)
+    # Whichever of two settings won, an operator reading the file could
+    # take the other; an empty or half-written file (an editor's save cut
+    # short) is no lock lifted.  Each is refused, as a file that does not parse.
+    operator "require = mediator" "mediator_socket = $tmp/op.sock" "require = none"
+    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=1G expect_refused /etc/vgpu/vgpu.conf \
+        "line 6: require is set twice (first at line 4)"
+    operator "require = mediator" "[vgpu]" "require = none"
+    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=1G expect_refused /etc/vgpu/vgpu.conf \
+        "line 5: a second [vgpu] section (the first at line 1)"
+    : >/etc/vgpu/vgpu.conf
+    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=1G expect_refused /etc/vgpu/vgpu.conf \
+        "says no require = (mediator, guest-window or none)"
+    printf '[vgpu]\nreal_libcuda = %s\n' "$fake" >/etc/vgpu/vgpu.conf
+    VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=1G expect_refused /etc/vgpu/vgpu.conf "says no require ="
+    ;;
 require-none-leaves-the-environment-to-decide)
     operator "require = none"
     VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=1G VGPU_BAR0=$tmp/mine.bar0 run admitted $GiB
