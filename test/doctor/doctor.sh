@@ -161,6 +161,39 @@ driver-mapped-without-vgpu)
         "sudo vgpu-setup enable --system"
     ;;
 
+hostile-process-text-is-made-safe)
+    # A tenant names its process, writes its command line and chooses its
+    # program's path: escape sequences, a bell, a carriage return and line
+    # breaks of theirs must not reach root's terminal (a cleared screen, a
+    # title, fake "[ok]" lines).
+    make_root
+    fake_proc 400 1 driver
+    python3 - "$root/proc/400" "$build/test/client" "$tmp" <<'PYEOF' || fail "cannot plant the process"
+import os, sys
+p, client, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
+evil = "ev\x1b[2J\x1b]0;owned\x07il\r\n[ok]      all: nothing wrong here\n\u202e"
+status = open(p + "/status").read().replace("Name:\tserver", "Name:\t" + evil.replace("\n", " "))
+open(p + "/status", "w").write(status)
+open(p + "/cmdline", "w").write(evil + "\0--port\0" + "1\x9b2J\0")
+prog = os.path.join(tmp, "bin\x1b[2J\n[ok] x")
+os.symlink(client, prog)
+os.remove(p + "/exe")
+os.symlink(prog, p + "/exe")
+PYEOF
+    doc 1 --root "$root" 400
+    cat "$tmp/out"
+    python3 - "$tmp/out" <<'PYEOF' || fail "the tenant's text reached the terminal as it was"
+import sys
+out = open(sys.argv[1], "rb").read()
+bad = [b for b in (b"\x1b", b"\x07", b"\r", b"\xc2\x9b", "\u202e".encode()) if b in out]
+fake = [l for l in out.split(b"\n") if l.startswith(b"[ok]") and b"nothing wrong" in l or l.startswith(b"[ok] x")]
+if bad or fake:
+    sys.exit("found %r and lines %r" % (bad, fake))
+PYEOF
+    says "vgpu-doctor: process 400 (ev?[2J?]0;owned?il? [ok]      all: nothing wrong here ?, uid" \
+         "[ok]      program: $tmp/bin?[2J?[ok] x is dynamically linked"
+    ;;
+
 preload-dropped-by-parent)
     make_root
     fake_proc 300 1 none "$PRELOAD"

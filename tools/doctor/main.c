@@ -16,6 +16,7 @@
 #include "tools/doctor/launch.h"
 #include "tools/find_program.h"
 #include "tools/json_out.h"
+#include "tools/terminal_safe.h"
 
 #include "common/log.h"
 
@@ -275,9 +276,15 @@ static void print_json(const struct doc_ctx *c, const struct options *o, const s
 
 static void print_text(const struct doc_ctx *c, const struct options *o)
 {
-    if (c->proc)
-        printf("vgpu-doctor: process %d (%s, uid %u): %s\n", c->proc->pid, c->proc->name, (unsigned)c->proc->euid,
-               c->proc->command);
+    if (c->proc) {
+        /* The process named itself, and wrote its command line. */
+        char name[sizeof(c->proc->name)], command[sizeof(c->proc->command)];
+        snprintf(name, sizeof(name), "%s", c->proc->name);
+        snprintf(command, sizeof(command), "%s", c->proc->command);
+        vgpu_terminal_safe(name);
+        vgpu_terminal_safe(command);
+        printf("vgpu-doctor: process %d (%s, uid %u): %s\n", c->proc->pid, name, (unsigned)c->proc->euid, command);
+    }
     else if (o->command)
         printf("vgpu-doctor: %s (no process left to inspect)\n", o->command[0]);
     else

@@ -3,6 +3,7 @@
 #include "tools/doctor/report.h"
 
 #include "tools/json_out.h"
+#include "tools/terminal_safe.h"
 
 #include <stdarg.h>
 #include <stdlib.h>
@@ -10,10 +11,16 @@
 
 static const char *const level_names[] = { "ok", "info", "warning", "problem" };
 
+/* A finding's text: it quotes what processes and users wrote (a program's
+ * path, a process's name and command line), so it is made safe to print
+ * on root's terminal, whatever they put there. */
 static char *vformat(const char *fmt, va_list ap)
 {
     char *s = NULL;
-    return vasprintf(&s, fmt, ap) < 0 ? NULL : s;
+    if (vasprintf(&s, fmt, ap) < 0)
+        return NULL;
+    vgpu_terminal_safe(s);
+    return s;
 }
 
 struct doc_finding *doc_add(struct doc_report *r, enum doc_level level, const char *check, const char *fmt, ...)
