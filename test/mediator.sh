@@ -672,6 +672,42 @@ fifo-config-does-not-block)
     timeout 1 "$smi" --socket "$tmp/sock" >/dev/null || fail "the mediator does not answer after a FIFO reload"
     ;;
 
+refuses-a-config-others-may-write)
+    # Whoever may write the config decides every vGPU: --check-config, a
+    # start and a reload agree in refusing one owned by another user, one
+    # others may write, and one in a directory another user owns.
+    config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    refused() { # WORDS...: --check-config and a start refuse it, saying each of WORDS
+        for mode in --check-config --foreground; do
+            env -u LD_PRELOAD timeout 10 "$med" --config "$1" $mode >"$tmp/out" 2>&1
+            rc=$?
+            [ $rc = 1 ] || fail "vgpu-mediatord $mode took (exit $rc) $1: $(cat "$tmp/out")"
+            for want in "${@:2}"; do
+                grep -qF -- "$want" "$tmp/out" || fail "$mode does not say \"$want\": $(cat "$tmp/out")"
+            done
+        done
+        echo "refused: $(cat "$tmp/out")"
+    }
+    chmod 0666 "$conf"
+    refused "$conf" "$conf: the config is writable by group or others (mode 0666)" "chmod go-w $conf"
+    chmod 0644 "$conf"
+    if [ "$me" = 0 ]; then
+        chown 65534 "$conf"
+        refused "$conf" "$conf: the config is owned by uid 65534, neither root nor vgpu-mediatord's own (uid 0)"
+        chown 0 "$conf"
+        mkdir -m 0755 "$tmp/theirs" && cp "$conf" "$tmp/theirs/conf" && chown 65534 "$tmp/theirs"
+        refused "$tmp/theirs/conf" "the config is in $tmp/theirs, which uid 65534 owns"
+    fi
+    chmod 0777 "$tmp" # a directory on its way others may write, not sticky
+    refused "$conf" "the config is in $tmp, which group or others may write (mode 0777)"
+    chmod 0700 "$tmp"
+    start_mediator
+    chmod 0666 "$conf"
+    kill -HUP "$medpid"
+    wait_log "reload refused.*writable by group or others"
+    run admitted 2G # the running configuration stays
+    ;;
+
 refuses-foreign-owned-state-dir)
     config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
     refused_start() { # WORDS...: a start is refused, saying each of WORDS
@@ -681,6 +717,15 @@ refuses-foreign-owned-state-dir)
         for want in "$@"; do grep -qF -- "$want" "$tmp/out" || fail "the refusal does not say \"$want\": $(cat "$tmp/out")"; done
         echo "refused: $(cat "$tmp/out")"
     }
+    if [ "$me" = 0 ]; then
+        # Its own directory, in one another user owns: they could swap it.
+        mkdir -m 0755 "$tmp/theirs" && chown 65534 "$tmp/theirs"
+        printf '[mediator]\nsocket = %s\nstate_dir = %s\n[vgpu.a]\ndevices = 0\nmemory = 2G\nuids = 0\n' \
+            "$tmp/sock" "$tmp/theirs/state" >"$conf"
+        mkdir -m 0755 "$tmp/theirs/state"
+        refused_start "$tmp/theirs/state: the state_dir is in $tmp/theirs, which uid 65534 owns"
+        config "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
+    fi
     mkdir -m 0777 "$state"
     refused_start "state_dir $state" "mode 0777" "chmod go-w $state"
     chmod 0755 "$state"

@@ -315,15 +315,27 @@ default-bar0-private-dir)
         fail "$dir/all.bar0 is $(stat -c '%u %a %s' "$dir/all.bar0" 2>&1)"
     VGPU_BAR0=$dir/all.bar0 run view # the window the default made, with its quota
     ;;
-refused-foreign-private-dir)
-    # Another user made /dev/shm/vgpu-UID first (world-writable, theirs).
+foreign-private-dir-is-passed-over)
+    # Another user made /dev/shm/vgpu-UID first (world-writable, theirs),
+    # and vgpu-UID.1 too.  Neither is used (their owner could rewrite this
+    # user's limits), and neither blocks this user: its windows go in
+    # vgpu-UID.2, made 0700, which its next process finds again.
     private_shm
     unset VGPU_BAR0
     export VGPU_MEMORY_LIMIT=4G
     dir=/dev/shm/vgpu-$(id -u)
-    install -d -o $OTHER -m 0777 "$dir"
-    expect_refused "$dir" "owned by uid $OTHER"
-    [ -z "$(ls -A "$dir")" ] || fail "something was written into another user's directory: $(ls -A "$dir")"
+    install -d -o $OTHER -m 0777 "$dir" "$dir.1"
+    VGPU_LOG_FILE=$tmp/log run view-quiet
+    grep -q "warn: $dir, where this user's vGPU windows would live, is a directory of uid $OTHER (mode 0777), not this user's (uid $(id -u)): another user made it first, and it is never used; this user's are in $dir.2 instead" \
+        "$tmp/log" || fail "the passed-over directory was not said: $(cat "$tmp/log")"
+    [ -z "$(ls -A "$dir")$(ls -A "$dir.1")" ] || fail "something was written into another user's directory"
+    [ "$(stat -c '%u %a %F' "$dir.2")" = "$(id -u) 700 directory" ] || fail "$dir.2 is $(stat -c '%u %a %F' "$dir.2")"
+    [ "$(stat -c '%u %a %s' "$dir.2/all.bar0")" = "$(id -u) 600 172032" ] || fail "no window in $dir.2"
+    rmdir "$dir.1" # the squatter's name comes free: the one in use is still found first
+    VGPU_LOG_FILE=$tmp/log2 run view-quiet
+    grep -q "this user's are in $dir.2 instead" "$tmp/log2" || fail "a later process went elsewhere: $(cat "$tmp/log2")"
+    [ ! -e "$dir.1" ] || fail "a later process made $dir.1"
+    VGPU_BAR0=$dir.2/all.bar0 run view # the window the default made, with its quota
     ;;
 refused-bar0-of-another-user)
     # VGPU_BAR0 names a file another user made (a valid window, mode 0666):

@@ -177,13 +177,6 @@ int vgpu_bar0_attach(const char *path, const struct vgpu_bar0_config *want, bool
                      char *err, size_t errlen);
 
 /*
- * Makes sure dir, where a user's default windows live, is that user's own
- * directory, open to no one else (making it, mode 0700, if it is missing).
- * 0, or -1 with a message in err.
- */
-int vgpu_bar0_private_dir(const char *dir, char *err, size_t errlen);
-
-/*
  * Attaches to an existing guest window (an ivshmem BAR's resource file, as
  * the mediator on the host wrote it); never writes config.  Returns 0, or
  * -1 with a message in err.

@@ -134,30 +134,6 @@ static int open_window(const char *path, int flags, bool own, struct vgpu_bar0_m
     return 0;
 }
 
-int vgpu_bar0_private_dir(const char *dir, char *err, size_t errlen)
-{
-    if (mkdir(dir, 0700) == 0 || errno != EEXIST) {
-        if (errno == EEXIST || access(dir, F_OK) == 0)
-            return 0;
-        return vgpu_fail(err, errlen, "cannot make %s, the directory of this user's vGPU windows: %s; set VGPU_BAR0 "
-                         "to a file of your own", dir, strerror(errno));
-    }
-    struct stat st;
-    if (lstat(dir, &st) != 0)
-        return vgpu_fail(err, errlen, "cannot check %s: %s", dir, strerror(errno));
-    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid() && !(st.st_mode & 077))
-        return 0;
-    if (S_ISDIR(st.st_mode) && st.st_uid == geteuid())
-        return vgpu_fail(err, errlen, "%s, the directory of this user's vGPU windows, is open to other users "
-                         "(mode %04o), who could change its vGPUs' limits: chmod 700 %s", dir,
-                         (unsigned)(st.st_mode & 07777), dir);
-    return vgpu_fail(err, errlen, "%s, where this user's vGPU windows live, is %s owned by uid %u (mode %04o), not a "
-                     "directory of this user's (uid %u): another user may have made it to read or change this user's "
-                     "limits; have an administrator remove it, or set VGPU_BAR0 to a file of your own", dir,
-                     S_ISDIR(st.st_mode) ? "a directory" : S_ISLNK(st.st_mode) ? "a symbolic link" : "a file",
-                     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777), (unsigned)geteuid());
-}
-
 static int map_window(struct vgpu_bar0_map *m, char *err, size_t errlen)
 {
     void *b = mmap(NULL, sizeof(struct vgpu_bar0), PROT_READ | PROT_WRITE, MAP_SHARED, m->fd, 0);

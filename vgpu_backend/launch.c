@@ -22,6 +22,7 @@
 #include "vgpu_backend/quota.h"
 #include "vgpu_backend/sched_page.h"
 #include "vgpu_backend/self.h"
+#include "vgpu_backend/user_dir.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -88,20 +89,14 @@ static void set_up(void)
         uint32_t share = c->device[d].compute_share, mode = c->device[d].compute_mode;
         if (share >= 100 && mode != VGPU_COMPUTE_CAP)
             continue;
-        char err[1024];
-        const char *dir = self->settings.bar0_dir[0] ? self->settings.bar0_dir : NULL;
-        char own[64];
-        if (!dir) {
-            snprintf(own, sizeof(own), "/dev/shm/vgpu-%u", (unsigned)geteuid());
-            dir = own;
-        }
+        char err[1024], dir[64];
         g->dev = self->bar0.file_dev;
         g->ino = self->bar0.file_ino;
         g->vdev = (uint32_t)d;
         g->share = share * 10;
         g->mode = mode;
         int entry = -1;
-        if (vgpu_bar0_private_dir(dir, err, sizeof(err)) == 0)
+        if (vgpu_user_dir(dir, sizeof(dir), err, sizeof(err)) == 0)
             g->page = vgpu_sched_page_open(dir, self->dev[d].uuid, g->dev, g->ino, g->vdev, g->share, mode, &entry,
                                            err, sizeof(err));
         g->entry = entry;

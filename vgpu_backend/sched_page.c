@@ -118,7 +118,7 @@ struct vgpu_sched_page *vgpu_sched_page_open(const char *dir, const char *uuid, 
 {
     char path[PATH_MAX];
     snprintf(path, sizeof(path), "%s/sched-%s.v%d", dir, uuid, VGPU_SCHED_PAGE_VERSION);
-    /* The directory is the user's own (vgpu_bar0_private_dir): no one else
+    /* The directory is the user's own (user_dir.h): no one else
      * can put a file or a link there; a FIFO still must not hang us. */
     int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0600);
     struct stat st;

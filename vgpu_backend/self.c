@@ -7,6 +7,7 @@
 #include "vgpu_backend/pci_window.h"
 #include "vgpu_backend/real_nvml.h"
 #include "vgpu_backend/status_page.h"
+#include "vgpu_backend/user_dir.h"
 
 #include <pthread.h>
 #include <stdarg.h>
@@ -122,10 +123,25 @@ static int load_devices(const struct vgpu_real_nvml *nvml)
     return 0;
 }
 
+/* A default window (no VGPU_BAR0) goes in the user's own directory, which
+ * is only known now (user_dir.h): its path moves there.  0, or -1 with err. */
+static int place_default_window(struct vgpu_settings *s, char *err, size_t errlen)
+{
+    char dir[sizeof(s->bar0_dir)], path[sizeof(s->bar0)];
+    if (!s->bar0_dir[0])
+        return 0;
+    if (vgpu_user_dir(dir, sizeof(dir), err, errlen) != 0)
+        return -1;
+    snprintf(path, sizeof(path), "%s%s", dir, s->bar0 + strlen(s->bar0_dir));
+    snprintf(s->bar0, sizeof(s->bar0), "%s", path);
+    snprintf(s->bar0_dir, sizeof(s->bar0_dir), "%s", dir);
+    return 0;
+}
+
 /* Standalone: the vGPU the environment describes, in its BAR0 file. */
 static int join_standalone(const struct vgpu_real_nvml *nvml)
 {
-    const struct vgpu_settings *s = &self.settings;
+    struct vgpu_settings *s = &self.settings;
     struct vgpu_bar0_config want;
     char err[1536];
     if (want_config(nvml, &want) != 0)
@@ -133,7 +149,7 @@ static int join_standalone(const struct vgpu_real_nvml *nvml)
     bool join = s->bar0_explicit && !s->listed && !s->limit_all && !s->share_all;
     for (int i = 0; i < VGPU_MAX_DEVICES; i++)
         join = join && !s->limit_set[i] && !s->share_set[i];
-    if ((s->bar0_dir[0] && vgpu_bar0_private_dir(s->bar0_dir, err, sizeof(err)) != 0) ||
+    if (place_default_window(s, err, sizeof(err)) != 0 ||
         vgpu_bar0_attach(s->bar0, &want, join, &self.bar0, err, sizeof(err)) != 0) {
         refuse("%s", err);
         return -1;

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
@@ -27,6 +28,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     static struct med_config c;
     if (fd < 0) {
         fd = memfd_create("mediatord.conf", MFD_CLOEXEC);
+        /* A memfd is made 0777; the mediator reads no config others may write. */
+        if (fd >= 0 && fchmod(fd, 0600) != 0) {
+            close(fd);
+            fd = -1;
+        }
         snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
     }
     if (fd < 0 || ftruncate(fd, 0) != 0 || pwrite(fd, data, size, 0) != (ssize_t)size)

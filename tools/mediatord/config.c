@@ -2,6 +2,8 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/config.h"
 
+#include "tools/mediatord/trusted_path.h"
+
 #include <ctype.h>
 #include <errno.h>
 #include <grp.h>
@@ -470,6 +472,12 @@ static FILE *open_regular(const char *path, char *err, size_t errlen)
         snprintf(err, errlen, "%s: not a regular file (%s); name the config file itself", path,
                  S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
                  : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        close(fd);
+        return NULL;
+    }
+    /* The same checks for --check-config, a start and a reload. */
+    if (med_trusted_file(&st, "config", path, err, errlen) != 0 ||
+        med_trusted_dirs(path, "config", err, errlen) != 0) {
         close(fd);
         return NULL;
     }

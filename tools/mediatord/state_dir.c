@@ -3,6 +3,7 @@
 #include "tools/mediatord/state_dir.h"
 
 #include "common/error.h"
+#include "tools/mediatord/trusted_path.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -48,7 +49,8 @@ int med_state_dir_open(const char *path, char *err, size_t errlen)
     }
     if (fd < 0)
         return vgpu_fail(err, errlen, "cannot open state_dir %s: %s", path, strerror(errno));
-    if (fstat(fd, &st) != 0 || check_owner(&st, "state_dir", path, S_IWGRP | S_IWOTH, err, errlen) != 0) {
+    if (fstat(fd, &st) != 0 || check_owner(&st, "state_dir", path, S_IWGRP | S_IWOTH, err, errlen) != 0 ||
+        med_trusted_dirs(path, "state_dir", err, errlen) != 0) {
         close(fd);
         return -1;
     }

@@ -1,7 +1,8 @@
 /*
  * state_dir and the files in it, trusted only when they are the mediator's
  * own: owned by its uid, writable by no one else, not symbolic links
- * (O_NOFOLLOW, then fstat of what was opened).  Everything in it is
+ * (O_NOFOLLOW, then fstat of what was opened), in directories no one else
+ * may write (trusted_path.h).  Everything in it is
  * reached through the directory's descriptor, so the path cannot change
  * under the mediator once the directory is checked.
  */
