@@ -8,7 +8,6 @@
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
-#include "vgpu_backend/capture.h"
 #include "vgpu_cuda_slots.h"
 
 #include <cuda.h>
@@ -166,7 +165,7 @@ static CUresult alloc_in_capture(const char *name, CUresult r, CUdeviceptr *dptr
 static CUresult alloc_async(const char *name, bool ptsz, alloc_async_fn real, CUdeviceptr *dptr, size_t bytesize,
                             CUstream s)
 {
-    if (vgpu_stream_captured(s, ptsz))
+    if (vgpu_backend_stream_captured(s, ptsz))
         return alloc_in_capture(name, real(dptr, bytesize, s), dptr, bytesize, s);
     struct vgpu_mem_claim c = { 0 };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);
@@ -181,7 +180,7 @@ static CUresult alloc_async(const char *name, bool ptsz, alloc_async_fn real, CU
 static CUresult alloc_from_pool(const char *name, bool ptsz, alloc_pool_fn real, CUdeviceptr *dptr, size_t bytesize,
                                 CUmemoryPool pool, CUstream s)
 {
-    if (vgpu_stream_captured(s, ptsz))
+    if (vgpu_backend_stream_captured(s, ptsz))
         return alloc_in_capture(name, real(dptr, bytesize, pool, s), dptr, bytesize, s);
     struct vgpu_mem_claim c = { .pool = pool };
     CUresult r = claim(&c, VGPU_MEM_ASYNC, -1, bytesize);

@@ -32,7 +32,7 @@
  */
 #define _GNU_SOURCE
 #include "test/client_util.h"
-#include "vgpu_backend/bar0.h"
+#include "vgpu_backend/contract/window/bar0.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "client_util.h"
-#include "vgpu_backend/pid_ns.h"
+#include "vgpu_backend/contract/window/pid_ns.h"
 
 #include <errno.h>
 #include <sys/stat.h>

@@ -4,8 +4,8 @@
  * to the holder alone, steps at each quantum's end.  Each scenario checks
  * the shares a user would measure.  `sched_sim SCENARIO`.
  */
-#include "vgpu_backend/sched_arbiter.h"
-#include "vgpu_backend/settings.h"
+#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+#include "vgpu_backend/contract/settings/settings.h"
 
 #include <stdbool.h>
 #include <stdio.h>

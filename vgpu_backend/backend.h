@@ -5,6 +5,12 @@
  * environment) and queries the real driver through the forwarder.
  *
  * With no vGPU configured every answer is the physical GPU's (pass-through).
+ *
+ * Behind it (docs/architecture.md): contract/ (what the libraries and the
+ * mediator share: BAR0, the protocol, settings, the arbiter), join/ (which
+ * vGPU this process is in, and which of its devices is current), memory/
+ * (the quota), compute/ (the compute share's gate) and nvml/ (what NVML
+ * shows).  Hooks include this header and nothing of theirs.
  */
 #pragma once
 
@@ -14,8 +20,9 @@
 #include <stdint.h>
 
 #include "vgpu/nvml_abi.h"
-#include "vgpu_backend/alloc_table.h"
-#include "vgpu_backend/settings.h"
+
+/* The devices a vGPU has at most (VGPU_MAX_DEVICES, asserted equal). */
+#define VGPU_BACKEND_MAX_DEVICES 16
 
 /* ---- admission (cuInit, nvmlInit) ---- */
 
@@ -106,6 +113,23 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c);
  */
 CUresult vgpu_backend_mem_settle(struct vgpu_mem_claim *c, CUresult r, uintptr_t handle);
 
+/* What the backend records of a counted allocation, so that its free gives
+ * back exactly what it took (memory/alloc_table.h keeps them). */
+enum vgpu_alloc_class {
+    VGPU_ALLOC_POINTER,  /* cuMemAlloc*, cuMemAllocPitch*, cuMemAllocManaged */
+    VGPU_ALLOC_PHYSICAL, /* cuMemCreate handles */
+    VGPU_ALLOC_ARRAY,    /* CUarray, CUmipmappedArray */
+};
+
+struct vgpu_alloc {
+    uintptr_t handle;
+    uint64_t bytes;
+    void *ctx;     /* context it belongs to; NULL: none (VMM handles) */
+    int16_t dev;   /* vGPU device index */
+    uint8_t cls;   /* enum vgpu_alloc_class */
+    uint8_t used;  /* slot in use (the table's) */
+};
+
 /*
  * One free in flight.  The allocation's record leaves the books before the
  * driver call, so an address the driver hands out again at once (to another
@@ -129,7 +153,7 @@ void vgpu_backend_pool_changed(CUmemoryPool pool, bool destroyed);
 struct vgpu_graph_claim {
     bool allocates;                                 /* the graph has allocation nodes */
     uint64_t device_bytes[VGPU_GRAPH_MAX_DEVICES];  /* what they take, per CUDA device */
-    uint64_t claimed[VGPU_MAX_DEVICES];             /* taken from the quota, per vGPU device */
+    uint64_t claimed[VGPU_BACKEND_MAX_DEVICES];     /* taken from the quota, per vGPU device */
 };
 /* A graph was instantiated as x: what its allocation nodes take is noted. */
 void vgpu_backend_graph_instantiated(CUgraphExec x, CUgraph g);
@@ -189,3 +213,7 @@ void vgpu_backend_sync_end(void *busy);
 void vgpu_backend_capture_beginning(void);
 void vgpu_backend_capture_begun(CUstream stream, bool ptsz, CUresult r);
 void vgpu_backend_capture_ended(CUstream stream, bool ptsz, CUresult r);
+/* Whether work put on stream now is recorded into a graph rather than run
+ * (a stream-ordered allocation there is a graph's memory node, counted at
+ * the graph's launch).  Asks the driver only while a capture is under way. */
+bool vgpu_backend_stream_captured(CUstream stream, bool ptsz);

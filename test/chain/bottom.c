@@ -5,6 +5,7 @@
 #define _GNU_SOURCE
 #include "test/loadorder/probe.h"
 
+__attribute__((visibility("default"))) int chain_bottom_probe(void);
 __attribute__((visibility("default"))) int chain_bottom_probe(void)
 {
     const struct probe_cuda linked = PROBE_CUDA_LINKED;

@@ -25,6 +25,8 @@ static int init_count; /* nvmlInit/nvmlShutdown nesting, under lock */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static unsigned long calls;
 
+/* How many NVML calls this process made (the tests' probe, found by dlsym). */
+unsigned long fakenvml_calls(void);
 unsigned long fakenvml_calls(void)
 {
     return __atomic_load_n(&calls, __ATOMIC_RELAXED);

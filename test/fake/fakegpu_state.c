@@ -187,13 +187,11 @@ unsigned fakegpu_device_pci_bus(int dev)
     return (unsigned)dev + 1;
 }
 
-/* Parses the whole of text with a 3-field pattern; returns true on a match. */
-static bool scan3(const char *text, const char *pattern, unsigned *a, unsigned *b, unsigned *c)
-{
-    int consumed = -1;
-    return sscanf(text, pattern, a, b, c, &consumed) == 3 && consumed >= 0 &&
-           text[consumed] == '\0';
-}
+/* Parses the whole of text with a 3-field pattern ending in %n: true on a
+ * match.  A macro, so that the compiler checks each literal pattern. */
+#define SCAN3(text, pattern, a, b, c) \
+    (consumed = -1, sscanf((text), pattern "%n", (a), (b), (c), &consumed) == 3 && consumed >= 0 && \
+                        (text)[consumed] == '\0')
 
 int fakegpu_device_from_pci_bus_id(const char *bus_id)
 {
@@ -205,9 +203,9 @@ int fakegpu_device_from_pci_bus_id(const char *bus_id)
     bool full = sscanf(bus_id, "%x:%x:%x.%x%n", &domain, &bus, &device, &function,
                        &consumed) == 4 &&
                 consumed >= 0 && bus_id[consumed] == '\0';
-    if (!full && !scan3(bus_id, "%x:%x:%x%n", &domain, &bus, &device)) {
+    if (!full && !SCAN3(bus_id, "%x:%x:%x", &domain, &bus, &device)) {
         domain = 0;
-        if (!scan3(bus_id, "%x:%x.%x%n", &bus, &device, &function))
+        if (!SCAN3(bus_id, "%x:%x.%x", &bus, &device, &function))
             return -1;
     }
     if (domain != 0 || device != 0 || function != 0 || bus < 1 ||

@@ -7,7 +7,7 @@
  * is told (the window's own, or the input's).  An accepted window that a
  * reader overruns or loops on is a finding too.
  */
-#include "vgpu_backend/bar0.h"
+#include "vgpu_backend/contract/window/bar0.h"
 
 #include <stdint.h>
 #include <stdlib.h>

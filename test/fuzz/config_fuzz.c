@@ -6,7 +6,7 @@
  */
 #define _GNU_SOURCE
 #include "common/operator.h"
-#include "tools/mediatord/config.h"
+#include "tools/mediatord/config/config.h"
 
 #include <stdint.h>
 #include <stdio.h>

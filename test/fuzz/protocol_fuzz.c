@@ -6,7 +6,7 @@
  * reader would overrun is a finding too.  Built with clang's
  * -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
-#include "vgpu_backend/protocol.h"
+#include "vgpu_backend/contract/protocol/protocol.h"
 
 #include <stdint.h>
 #include <string.h>

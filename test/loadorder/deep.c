@@ -7,6 +7,7 @@
 /* Opens lib, makes a context on device 0 and allocates bytes there; the
  * allocation's result, or -1 where lib cannot be used.  Says which library
  * answered, and what device 0's total memory is, in where. */
+__attribute__((visibility("default"))) int deep_alloc(const char *lib, size_t bytes, char *where, size_t len);
 __attribute__((visibility("default"))) int deep_alloc(const char *lib, size_t bytes, char *where, size_t len)
 {
     void *h = dlopen(lib, RTLD_NOW);

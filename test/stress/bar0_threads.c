@@ -16,7 +16,7 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
-#include "vgpu_backend/bar0.h"
+#include "vgpu_backend/contract/window/bar0.h"
 
 #define MiB (1ull << 20)
 

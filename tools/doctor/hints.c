@@ -1,6 +1,6 @@
 /* The fix commands several checks give; see checks.h. */
 #define _GNU_SOURCE
-#include "tools/doctor/checks.h"
+#include "tools/doctor/checks/checks.h"
 
 #include <stdio.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 /* Telling vgpu, the driver and the stub apart; see checks.h. */
 #define _GNU_SOURCE
-#include "tools/doctor/checks.h"
+#include "tools/doctor/checks/checks.h"
 
 #include "forwarder/dispatch.h"
 #include "forwarder/elfcheck.h"

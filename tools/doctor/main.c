@@ -12,7 +12,7 @@
  * fixing, 1 when something does, 2 for a usage error.
  */
 #define _GNU_SOURCE
-#include "tools/doctor/checks.h"
+#include "tools/doctor/checks/checks.h"
 #include "tools/doctor/launch.h"
 #include "tools/find_program.h"
 #include "tools/json_out.h"

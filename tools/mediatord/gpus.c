@@ -3,7 +3,7 @@
 #include "tools/mediatord/gpus.h"
 
 #include "common/error.h"
-#include "vgpu_backend/real_nvml.h"
+#include "forwarder/real_nvml.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/mediatord/config.h"
+#include "tools/mediatord/config/config.h"
 
 #define MED_MAX_GPUS 64
 

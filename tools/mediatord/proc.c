@@ -2,9 +2,10 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/proc.h"
 
-#include "vgpu_backend/bar0.h"
+#include "vgpu_backend/contract/window/bar0.h"
 
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,4 +60,35 @@ bool med_proc_read(pid_t pid, struct med_proc *out)
     out->ended = !vgpu_bar0_owner_alive(pid, out->start_time);
     read_ids(pid, out);
     return true;
+}
+
+void med_read_comm(pid_t pid, char *out, size_t len)
+{
+    char path[64];
+    snprintf(path, sizeof(path), "/proc/%d/comm", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, out, len - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    out[n > 0 ? n : 0] = '\0';
+    char *nl = strchr(out, '\n');
+    if (nl)
+        *nl = '\0';
+    for (char *p = out; *p; p++)
+        if (*p < 0x20 || *p > 0x7e)
+            *p = '?';
+    if (!out[0])
+        snprintf(out, len, "?");
+}
+
+void med_user_name(uid_t uid, bool known, char *out, size_t len)
+{
+    struct passwd pw, *r = NULL;
+    char buf[4096];
+    if (!known)
+        snprintf(out, len, "?");
+    else if (getpwuid_r(uid, &pw, buf, sizeof(buf), &r) == 0 && r)
+        snprintf(out, len, "%s", r->pw_name);
+    else
+        snprintf(out, len, "%u", (unsigned)uid);
 }

@@ -24,3 +24,10 @@ struct med_proc {
 /* Reads pid's /proc entries.  False when there is no such process (or
  * /proc will not show it). */
 bool med_proc_read(pid_t pid, struct med_proc *out);
+
+/* /proc/PID/comm, with bytes that are not printable ASCII as '?': a
+ * process names itself, and the name goes to terminals and JSON. */
+void med_read_comm(pid_t pid, char *out, size_t len);
+
+/* uid's name ("?" when not known; the number when it has none). */
+void med_user_name(uid_t uid, bool known, char *out, size_t len);

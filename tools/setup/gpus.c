@@ -3,7 +3,7 @@
 #include "tools/setup/gpus.h"
 
 #include "common/error.h"
-#include "vgpu_backend/real_nvml.h"
+#include "forwarder/real_nvml.h"
 
 #include <dlfcn.h>
 #include <stdbool.h>

@@ -13,14 +13,14 @@
  * mediator's config parser, rather than keep second copies in a script.
  */
 #define _GNU_SOURCE
-#include "tools/setup/cdi.h"
-#include "tools/setup/service.h"
+#include "tools/setup/targets/cdi.h"
+#include "tools/setup/targets/service.h"
 #include "tools/setup/setup.h"
 #include "tools/setup/status.h"
-#include "tools/setup/system.h"
-#include "tools/setup/unit.h"
-#include "vgpu_backend/protocol.h"
-#include "vgpu_backend/settings.h"
+#include "tools/setup/targets/system.h"
+#include "tools/setup/targets/unit.h"
+#include "vgpu_backend/contract/protocol/protocol.h"
+#include "vgpu_backend/contract/settings/settings.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -3,11 +3,11 @@
 #include "tools/setup/status.h"
 
 #include "common/error.h"
-#include "tools/setup/cdi.h"
+#include "tools/setup/targets/cdi.h"
 #include "tools/setup/files.h"
 #include "tools/setup/record.h"
-#include "tools/setup/system.h"
-#include "tools/setup/unit.h"
+#include "tools/setup/targets/system.h"
+#include "tools/setup/targets/unit.h"
 
 #include <dirent.h>
 #include <stdio.h>

@@ -1,0 +1,347 @@
+/* The mediator's connections; see clients.h and docs/protocol.md. */
+#define _GNU_SOURCE
+#include "tools/mediatord/clients/clients.h"
+
+#include "common/log.h"
+#include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/clients/status.h"
+#include "tools/mediatord/watch/watch.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#ifndef SO_PEERGROUPS
+#define SO_PEERGROUPS 59
+#endif
+
+/* Caps refusing connections: the loop thread's, for the log's rate. */
+static struct med_ratelimit cap_log;
+
+/* The peer's supplementary groups, however many (the kernel says how much room it needs). */
+static int peer_groups(int fd, gid_t **out)
+{
+    socklen_t len = 64 * sizeof(gid_t);
+    for (int tries = 0; tries < 3; tries++) {
+        gid_t *g = malloc(len ? len : sizeof(gid_t));
+        if (!g)
+            return 0;
+        socklen_t have = len;
+        if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, g, &have) == 0) {
+            *out = g;
+            return (int)(have / sizeof(gid_t));
+        }
+        free(g);
+        if (errno != ERANGE)
+            return 0;
+        len = have;
+    }
+    return 0;
+}
+
+void med_client_refuse_fd(int fd, uint32_t code, const char *reason)
+{
+    struct vgpu_msg_refuse r = { .code = code };
+    vgpu_proto_copy_string(r.reason, sizeof(r.reason), reason);
+    struct med_sendq q = { 0 };
+    med_sendq_send(&q, fd, VGPU_MSG_REFUSE, &r, sizeof(r), NULL, 0, 0);
+    med_sendq_clear(&q); /* what a new socket cannot take at once is not waited for */
+}
+
+/* The cap a new connection of uid would pass, said to it; false if none. */
+static bool over_cap(struct med_world *w, uid_t uid, char *reason, size_t len)
+{
+    const struct med_config *c = w->config;
+    struct med_client *one = NULL; /* its name is looked up once per connection, not per refusal */
+    int mine = 0;
+    for (int i = 0; i < w->nclients; i++)
+        if (w->clients[i]->uid == uid) {
+            one = w->clients[i];
+            mine++;
+        }
+    if (w->nclients >= w->max_connections)
+        snprintf(reason, len, "vgpu-mediatord has %d connections, its most: the operator raises max_connections in "
+                 "[mediator] of %.200s (and the descriptor limit with it, now %d: LimitNOFILE= under systemd)",
+                 w->nclients, c->path, w->fd_limit);
+    else if (one && mine >= c->max_connections_per_uid)
+        snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord, the most one user may have: end "
+                 "some of its processes, or the operator raises max_connections_per_uid in [mediator] of %.200s",
+                 (unsigned)uid, med_client_user(one), mine, c->path);
+    else
+        return false;
+    return true;
+}
+
+struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_ms)
+{
+    struct ucred cred;
+    socklen_t len = sizeof(cred);
+    if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) != 0) {
+        vgpu_warn("a connection without peer credentials: %s", strerror(errno));
+        return NULL;
+    }
+    char reason[VGPU_REASON_LEN];
+    if (over_cap(w, cred.uid, reason, sizeof(reason))) {
+        unsigned long held;
+        w->vgpus->refused_admissions++;
+        if (med_ratelimit_allow(&cap_log, now_ms, &held))
+            vgpu_warn("refused a connection of pid %d: %s (%lu more refused in the last second)", (int)cred.pid,
+                      reason, held);
+        med_client_refuse_fd(fd, VGPU_REFUSE_UNAVAILABLE, reason);
+        return NULL;
+    }
+    if (cred.pid == 0) {
+        /* The kernel could not name the process in this PID namespace. */
+        snprintf(reason, sizeof(reason), "vgpu-mediatord cannot see this process (it is in a PID namespace the "
+                 "mediator's does not contain): run vgpu-mediatord in the host's PID namespace");
+        vgpu_warn("%s", reason);
+        med_client_refuse_fd(fd, VGPU_REFUSE_UNAVAILABLE, reason);
+        return NULL;
+    }
+    struct med_client *c = calloc(1, sizeof(*c));
+    if (!c)
+        return NULL;
+    c->fd = fd;
+    c->pid = cred.pid;
+    c->uid = cred.uid;
+    c->gid = cred.gid;
+    c->last_ms = now_ms;
+    c->ngroups = peer_groups(fd, &c->groups);
+    c->start_time = vgpu_proc_start_time(c->pid);
+    med_read_comm(c->pid, c->comm, sizeof(c->comm));
+    return c;
+}
+
+/* Answers (now, or once the socket takes it); false when it cannot. */
+static bool send_or_drop(struct med_client *c, uint16_t type, const void *payload, uint32_t len, const int *fds,
+                         int nfds)
+{
+    int r = med_sendq_send(&c->out, c->fd, type, payload, len, fds, nfds, c->last_ms);
+    if (r != 0)
+        vgpu_info("connection of pid %d (%s) dropped: cannot answer it (%s)", (int)c->pid, c->comm,
+                  r == -ENOBUFS ? "the mediator's answers waiting for slow readers are at their most" : strerror(-r));
+    return r == 0;
+}
+
+static bool refuse(struct med_client *c, uint32_t code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static bool refuse(struct med_client *c, uint32_t code, const char *fmt, ...)
+{
+    struct vgpu_msg_refuse r = { .code = code };
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(r.reason, sizeof(r.reason), fmt, ap);
+    va_end(ap);
+    vgpu_warn("refused pid %d (%s, uid %u): %s", (int)c->pid, c->comm, (unsigned)c->uid, r.reason);
+    send_or_drop(c, VGPU_MSG_REFUSE, &r, sizeof(r), NULL, 0);
+    return false;
+}
+
+static void describe_admits(const struct med_vgpu_conf *v, char *out, size_t len)
+{
+    size_t n = 0;
+    out[0] = '\0';
+    for (int i = 0; i < v->nuids && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%suid %u", n ? ", " : "", (unsigned)v->uids[i]);
+    for (int i = 0; i < v->ngids && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%sgid %u", n ? ", " : "", (unsigned)v->gids[i]);
+}
+
+static bool admits(const struct med_vgpu *v, const struct med_client *c)
+{
+    return !v->retired && med_config_admits(&v->conf, c->uid, c->gid, c->groups, c->ngroups);
+}
+
+/* Sends ADMIT, recorded (adm, or a new record) before the process hears it. */
+static bool admit(struct med_client *c, struct med_world *w, struct med_vgpu *v, struct med_admission *adm)
+{
+    struct vgpu_msg_admit a = { .slot = adm ? (uint32_t)adm->slot : UINT32_MAX, .epoch = w->vgpus->epoch };
+    vgpu_proto_copy_string(a.vgpu, sizeof(a.vgpu), v->conf.name);
+    if (!adm && !(adm = med_vgpu_admit(v, c->pid, c->start_time, c->uid)))
+        return false;
+    c->vgpu = v;
+    c->adm = adm;
+    int fds[2] = { v->host.config_fd, v->host.status_fd };
+    return send_or_drop(c, VGPU_MSG_ADMIT, &a, sizeof(a), fds, 2);
+}
+
+/* A new process asks to be admitted. */
+static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpus *all = w->vgpus;
+    struct med_vgpu *v = NULL;
+    if (h->vgpu[0]) {
+        v = med_vgpus_find(all, h->vgpu);
+        if (!v || v->retired || v->conf.guest) {
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "VGPU_NAME=%s: vgpu-mediatord has no such vGPU for host "
+                          "processes (%s)", h->vgpu, w->config->path);
+        }
+        if (!admits(v, c)) {
+            char list[256];
+            describe_admits(&v->conf, list, sizeof(list));
+            v->refused_admissions++;
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
+                          v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
+        }
+    } else {
+        /* The first in the file that admits it. */
+        for (int i = 0; i < w->config->nvgpus && !v; i++) {
+            struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
+            if (candidate && admits(candidate, c))
+                v = candidate;
+        }
+        if (!v) {
+            all->refused_admissions++;
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users "
+                          "in uids = or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid,
+                          med_client_user(c), (unsigned)c->gid, w->config->path);
+        }
+    }
+    if (!admit(c, w, v, NULL))
+        return false;
+    vgpu_info("admitted pid %d (%s, uid %u) to vGPU %s", (int)c->pid, c->comm, (unsigned)c->uid, v->conf.name);
+    return true;
+}
+
+/* A running process takes its slot back after a mediator restart: only
+ * the process the mediator's records give it to (pid and start time, as
+ * this mediator sees them), never on the word of the process table. */
+static bool reattach(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpu *v = med_vgpus_find(w->vgpus, h->vgpu);
+    struct med_admission *a = v && !v->conf.guest ? med_vgpu_reattach(v, h->slot, c->pid, c->start_time) : NULL;
+    if (!a)
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "slot %u of vGPU %s is not this process's", h->slot, h->vgpu);
+    if (!admit(c, w, v, a))
+        return false;
+    vgpu_info("pid %d (%s) reattached to vGPU %s, slot %u", (int)c->pid, c->comm, v->conf.name, h->slot);
+    return true;
+}
+
+static bool enter(struct med_client *c)
+{
+    struct med_vgpu *v = c->vgpu;
+    int slot = med_vgpu_claim(v, c->adm);
+    if (slot == MED_CLAIM_PID_FULL)
+        return refuse(c, VGPU_REFUSE_NO_SLOT, "pid %d (%s) holds %d process slots of vGPU %s, the most one process "
+                      "may (a process that loads vgpu twice holds 2)", (int)c->pid, c->comm, MED_SLOTS_PER_PID,
+                      v->conf.name);
+    if (slot < 0)
+        return refuse(c, VGPU_REFUSE_NO_SLOT, "vGPU %s has %d processes already, its most", v->conf.name,
+                      VGPU_BAR0_MAX_PROCS);
+    struct vgpu_msg_entered e = { .slot = (uint32_t)slot };
+    return send_or_drop(c, VGPU_MSG_ENTERED, &e, sizeof(e), NULL, 0);
+}
+
+/* Sends a built answer (NULL: out of memory, the connection is dropped). */
+static bool send_built(struct med_client *c, uint16_t type, uint8_t *payload, uint32_t len)
+{
+    if (!payload)
+        return false;
+    bool ok = send_or_drop(c, type, payload, len, NULL, 0);
+    free(payload);
+    return ok;
+}
+
+static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_msg *m, uint64_t now_ms)
+{
+    uint8_t *payload;
+    uint32_t len = 0;
+    switch (m->type) {
+    case VGPU_MSG_HELLO:
+        if (c->vgpu)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "HELLO on a connection already admitted");
+        return m->u.hello.flags & VGPU_HELLO_REATTACH ? reattach(c, w, &m->u.hello) : hello(c, w, &m->u.hello);
+    case VGPU_MSG_ENTER:
+        if (!c->vgpu || c->adm->slot >= 0)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "ENTER %s", c->vgpu ? "twice" : "before HELLO");
+        return enter(c);
+    case VGPU_MSG_STATUS_REQUEST:
+        payload = med_status_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+        return send_built(c, VGPU_MSG_STATUS, payload, len);
+    case VGPU_MSG_WATCH_REQUEST:
+        payload = med_watch_build(w->watch, w, c->uid, c->gid, c->groups, c->ngroups, now_ms, &len);
+        return send_built(c, VGPU_MSG_WATCH, payload, len);
+    case VGPU_MSG_COMPUTE_REQUEST:
+        payload = med_compute_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+        return send_built(c, VGPU_MSG_COMPUTE, payload, len);
+    default:
+        return refuse(c, VGPU_REFUSE_BAD_REQUEST, "message type %u is not a request", m->type);
+    }
+}
+
+/* Answers the requests read so far, until an answer has to wait. */
+static bool answer(struct med_client *c, struct med_world *w, uint64_t now_ms)
+{
+    while (!med_client_waiting(c)) {
+        struct vgpu_msg m;
+        char why[256];
+        ssize_t used = vgpu_proto_parse(c->in, c->have, VGPU_PROTO_MAX_REQUEST, &m, why, sizeof(why));
+        if (used == 0)
+            return true;
+        if (used < 0) /* said in version 1's terms, which every client reads */
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "malformed message: %s", why);
+        c->last_ms = now_ms;
+        if (!handle(c, w, &m, now_ms))
+            return false;
+        memmove(c->in, c->in + used, c->have - (size_t)used);
+        c->have -= (size_t)used;
+    }
+    return true;
+}
+
+bool med_client_readable(struct med_client *c, struct med_world *w, uint64_t now_ms)
+{
+    union {
+        struct cmsghdr align;
+        char buf[CMSG_SPACE(sizeof(int) * 8)];
+    } control;
+    struct iovec iov = { c->in + c->have, sizeof(c->in) - c->have };
+    struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = control.buf,
+                         .msg_controllen = sizeof(control.buf) };
+    if (med_client_waiting(c))
+        return true; /* not read until its answers are taken */
+    ssize_t n = recvmsg(c->fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+    if (n < 0 && (errno == EAGAIN || errno == EINTR))
+        return true;
+    /* Clients send no descriptors: close any, never keep them. */
+    for (struct cmsghdr *cm = CMSG_FIRSTHDR(&mh); cm; cm = CMSG_NXTHDR(&mh, cm))
+        if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS)
+            for (size_t i = 0; i < (cm->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
+                int fd;
+                memcpy(&fd, CMSG_DATA(cm) + i * sizeof(int), sizeof(fd));
+                close(fd);
+            }
+    if (n <= 0)
+        return false;
+    c->have += (size_t)n;
+    return answer(c, w, now_ms);
+}
+
+bool med_client_writable(struct med_client *c, struct med_world *w, uint64_t now_ms)
+{
+    int r = med_sendq_flush(&c->out, c->fd);
+    if (r < 0)
+        return false;
+    return r > 0 || answer(c, w, now_ms);
+}
+
+void med_client_close(struct med_client *c)
+{
+    if (c->adm) {
+        char who[64];
+        snprintf(who, sizeof(who), "pid %d (%s)", (int)c->pid, c->comm);
+        med_vgpu_leave(c->vgpu, c->adm, who);
+    }
+    med_sendq_clear(&c->out);
+    close(c->fd);
+    free(c->groups);
+    free(c);
+}

@@ -1,0 +1,559 @@
+/* vgpu-mediatord's configuration file; see config.h and docs/mediator.md. */
+#define _GNU_SOURCE
+#include "tools/mediatord/config/config.h"
+
+#include "tools/mediatord/config/trusted_path.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <grp.h>
+#include <ini.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* What a parse has seen so far: inih's reader and handler share it. */
+struct parse {
+    struct med_config *c;
+    FILE *file;
+    int line;               /* the line inih was last given */
+    bool in_mediator;       /* [mediator] is the current section */
+    struct med_vgpu_conf *v; /* the current [vgpu.NAME], or NULL */
+    bool seen_mediator_key[14];
+    char err[1024];         /* the first error */
+};
+
+static int error_at(struct parse *p, int line, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int error_at(struct parse *p, int line, const char *fmt, ...)
+{
+    if (p->err[0])
+        return 0;
+    int n = snprintf(p->err, sizeof(p->err), "%s:%d: ", p->c->path, line);
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(p->err + n, sizeof(p->err) - (size_t)n, fmt, ap);
+    va_end(ap);
+    return 0; /* inih: stop calling us useful names, report this line */
+}
+
+bool med_config_valid_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= VGPU_NAME_LEN)
+        return false;
+    for (; *s; s++)
+        if (!isalnum((unsigned char)*s) && *s != '_' && *s != '-' && *s != '.')
+            return false;
+    return true;
+}
+
+/* Sections are seen here, in the reader, so an empty one is seen too. */
+static void section(struct parse *p, char *text)
+{
+    char *end = strchr(text, ']');
+    if (!end) {
+        error_at(p, p->line, "a section header needs its closing ']'");
+        return;
+    }
+    *end = '\0';
+    const char *rest = end + 1 + strspn(end + 1, " \t\r\n");
+    if (*rest && *rest != ';' && *rest != '#') {
+        error_at(p, p->line, "[%s] is followed by \"%.40s\" on its line; a key goes on a line of its own", text, rest);
+        return;
+    }
+    p->in_mediator = false;
+    p->v = NULL;
+    if (strcmp(text, "mediator") == 0) {
+        p->in_mediator = true;
+        return;
+    }
+    if (strncmp(text, "vgpu.", 5) != 0) {
+        error_at(p, p->line, "unknown section [%s]; sections are [mediator] and [vgpu.NAME]", text);
+        return;
+    }
+    const char *name = text + 5;
+    if (!med_config_valid_name(name)) {
+        error_at(p, p->line, "[vgpu.%s]: a vGPU name is 1 to %d letters, digits, '_', '-' or '.'", name,
+                 VGPU_NAME_LEN - 1);
+        return;
+    }
+    struct med_config *c = p->c;
+    const struct med_vgpu_conf *same = med_config_find(c, name);
+    if (same) {
+        error_at(p, p->line, "vGPU %s is defined twice (first at line %d)", name, same->line);
+        return;
+    }
+    if (c->nvgpus == MED_MAX_VGPUS) {
+        error_at(p, p->line, "more than %d vGPUs", MED_MAX_VGPUS);
+        return;
+    }
+    p->v = &c->vgpu[c->nvgpus++];
+    memset(p->v, 0, sizeof(*p->v));
+    snprintf(p->v->name, sizeof(p->v->name), "%.*s", VGPU_NAME_LEN - 1, name);
+    p->v->line = p->line;
+    p->v->compute = 100;
+}
+
+/*
+ * inih's reader: one line at a time, counted.  Leading blanks are dropped,
+ * so an indented key is a key (inih would take it for the continuation of
+ * the previous value); section headers are handled here.
+ */
+static char *reader(char *str, int num, void *stream)
+{
+    struct parse *p = stream;
+    char buf[1024];
+    if (!fgets(buf, sizeof(buf), p->file))
+        return NULL;
+    p->line++;
+    size_t len = strlen(buf);
+    if (len == sizeof(buf) - 1 && buf[len - 1] != '\n') {
+        error_at(p, p->line, "line longer than %zu characters", sizeof(buf) - 2);
+        int ch;
+        while ((ch = fgetc(p->file)) != EOF && ch != '\n')
+            ;
+    }
+    char *s = buf;
+    if (p->line == 1 && strncmp(s, "\xef\xbb\xbf", 3) == 0)
+        s += 3; /* a UTF-8 byte order mark */
+    while (*s == ' ' || *s == '\t')
+        s++;
+    if ((int)strlen(s) >= num) {
+        error_at(p, p->line, "line longer than %d characters", num - 2);
+        s[num - 2] = '\n';
+        s[num - 1] = '\0';
+    }
+    if (*s == '[') {
+        char header[1024];
+        snprintf(header, sizeof(header), "%s", s + 1);
+        section(p, header);
+        strcpy(str, "\n"); /* inih sees a blank line: the section is ours */
+        return str;
+    }
+    strcpy(str, s);
+    return str;
+}
+
+/* ---- values ---- */
+
+static bool parse_bool(const char *v, bool *out)
+{
+    static const char *const yes[] = { "yes", "true", "on", "1" }, *const no[] = { "no", "false", "off", "0" };
+    for (size_t i = 0; i < 4; i++) {
+        if (strcasecmp(v, yes[i]) == 0)
+            return *out = true, true;
+        if (strcasecmp(v, no[i]) == 0)
+            return *out = false, true;
+    }
+    return false;
+}
+
+static bool parse_uint(const char *v, unsigned long max, unsigned long *out)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*v))
+        return false;
+    unsigned long n = strtoul(v, &end, 10);
+    if (errno || *end || n > max)
+        return false;
+    *out = n;
+    return true;
+}
+
+static bool user_id(const char *v, uid_t *out)
+{
+    unsigned long n;
+    if (parse_uint(v, 0xfffffffeul, &n))
+        return *out = (uid_t)n, true;
+    struct passwd pw, *r = NULL;
+    char buf[4096];
+    if (getpwnam_r(v, &pw, buf, sizeof(buf), &r) != 0 || !r)
+        return false;
+    *out = r->pw_uid;
+    return true;
+}
+
+static bool group_id(const char *v, gid_t *out)
+{
+    unsigned long n;
+    if (parse_uint(v, 0xfffffffeul, &n))
+        return *out = (gid_t)n, true;
+    struct group gr, *r = NULL;
+    char buf[4096];
+    if (getgrnam_r(v, &gr, buf, sizeof(buf), &r) != 0 || !r)
+        return false;
+    *out = r->gr_gid;
+    return true;
+}
+
+/* key = a list of users (or groups) into out, at most MED_MAX_IDS; *n is set. */
+static int ids(struct parse *p, const char *key, const char *value, bool users, void *out, int *n)
+{
+    char buf[1024];
+    char *fields[MED_MAX_IDS];
+    snprintf(buf, sizeof(buf), "%s", value);
+    int count = vgpu_split_list(buf, fields, MED_MAX_IDS);
+    if (count <= 0)
+        return error_at(p, p->line, "%s = %s: a comma-separated list of %s (at most %d)", key, value,
+                        users ? "user names or uids" : "group names or gids", MED_MAX_IDS);
+    for (int i = 0; i < count; i++) {
+        bool ok = users ? user_id(fields[i], &((uid_t *)out)[i]) : group_id(fields[i], &((gid_t *)out)[i]);
+        if (!ok)
+            return error_at(p, p->line, "%s: no such %s: %s", key, users ? "user" : "group", fields[i]);
+    }
+    *n = count;
+    return 1;
+}
+
+/* "500ms", "1s", "1.5s", or milliseconds; 0 (off) or 100 ms to a minute. */
+static bool parse_interval(const char *v, unsigned *ms)
+{
+    char *end;
+    errno = 0;
+    if (!isdigit((unsigned char)*v))
+        return false;
+    double n = strtod(v, &end);
+    if (errno)
+        return false;
+    if (strcmp(end, "s") == 0)
+        n *= 1000;
+    else if (*end && strcmp(end, "ms") != 0)
+        return false;
+    if (n != 0 && (n < 100 || n > MED_MAX_WATCH_INTERVAL_MS))
+        return false;
+    *ms = (unsigned)n;
+    return true;
+}
+
+/* "64M + 2%", "64M", "2%" or "0": bytes, a percent of the quota, or both. */
+static bool parse_tolerance(const char *v, uint64_t *bytes, unsigned *percent)
+{
+    char buf[128];
+    char *parts[3];
+    snprintf(buf, sizeof(buf), "%s", v);
+    for (char *c = buf; *c; c++)
+        if (*c == '+')
+            *c = ',';
+    int n = vgpu_split_list(buf, parts, 2);
+    bool have_bytes = false, have_percent = false;
+    *bytes = 0;
+    *percent = 0;
+    for (int i = 0; i < n; i++) {
+        size_t len = strlen(parts[i]);
+        unsigned long pc;
+        if (len > 1 && parts[i][len - 1] == '%') {
+            parts[i][len - 1] = '\0';
+            if (have_percent || !parse_uint(parts[i], 100, &pc))
+                return false;
+            *percent = (unsigned)pc;
+            have_percent = true;
+        } else if (!have_bytes && (strcmp(parts[i], "0") == 0 || vgpu_parse_size(parts[i], bytes) == 0)) {
+            have_bytes = true;
+        } else {
+            return false;
+        }
+    }
+    return n > 0;
+}
+
+static bool parse_enforce(const char *v, bool *kill)
+{
+    if (strcmp(v, "kill") == 0 || strcmp(v, "report") == 0)
+        return *kill = v[0] == 'k', true;
+    return false;
+}
+
+/* ---- keys ---- */
+
+static int mediator_key(struct parse *p, const char *name, const char *value)
+{
+    static const char *const keys[] = { "socket",         "socket_mode",    "socket_owner",    "socket_group",
+                                        "state_dir",      "metrics",        "oversubscribe",   "max_connections",
+                                        "max_connections_per_uid",          "watch_interval",  "watch_tolerance",
+                                        "enforce",        "exempt_uids",    "exempt_gids" };
+    _Static_assert(sizeof(keys) / sizeof(*keys) == sizeof(p->seen_mediator_key), "a seen flag for each key");
+    struct med_config *c = p->c;
+    int k = -1;
+    for (int i = 0; i < (int)(sizeof(keys) / sizeof(*keys)); i++)
+        if (strcmp(name, keys[i]) == 0)
+            k = i;
+    if (k < 0)
+        return error_at(p, p->line, "unknown key %s in [mediator]; known: socket, socket_mode, socket_owner, "
+                        "socket_group, state_dir, metrics, oversubscribe, max_connections, max_connections_per_uid, "
+                        "watch_interval, watch_tolerance, enforce, exempt_uids, exempt_gids", name);
+    if (p->seen_mediator_key[k])
+        return error_at(p, p->line, "%s is set twice in [mediator]", name);
+    p->seen_mediator_key[k] = true;
+    unsigned long n;
+    switch (k) {
+    case 0:
+        if (value[0] != '/' || strlen(value) >= sizeof(c->socket))
+            return error_at(p, p->line, "socket = %s: an absolute path of at most %zu characters", value,
+                            sizeof(c->socket) - 1);
+        snprintf(c->socket, sizeof(c->socket), "%s", value);
+        break;
+    case 1: {
+        char *end;
+        n = strtoul(value, &end, 8);
+        if (!*value || *end || n > 0777)
+            return error_at(p, p->line, "socket_mode = %s: an octal mode such as 0660", value);
+        c->socket_mode = (mode_t)n;
+        break;
+    }
+    case 2:
+        if (!user_id(value, &c->socket_uid))
+            return error_at(p, p->line, "socket_owner = %s: no such user", value);
+        break;
+    case 3:
+        if (!group_id(value, &c->socket_gid))
+            return error_at(p, p->line, "socket_group = %s: no such group", value);
+        break;
+    case 4:
+        if (value[0] != '/' || strlen(value) >= sizeof(c->state_dir) - 64)
+            return error_at(p, p->line, "state_dir = %s: an absolute path", value);
+        snprintf(c->state_dir, sizeof(c->state_dir), "%s", value);
+        break;
+    case 5:
+        if (!strchr(value, ':') || strlen(value) >= sizeof(c->metrics))
+            return error_at(p, p->line, "metrics = %s: HOST:PORT, such as 127.0.0.1:9400", value);
+        snprintf(c->metrics, sizeof(c->metrics), "%s", value);
+        break;
+    case 6:
+        if (!parse_bool(value, &c->oversubscribe))
+            return error_at(p, p->line, "oversubscribe = %s: yes or no", value);
+        break;
+    case 7:
+    case 8:
+        if (!parse_uint(value, 1 << 24, &n) || n == 0)
+            return error_at(p, p->line, "%s = %s: a number of connections, 1 to %d", name, value, 1 << 24);
+        *(k == 7 ? &c->max_connections : &c->max_connections_per_uid) = (int)n;
+        break;
+    case 9:
+        if (!parse_interval(value, &c->watch_interval_ms))
+            return error_at(p, p->line, "watch_interval = %s: 0 (no watch), or 100ms to 60s, such as 500ms or 1s",
+                            value);
+        break;
+    case 10:
+        if (!parse_tolerance(value, &c->watch_tolerance_bytes, &c->watch_tolerance_percent))
+            return error_at(p, p->line, "watch_tolerance = %s: a size, a percent of the quota, or both, such as "
+                            "64M + 2%%", value);
+        break;
+    case 11:
+        if (!parse_enforce(value, &c->kill_unadmitted))
+            return error_at(p, p->line, "enforce = %s: report or kill", value);
+        break;
+    case 12:
+        return ids(p, name, value, true, c->exempt_uids, &c->nexempt_uids);
+    case 13:
+        return ids(p, name, value, false, c->exempt_gids, &c->nexempt_gids);
+    }
+    return 1;
+}
+
+static int vgpu_key(struct parse *p, const char *name, const char *value)
+{
+    struct med_vgpu_conf *v = p->v;
+    const struct {
+        const char *key;
+        int *line;
+    } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
+                 { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
+                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line } };
+    int *line = NULL;
+    for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
+        if (strcmp(name, keys[i].key) == 0)
+            line = keys[i].line;
+    if (!line)
+        return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
+                        "uids, gids, guest, enforce", name, v->name);
+    if (*line)
+        return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
+    *line = p->line;
+    unsigned long n;
+    if (line == &v->devices_line) {
+        char buf[1024];
+        char *fields[VGPU_MAX_DEVICES];
+        snprintf(buf, sizeof(buf), "%s", value);
+        int count = vgpu_split_list(buf, fields, VGPU_MAX_DEVICES);
+        if (count <= 0)
+            return error_at(p, p->line, "devices = %s: GPU indexes (as nvidia-smi numbers them) or GPU-... UUIDs, "
+                            "comma-separated, at most %d", value, VGPU_MAX_DEVICES);
+        for (int i = 0; i < count; i++) {
+            bool index = parse_uint(fields[i], 9999, &n);
+            if (!index && (strncmp(fields[i], "GPU-", 4) != 0 || strlen(fields[i]) >= VGPU_DEVICE_TOKEN_LEN))
+                return error_at(p, p->line, "devices: \"%s\" is not a GPU index or a GPU-... UUID", fields[i]);
+            if (index)
+                snprintf(v->devices[i], sizeof(v->devices[i]), "%lu", n);
+            else
+                snprintf(v->devices[i], sizeof(v->devices[i]), "%s", fields[i]);
+            for (int j = 0; j < i; j++)
+                if (strcasecmp(v->devices[j], v->devices[i]) == 0)
+                    return error_at(p, p->line, "devices lists %s twice", v->devices[i]);
+        }
+        v->ndev = count;
+    } else if (line == &v->memory_line) {
+        if (vgpu_parse_size(value, &v->memory) != 0)
+            return error_at(p, p->line, "memory = %s: a size per device, such as 20G or 512M", value);
+    } else if (line == &v->compute_line) {
+        if (vgpu_parse_percent(value, &v->compute) != 0)
+            return error_at(p, p->line, "compute = %s: a percent of each device, 1 to 100 (30 or 30%%)", value);
+    } else if (line == &v->compute_mode_line) {
+        if (vgpu_parse_compute_mode(value, &v->compute_mode) != 0)
+            return error_at(p, p->line, "compute_mode = %s: share (the share is guaranteed, idle time is lent out) "
+                            "or cap (never more than the share)", value);
+    } else if (line == &v->guest_line) {
+        if (!parse_bool(value, &v->guest))
+            return error_at(p, p->line, "guest = %s: yes or no", value);
+    } else if (line == &v->enforce_line) {
+        if (!parse_enforce(value, &v->kill_over_quota))
+            return error_at(p, p->line, "enforce = %s: report or kill", value);
+    } else if (line == &v->uids_line) {
+        return ids(p, name, value, true, v->uids, &v->nuids);
+    } else {
+        return ids(p, name, value, false, v->gids, &v->ngids);
+    }
+    return 1;
+}
+
+static int handler(void *user, const char *sec, const char *name, const char *value)
+{
+    struct parse *p = user;
+    (void)sec; /* sections are tracked by the reader */
+    if (p->err[0])
+        return 1;
+    if (p->in_mediator)
+        return mediator_key(p, name, value);
+    if (p->v)
+        return vgpu_key(p, name, value);
+    return error_at(p, p->line, "%s = %s is outside any section", name, value);
+}
+
+/* What a whole file must hold beyond each line being right. */
+static int check(struct parse *p)
+{
+    const struct med_config *c = p->c;
+    for (int i = 0; i < c->nvgpus; i++) {
+        const struct med_vgpu_conf *v = &c->vgpu[i];
+        if (v->ndev == 0)
+            return error_at(p, v->line, "vGPU %s has no devices = line", v->name);
+        if (!v->guest && v->nuids == 0 && v->ngids == 0)
+            return error_at(p, v->line, "vGPU %s admits nobody: give it uids = or gids =", v->name);
+        if (v->guest && (v->nuids || v->ngids))
+            return error_at(p, v->line, "vGPU %s is a guest's: its processes are the VM's, so uids and gids do not "
+                            "apply", v->name);
+        if (v->guest && v->enforce_line)
+            return error_at(p, v->enforce_line, "vGPU %s is a guest's: its processes run in the VM, where the "
+                            "mediator's watch cannot see them, so enforce does not apply", v->name);
+    }
+    return 0;
+}
+
+/* The file at path if it is a regular file, opened without ever blocking
+ * (a FIFO would wait for a writer, in the mediator's one loop), or NULL
+ * with err. */
+static FILE *open_regular(const char *path, char *err, size_t errlen)
+{
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    if (!S_ISREG(st.st_mode)) {
+        snprintf(err, errlen, "%s: not a regular file (%s); name the config file itself", path,
+                 S_ISDIR(st.st_mode) ? "a directory" : S_ISFIFO(st.st_mode) ? "a FIFO"
+                 : S_ISSOCK(st.st_mode) ? "a socket" : "a device");
+        close(fd);
+        return NULL;
+    }
+    /* The same checks for --check-config, a start and a reload. */
+    if (med_trusted_file(&st, "config", path, err, errlen) != 0 ||
+        med_trusted_dirs(path, "config", err, errlen) != 0) {
+        close(fd);
+        return NULL;
+    }
+    FILE *f = fdopen(fd, "r");
+    if (!f) {
+        snprintf(err, errlen, "%s: %s", path, strerror(errno));
+        close(fd);
+    }
+    return f;
+}
+
+int med_config_load(const char *path, struct med_config *c, char *err, size_t errlen)
+{
+    memset(c, 0, sizeof(*c));
+    snprintf(c->path, sizeof(c->path), "%s", path);
+    snprintf(c->socket, sizeof(c->socket), "%s", "/run/vgpu/mediator.sock");
+    snprintf(c->state_dir, sizeof(c->state_dir), "%s", "/run/vgpu");
+    c->socket_mode = 0660;
+    c->socket_uid = (uid_t)-1;
+    c->socket_gid = (gid_t)-1;
+    c->max_connections_per_uid = MED_DEFAULT_CONNECTIONS_PER_UID;
+    c->watch_interval_ms = MED_DEFAULT_WATCH_INTERVAL_MS;
+    c->watch_tolerance_bytes = MED_DEFAULT_WATCH_TOLERANCE_BYTES;
+    c->watch_tolerance_percent = MED_DEFAULT_WATCH_TOLERANCE_PERCENT;
+    struct parse p = { .c = c };
+    if (!(p.file = open_regular(path, err, errlen)))
+        return -1;
+    int r = ini_parse_stream(reader, &p, handler, &p);
+    bool unreadable = ferror(p.file);
+    int read_errno = errno;
+    fclose(p.file);
+    if (unreadable) {
+        snprintf(err, errlen, "%s: cannot be read: %s", path, strerror(read_errno));
+        return -1;
+    }
+    if (!p.err[0] && r > 0)
+        error_at(&p, r, "not an INI line (KEY = VALUE, [SECTION] or ; comment)");
+    if (!p.err[0] && r < 0)
+        error_at(&p, 0, "cannot be read");
+    if (!p.err[0] && c->nvgpus == 0) {
+        /* An editor that truncates the file before writing it would
+         * otherwise retire every vGPU on a reload. */
+        snprintf(err, errlen, "%s: defines no vGPU; a config has at least one [vgpu.NAME] section (an empty file, "
+                 "one being written, is refused)", path);
+        return -1;
+    }
+    if (!p.err[0])
+        check(&p);
+    if (p.err[0]) {
+        snprintf(err, errlen, "%s", p.err);
+        return -1;
+    }
+    return 0;
+}
+
+const struct med_vgpu_conf *med_config_find(const struct med_config *c, const char *name)
+{
+    for (int i = 0; i < c->nvgpus; i++)
+        if (strcmp(c->vgpu[i].name, name) == 0)
+            return &c->vgpu[i];
+    return NULL;
+}
+
+bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
+{
+    if (v->guest)
+        return false;
+    for (int i = 0; i < v->nuids; i++)
+        if (v->uids[i] == uid)
+            return true;
+    for (int i = 0; i < v->ngids; i++) {
+        if (v->gids[i] == gid)
+            return true;
+        for (int k = 0; k < ngroups; k++)
+            if (v->gids[i] == groups[k])
+                return true;
+    }
+    return false;
+}

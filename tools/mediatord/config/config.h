@@ -1,0 +1,84 @@
+/*
+ * vgpu-mediatord's configuration: an INI file (docs/mediator.md), parsed
+ * with inih.  Every error names the file, the line and the reason; nothing
+ * unknown or malformed is ignored.
+ */
+#pragma once
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "vgpu_backend/contract/protocol/protocol.h"
+#include "vgpu_backend/contract/settings/settings.h"
+
+#define MED_MAX_VGPUS 64
+#define MED_MAX_IDS 64
+/* Connections one user may hold at once, unless the config says otherwise:
+ * one a process, and a machine's tenants seldom run more. */
+#define MED_DEFAULT_CONNECTIONS_PER_UID 1024
+/* The watch (watch.h): a reading of the driver every half second finds a
+ * process in two, within a second; the tolerance covers what the driver
+ * counts beyond what vgpu does (docs/mediator.md, "Watch"). */
+#define MED_DEFAULT_WATCH_INTERVAL_MS 500
+#define MED_MAX_WATCH_INTERVAL_MS 60000
+#define MED_DEFAULT_WATCH_TOLERANCE_BYTES (64ull << 20)
+#define MED_DEFAULT_WATCH_TOLERANCE_PERCENT 2
+
+struct med_vgpu_conf {
+    char name[VGPU_NAME_LEN];
+    int line;                     /* its [vgpu.NAME] header */
+    int ndev;
+    char devices[VGPU_MAX_DEVICES][VGPU_DEVICE_TOKEN_LEN]; /* as written: NVML index or GPU-... UUID */
+    int devices_line;
+    uint64_t memory;              /* per device; 0: the whole GPU */
+    int memory_line;
+    unsigned compute;             /* percent of each device */
+    int compute_line;
+    unsigned compute_mode;        /* enum vgpu_compute_mode */
+    int compute_mode_line;
+    int nuids, ngids;
+    uid_t uids[MED_MAX_IDS];
+    gid_t gids[MED_MAX_IDS];
+    int uids_line, gids_line;
+    bool guest;                   /* a VM's vGPU: its window is a file for ivshmem */
+    int guest_line;
+    bool kill_over_quota;         /* enforce = kill: the watch ends its processes over quota */
+    int enforce_line;
+};
+
+struct med_config {
+    char path[4096];
+    char socket[108];
+    mode_t socket_mode;
+    uid_t socket_uid;             /* (uid_t)-1: leave as created */
+    gid_t socket_gid;             /* (gid_t)-1: leave as created */
+    char state_dir[4096];
+    char metrics[128];            /* "HOST:PORT", "" = off */
+    bool oversubscribe;
+    int max_connections;          /* 0: as the descriptor limit allows (main.c) */
+    int max_connections_per_uid;
+    unsigned watch_interval_ms;   /* 0: no watch */
+    uint64_t watch_tolerance_bytes;
+    unsigned watch_tolerance_percent; /* of the quota, on top of the bytes */
+    bool kill_unadmitted;         /* enforce = kill: the watch ends processes admitted nowhere */
+    int nexempt_uids, nexempt_gids; /* the watch lets these use the GPUs without a vGPU */
+    uid_t exempt_uids[MED_MAX_IDS];
+    gid_t exempt_gids[MED_MAX_IDS];
+    int nvgpus;
+    struct med_vgpu_conf vgpu[MED_MAX_VGPUS];
+};
+
+/* Parses path into c (defaults first).  0, or -1 with "FILE:LINE: reason"
+ * (or "FILE: reason": not a regular file, unreadable, or no vGPU in it). */
+int med_config_load(const char *path, struct med_config *c, char *err, size_t errlen);
+
+/* Is s a vGPU name: 1 to 31 letters, digits, '_', '-' or '.'? */
+bool med_config_valid_name(const char *s);
+
+/* The vGPU named name, or NULL. */
+const struct med_vgpu_conf *med_config_find(const struct med_config *c, const char *name);
+
+/* Does v admit a process of uid, gid and supplementary groups? */
+bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);

@@ -1,0 +1,181 @@
+/* The compute share's arbiter; see sched_arbiter.h and docs/compute.md. */
+#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+
+#include "vgpu_backend/contract/settings/settings.h"
+
+#include <string.h>
+
+void vgpu_sched_init(struct vgpu_sched_state *g, uint64_t quantum_ns)
+{
+    memset(g, 0, sizeof(*g));
+    g->holder = -1;
+    g->quantum_ns = quantum_ns ? quantum_ns : VGPU_SCHED_QUANTUM_NS;
+}
+
+/* The least virtual time of the entries that want the GPU, or of all when none does. */
+static uint64_t least_vtime(const struct vgpu_sched_state *g, bool wanting_only)
+{
+    uint64_t least = UINT64_MAX;
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
+        if (g->e[i].used && (!wanting_only || g->e[i].wanting || i == g->holder) && g->e[i].vtime < least)
+            least = g->e[i].vtime;
+    return least == UINT64_MAX ? 0 : least;
+}
+
+/* Cap mode: the budget refills at the share of wall time, up to two
+ * quanta: one to be given, and one to keep while it waits its turn behind
+ * others (it must not lose its refill for being second in line). */
+static void refill_entry(struct vgpu_sched_entry *e, uint64_t quantum, uint64_t now)
+{
+    if (now > e->refilled_ns)
+        e->budget_ns += (int64_t)((now - e->refilled_ns) * e->share / 1000);
+    e->refilled_ns = now;
+    if (e->budget_ns > 2 * (int64_t)quantum)
+        e->budget_ns = 2 * (int64_t)quantum;
+}
+
+static void refill(struct vgpu_sched_state *g, uint64_t now)
+{
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
+        if (g->e[i].used && g->e[i].mode == VGPU_COMPUTE_CAP)
+            refill_entry(&g->e[i], g->quantum_ns, now);
+}
+
+void vgpu_sched_set(struct vgpu_sched_state *g, int i, uint32_t share, uint32_t mode, uint64_t now)
+{
+    struct vgpu_sched_entry *e = &g->e[i];
+    share = share < 1 ? 1 : share > 1000 ? 1000 : share;
+    if (!e->used) {
+        memset(e, 0, sizeof(*e));
+        e->vtime = least_vtime(g, false);
+        e->used = 1;
+    } else if (mode == VGPU_COMPUTE_CAP && e->mode == VGPU_COMPUTE_CAP) {
+        /* The cap changed, or not: what it earned so far, at the rate it had. */
+        refill_entry(e, g->quantum_ns, now);
+        e->share = share;
+        return;
+    } else if (mode == e->mode) {
+        e->share = share;
+        return;
+    }
+    /* A new entry, or one that becomes a cap (a reload, a process with
+     * other settings) or stops being one: a cap starts with a quantum, and
+     * refills from now. */
+    e->refilled_ns = now;
+    e->budget_ns = (int64_t)g->quantum_ns;
+    e->share = share;
+    e->mode = mode;
+}
+
+void vgpu_sched_drop(struct vgpu_sched_state *g, int i)
+{
+    memset(&g->e[i], 0, sizeof(g->e[i]));
+    if (g->holder == i)
+        __atomic_store_n(&g->holder, -1, __ATOMIC_RELEASE);
+}
+
+/* Charges the holder for its time since it was last charged, to now (or to
+ * when it went idle, if earlier). */
+static void charge(struct vgpu_sched_state *g, uint64_t now, uint64_t idle_since)
+{
+    if (g->holder < 0)
+        return;
+    struct vgpu_sched_entry *e = &g->e[g->holder];
+    uint64_t end = idle_since && idle_since < now ? idle_since : now;
+    uint64_t t = end > g->granted_ns ? end - g->granted_ns : 0;
+    __atomic_fetch_add(&e->busy_ns, t, __ATOMIC_RELAXED); /* shown without the lock */
+    e->vtime += t * 1000 / e->share;
+    if (e->mode == VGPU_COMPUTE_CAP) /* a share runs up no debt for a cap set later to owe */
+        e->budget_ns -= (int64_t)t;
+    g->granted_ns = now;
+}
+
+/* When entry e will have a quantum's budget again (cap mode). */
+static uint64_t refilled_at(const struct vgpu_sched_entry *e, uint64_t quantum, uint64_t now)
+{
+    if (e->budget_ns >= (int64_t)quantum)
+        return now;
+    uint64_t need = (uint64_t)((int64_t)quantum - e->budget_ns);
+    return now + (need * 1000 + e->share - 1) / e->share + 1;
+}
+
+bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since)
+{
+    charge(g, now, holder_idle_since);
+    refill(g, now);
+    /* Coming back from an idle spell: no more than a quantum behind those
+     * that kept wanting it.  A pause shorter than two quanta is not one: a
+     * framework stops for a few milliseconds at every synchronize, and a
+     * tenant held back at each would drift towards an equal split. */
+    uint64_t floor = least_vtime(g, true);
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+        struct vgpu_sched_entry *e = &g->e[i];
+        if (!e->used)
+            continue;
+        uint64_t credit = g->quantum_ns * 1000 / e->share;
+        bool back = demand[i] && !e->wanting && i != g->holder && now - e->quiet_ns >= 2 * g->quantum_ns;
+        if (back && e->vtime + credit < floor)
+            e->vtime = floor - credit;
+        if (e->wanting && !demand[i])
+            e->quiet_ns = now;
+        e->wanting = demand[i];
+    }
+    int best = -1;
+    uint64_t wake = UINT64_MAX;
+    for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
+        const struct vgpu_sched_entry *e = &g->e[i];
+        if (!e->used || !demand[i])
+            continue;
+        /* A cap runs in whole quanta: slivers of budget, each ending in a
+         * drain of queued work that nobody is charged for, would add up. */
+        if (e->mode == VGPU_COMPUTE_CAP && e->budget_ns < (int64_t)g->quantum_ns) {
+            uint64_t at = refilled_at(e, g->quantum_ns, now);
+            wake = at < wake ? at : wake;
+            continue;
+        }
+        if (best < 0 || e->vtime < g->e[best].vtime || (e->vtime == g->e[best].vtime && i == g->holder))
+            best = i;
+    }
+    bool changed = best != g->holder;
+    g->granted_ns = now;
+    uint64_t until;
+    if (best < 0) {
+        until = wake == UINT64_MAX ? now + g->quantum_ns : wake;
+    } else {
+        until = now + g->quantum_ns;
+    }
+    /* Read without the lock by the processes (vgpu_sched_holder/_until):
+     * the end first, so a new holder never sees the old one's. */
+    __atomic_store_n(&g->until_ns, until, __ATOMIC_RELEASE);
+    __atomic_store_n(&g->holder, best, __ATOMIC_RELEASE);
+    return changed;
+}
+
+bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waiting, uint32_t running,
+                       uint64_t launches, uint64_t launched_ns, uint64_t now, uint32_t *leftovers)
+{
+    *leftovers = 0;
+    if (launches != d->launches_seen) { /* the entry launches: whatever was floored before was not it */
+        d->launches_seen = launches;
+        d->floor_ttl_ns = 0;
+    }
+    if ((d->waiting_floor || d->running_floor) && now >= d->floor_until_ns)
+        d->waiting_floor = d->running_floor = 0; /* count them again: one may be alive */
+    if (waiting < d->waiting_floor)
+        d->waiting_floor = waiting;
+    if (running < d->running_floor)
+        d->running_floor = running;
+    bool counted = waiting > d->waiting_floor || (holder && running > d->running_floor);
+    if (holder && counted && launches == d->launches_at_grant && now > d->granted_ns &&
+        now - d->granted_ns > VGPU_SCHED_DEAD_WAITERS_NS) {
+        *leftovers = waiting - d->waiting_floor + (running > d->running_floor ? running - d->running_floor : 0);
+        d->waiting_floor = waiting;
+        d->running_floor = running;
+        d->floor_ttl_ns = !d->floor_ttl_ns ? VGPU_SCHED_FLOOR_TTL_NS
+                          : d->floor_ttl_ns >= VGPU_SCHED_FLOOR_TTL_MAX_NS / 2 ? VGPU_SCHED_FLOOR_TTL_MAX_NS
+                                                                               : 2 * d->floor_ttl_ns;
+        d->floor_until_ns = now + d->floor_ttl_ns;
+        counted = false;
+    }
+    return counted || (holder && (launched_ns >= now || now - launched_ns < VGPU_SCHED_IDLE_NS));
+}
