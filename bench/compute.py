@@ -67,7 +67,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 WORKER = os.environ.get("COMPUTE_WORKER", os.path.join(HERE, "compute_worker.py"))
-MEDIATORD = os.environ.get("COMPUTE_MEDIATORD")  # a stand-in for BUILD/tools/vgpu-mediatord (test/bench/)
+MEDIATORD = os.environ.get("COMPUTE_MEDIATORD")  # a stand-in for BUILD/tools/vgpu-mediatord (bench/check/)
 
 
 def parse():

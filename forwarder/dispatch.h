@@ -25,7 +25,7 @@ struct vgpu_driver_spec {
 };
 
 struct vgpu_dispatch {
-    /* Generated (tools/gen_dispatch.py), constant. */
+    /* Generated (tools/generate/gen_dispatch.py), constant. */
     const struct vgpu_driver_spec *spec;
     unsigned count;
     const char *const *names;     /* sorted; the index is the slot */

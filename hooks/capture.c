@@ -2,7 +2,7 @@
  * Stream capture hooks: the backend counts the captures under way, so that
  * the compute share neither breaks one (its bookkeeping queries events,
  * which a capture in the global mode forbids) nor holds launches that a
- * capture records rather than runs (vgpu_backend/capture.c).  The _ptsz
+ * capture records rather than runs (vgpu_backend/compute/capture.c).  The _ptsz
  * variants share the bodies.
  */
 #include "common/export.h"

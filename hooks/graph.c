@@ -2,7 +2,7 @@
  * Graph hooks: a graph may allocate device memory through its allocation
  * nodes, so instantiating one tells the backend what they take, destroying
  * it forgets that, and trimming the device's graph memory settles the
- * count (vgpu_backend/graph_mem.c).  Launches are in launch.c.
+ * count (vgpu_backend/memory/graph_mem.c).  Launches are in launch.c.
  */
 #include "common/export.h"
 #include "common/log.h"

@@ -10,7 +10,7 @@
  *   driver was loaded under it first.
  * - Into any other namespace it becomes the file of vgpu's library for that
  *   SONAME: the vgpu copy there joins the same vGPU and counts into the same
- *   BAR0 (vgpu_backend/self.c joins once per copy).
+ *   BAR0 (vgpu_backend/join/self.c joins once per copy).
  *
  * Objects loaded with RTLD_DEEPBIND, or into another namespace, bind their
  * own dlopen to the C library's, not to vgpu's, so vgpu makes those loads

@@ -209,7 +209,7 @@ void vgpu_backend_sync_end(void *busy);
 /* Around a stream capture's begin (beginning before the driver's call,
  * begun after it, with its answer) and end: while one is under way the
  * share's bookkeeping makes no driver call, which would break it, and
- * launches into the capturing stream pass (vgpu_backend/capture.c). */
+ * launches into the capturing stream pass (vgpu_backend/compute/capture.c). */
 void vgpu_backend_capture_beginning(void);
 void vgpu_backend_capture_begun(CUstream stream, bool ptsz, CUresult r);
 void vgpu_backend_capture_ended(CUstream stream, bool ptsz, CUresult r);

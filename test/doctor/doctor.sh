@@ -11,7 +11,7 @@ set -u
 scenario=$1
 build=$2
 doctor=$build/tools/vgpu-doctor
-waiter=$build/test/doctor/waiter
+doctor_client=$build/test/doctor/doctor_client
 here=$(cd "$(dirname "$0")" && pwd)
 fake=$build/test/fake
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-doctor-test.XXXXXX") || exit 1
@@ -80,9 +80,9 @@ fake_proc() {
     printf 'server\0--port\0001\0' >"$p/cmdline"
     : >"$p/environ"
     for kv in PATH=/usr/bin "$@"; do printf '%s\0' "$kv" >>"$p/environ"; done
-    ln -sfn "$build/test/client" "$p/exe"
+    ln -sfn "$build/test/interpose/interpose_client" "$p/exe"
     {
-        echo "55d0c0000000-55d0c0001000 r-xp 00000000 08:01 1 $build/test/client"
+        echo "55d0c0000000-55d0c0001000 r-xp 00000000 08:01 1 $build/test/interpose/interpose_client"
         if [ "$mapped" = vgpu ]; then
             echo "7f0000000000-7f0000100000 r-xp 00000000 08:01 2 $vlib/libvgpu-cuda.so"
             echo "7f0000100000-7f0000200000 r--p 00100000 08:01 2 $vlib/libvgpu-cuda.so"
@@ -132,10 +132,10 @@ wait_file() {
     fail "timed out waiting for $1"
 }
 
-# live NAME SECONDS: runs waiter in the background (the test environment's vgpu over the fake
+# live NAME SECONDS: runs doctor_client in the background (the test environment's vgpu over the fake
 # driver, with the settings exported); its pid in $live once cuInit has returned.
 live() {
-    "$waiter" "$tmp/$1.ready" "$2" >"$tmp/$1.log" 2>&1 &
+    "$doctor_client" "$tmp/$1.ready" "$2" >"$tmp/$1.log" 2>&1 &
     live=$!
     pids="$pids $live"
     wait_file "$tmp/$1.ready"
@@ -168,7 +168,7 @@ hostile-process-text-is-made-safe)
     # title, fake "[ok]" lines).
     make_root
     fake_proc 400 1 driver
-    python3 - "$root/proc/400" "$build/test/client" "$tmp" <<'PYEOF' || fail "cannot plant the process"
+    python3 - "$root/proc/400" "$build/test/interpose/interpose_client" "$tmp" <<'PYEOF' || fail "cannot plant the process"
 import os, sys
 p, client, tmp = sys.argv[1], sys.argv[2], sys.argv[3]
 evil = "ev\x1b[2J\x1b]0;owned\x07il\r\n[ok]      all: nothing wrong here\n\u202e"
@@ -223,9 +223,9 @@ preload-ignored-in-secure-execution)
 static-binary)
     make_root
     fake_proc 200 1 none
-    ln -sfn "$build/test/static_prog" "$root/proc/200/exe"
+    ln -sfn "$build/test/tools/static_client" "$root/proc/200/exe"
     doc 1 --root "$root" 200
-    problem program "$build/test/static_prog is statically linked" "use a dynamically linked build of $build/test/static_prog"
+    problem program "$build/test/tools/static_client is statically linked" "use a dynamically linked build of $build/test/tools/static_client"
     ;;
 
 stale-symlink)
@@ -417,11 +417,11 @@ PY
     ;;
 
 command-mode)
-    # --preload brings vgpu in, as vgpu-run would; the waiter exits by itself.
+    # --preload brings vgpu in, as vgpu-run would; the client exits by itself.
     env -u LD_PRELOAD VGPU_MEMORY_LIMIT=1G VGPU_BAR0="$tmp/cmd.bar0" \
-        "$doctor" --preload --timeout 20 -- "$waiter" - 0.5 >"$tmp/out" 2>"$tmp/err"
+        "$doctor" --preload --timeout 20 -- "$doctor_client" - 0.5 >"$tmp/out" 2>"$tmp/err"
     status=$?
-    [ $status = 0 ] || fail "vgpu-doctor -- waiter exited $status"
+    [ $status = 0 ] || fail "vgpu-doctor -- doctor_client exited $status"
     says "[ok]      preload: LD_PRELOAD names vgpu: $build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
         "[ok]      vgpu: joined a standalone vGPU, BAR0 $tmp/cmd.bar0" "[info]    run: the command exited 0"
     ;;

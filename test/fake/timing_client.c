@@ -3,8 +3,8 @@
  * `timing_client SCENARIO [ARGS]`.  Loads the driver as applications do
  * (dlopen, so vgpu, preloaded by the tests, interposes the fake driver) and
  * asserts what CUDA and NVML answer and how long the calls take.
- * test/fake/timing.sh runs the scenarios, the multi-process ones with
- * test/workload.
+ * test/fake/timing/timing.sh runs the scenarios, the multi-process ones with
+ * test/compute/compute_client.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -17,7 +17,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "test/client_util.h"
+#include "test/common/client_util.h"
 
 /* ---- set-up ---- */
 
@@ -568,7 +568,7 @@ static void scenario_async_alloc_in_a_capture(void)
     CU(F(cuStreamSynchronize)(s));
 }
 
-/* What PyTorch and vLLM do under a compute share (test/compute.sh runs this
+/* What PyTorch and vLLM do under a compute share (test/compute/compute.sh runs this
  * with one): a stream that ran kernels (so vgpu has markers on it) is
  * captured, while another thread keeps launching on a stream of its own;
  * the capture holds, its launches do not wait for the GPU (they run

@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: BAR0 windows as a process meets them in a file it did
- * not write (vgpu_backend/bar0.c): the validator, then what every reader
+ * not write (vgpu_backend/contract/window/bar0.c): the validator, then what every reader
  * does with a window it accepted (the config's strings and limits, the
  * process table, the counters' rebuild).  The input is the start of a
  * window (the rest zero); its first byte picks the file size the validator

@@ -1,7 +1,7 @@
 /*
  * libFuzzer target: the two configuration parsers an operator's file
  * reaches, the libraries' (common/operator.c) and vgpu-mediatord's
- * (tools/mediatord/config.c, through a file, as the daemon reads one).
+ * (tools/mediatord/config/config.c, through a file, as the daemon reads one).
  * What a parser accepts is then read as its readers read it.
  */
 #define _GNU_SOURCE

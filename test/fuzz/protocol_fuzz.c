@@ -1,5 +1,5 @@
 /*
- * libFuzzer target: the mediator protocol's parser (vgpu_backend/protocol.c),
+ * libFuzzer target: the mediator protocol's parser (vgpu_backend/contract/protocol/protocol.c),
  * as the mediator meets a client's bytes and as a client meets the
  * mediator's.  Every message it accepts is then read the way its readers
  * read it (STATUS, WATCH and COMPUTE records, their strings), so an accepted message that a

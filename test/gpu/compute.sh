@@ -38,7 +38,7 @@ for c in torch jax cupy triton cudapy; do
 done
 for check in graph threads cudnn context; do
     env LD_PRELOAD="$preload" VGPU_BAR0="$out/client.bar0" VGPU_COMPUTE_SHARE=50% VGPU_LOG_FILE="$out/$check.log" \
-        timeout 180 python3 "$here/compute_clients.py" "$check" >"$out/$check.txt" 2>&1 ||
+        timeout 180 python3 "$here/clients/compute_clients.py" "$check" >"$out/$check.txt" 2>&1 ||
         echo "FAIL $check exited with $?: $(tail -1 "$out/$check.txt" | cut -c1-200)"
     grep -E '^(ok|FAIL)' "$out/$check.txt"
 done
@@ -52,9 +52,9 @@ grep -q '"rate"' "$out/rival.txt" && echo "FAIL the rival ended early: $(tail -1
 # the two loops within 3 points of each other.
 declare -A capped_ratio
 for loop in graph matmul; do
-    bare=$(timeout 120 python3 "$here/compute_clients.py" rate $loop 3 | grep rate)
+    bare=$(timeout 120 python3 "$here/clients/compute_clients.py" rate $loop 3 | grep rate)
     capped=$(env LD_PRELOAD="$preload" VGPU_BAR0="$out/cap.bar0" VGPU_COMPUTE_SHARE=30% VGPU_COMPUTE_MODE=cap \
-        timeout 120 python3 "$here/compute_clients.py" rate $loop 3 | grep rate)
+        timeout 120 python3 "$here/clients/compute_clients.py" rate $loop 3 | grep rate)
     ratio=$(python3 -c "import json,sys; print(json.loads(sys.argv[2])['rate'] / json.loads(sys.argv[1])['rate'])" \
         "$bare" "$capped" 2>/dev/null)
     capped_ratio[$loop]=$ratio

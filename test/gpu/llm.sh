@@ -22,7 +22,7 @@ run() {
     local name=$1 check=${1%%@*}; shift
     # env execs python3: $! is the pid the driver lists (a timeout in between would not be).
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
-        python3 "$here/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
+        python3 "$here/clients/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
     local pid=$! peak=0 now end=$((SECONDS + 300))
     while kill -0 $pid 2>/dev/null; do
         [ $SECONDS -gt $end ] && { echo "FAIL $name: still running after 300 s"; kill -9 $pid; }

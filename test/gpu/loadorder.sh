@@ -58,10 +58,10 @@ done
 # ggml's CUDA backend; linked against vgpu for the symbols only (no RUNPATH
 # to any libcuda.so.1).
 cflags=(-O2 -I"$src" -I"$src/include" -I/usr/local/cuda/include -D__CUDA_API_VERSION_INTERNAL)
-if ! { gcc -shared -fPIC "${cflags[@]}" "$src/test/chain/bottom.c" "$vgpu" -ldl -o "$tmp/chain/libvgpuchain_bottom.so" &&
-       gcc -shared -fPIC "$src/test/chain/middle.c" -L"$tmp/chain" -lvgpuchain_bottom -Wl,-rpath,'$ORIGIN' \
+if ! { gcc -shared -fPIC "${cflags[@]}" "$src/test/interpose/chain/bottom.c" "$vgpu" -ldl -o "$tmp/chain/libvgpuchain_bottom.so" &&
+       gcc -shared -fPIC "$src/test/interpose/chain/middle.c" -L"$tmp/chain" -lvgpuchain_bottom -Wl,-rpath,'$ORIGIN' \
            -o "$tmp/chain/libvgpuchain_middle.so" &&
-       gcc "${cflags[@]}" "$src/test/chain/program.c" -L"$tmp/chain" -lvgpuchain_middle -Wl,-rpath,'$ORIGIN' \
+       gcc "${cflags[@]}" "$src/test/interpose/chain/client.c" -L"$tmp/chain" -lvgpuchain_middle -Wl,-rpath,'$ORIGIN' \
            -Wl,--allow-shlib-undefined -ldl -o "$tmp/chain/chain_program"; } >"$out/chain-build.txt" 2>&1; then
     echo "FAIL setup: the chain program does not build: $(head -3 "$out/chain-build.txt")"; exit 1
 fi
@@ -77,9 +77,9 @@ run_cell() {
         VGPU_LOG_FILE="$log" TEST_EXPECT_VGPU=1 TEST_EXPECT_COUNT="$gpus" TEST_EXPECT_QUOTA=$quota)
     case $client in
     chain) cmd=(timeout 150 "$tmp/chain/chain_program") ;;
-    ctypes-local) cmd=(timeout 150 python3 "$src/test/python_load.py" ctypes libcuda.so.1) ;;
-    ctypes-global) cmd=(timeout 150 python3 "$src/test/python_load.py" ctypes-global libcuda.so.1) ;;
-    torch | cupy | cudapy) cmd=(timeout 150 python3 "$here/loadorder_clients.py" "$client") ;;
+    ctypes-local) cmd=(timeout 150 python3 "$src/test/interpose/python_load.py" ctypes libcuda.so.1) ;;
+    ctypes-global) cmd=(timeout 150 python3 "$src/test/interpose/python_load.py" ctypes-global libcuda.so.1) ;;
+    torch | cupy | cudapy) cmd=(timeout 150 python3 "$here/clients/loadorder_clients.py" "$client") ;;
     cgo)
         if [ ! -x "${TEST_CGO:-}" ]; then
             echo "skip $cell: no TEST_CGO (build/test/loadorder/loadorder_cgo, built where Go is)" >"$out/$name.verdict"

@@ -31,10 +31,10 @@ start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 trap 'kill -9 $med ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
 export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
 # exec: the coprocess is Python itself, so its pid is the one to kill.
-coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$here/quota_clients.py" fill 0 2>&1; }
+coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$here/clients/quota_clients.py" fill 0 2>&1; }
 A_PID=$A_PID
 read -r a_line <&"${A[0]}"
-coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log exec python3 "$here/quota_clients.py" fill 0 2>&1; }
+coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log exec python3 "$here/clients/quota_clients.py" fill 0 2>&1; }
 B_PID=$B_PID
 read -r b_line <&"${B[0]}"
 unset LD_PRELOAD
@@ -71,7 +71,7 @@ a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print(
 if [ -z "$a_pid" ]; then
     echo "FAIL vgpu-smi lists no process in vGPU big to kill"
 elif timing=$(LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_LOG=warn \
-        "$build/test/mediator_client" kill-time "$a_pid" big 0 0 2>&1); then
+        "$build/test/mediator/mediator_client" kill-time "$a_pid" big 0 0 2>&1); then
     echo "ok killing vGPU big's process returned its memory: $(echo "$timing" | head -1)"
 else
     echo "FAIL killing vGPU big's process: $timing"

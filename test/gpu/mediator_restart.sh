@@ -59,7 +59,7 @@ read -r -t 120 total <&"${T[0]}"
 check "PyTorch sees the 8 GiB vGPU" "$([ "$total" = "total $((8 << 30))" ]; echo $?)" "$total"
 a=$(ask 2)
 check "PyTorch allocates 2 GiB" "$([ "$a" = "ok 2.0" ]; echo $?)" "$a"
-attack=$(python3 "$here/../mediator_tenant.py" "$sock" truncate 2>&1); rc=$?
+attack=$(python3 "$here/../mediator/mediator_tenant.py" "$sock" truncate 2>&1); rc=$?
 check "a co-tenant cannot resize or write its window" $rc "$(echo "$attack" | tr '\n' ';')"
 kill -0 "$med" 2>/dev/null; check "the mediator survives the co-tenant" $? "pid $med"
 a=$(ask 0.5)

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The gpu suite's check of what NVML shows a vGPU (docs/nvml.md), as root,
-# with pynvml as monitors use it (test/gpu/nvml_clients.py):
+# with pynvml as monitors use it (test/gpu/clients/nvml_clients.py):
 #   (1) standalone: vGPU a runs a PyTorch matmul loop, vGPU b holds 1 GiB and
 #       runs nothing.  a's utilization is a's load, b's is ~0 while the GPU is
 #       busy; per-process samples and compute processes list each vGPU's own;
@@ -21,7 +21,7 @@ gpu_or_skip
 mkdir -p "$out"
 rm -rf "$out/state" "$out"/*.bar0
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES
-clients=$here/nvml_clients.py
+clients=$here/clients/nvml_clients.py
 preload="$build/libvgpu-cuda.so:$build/libvgpu-nvml.so" # colons: it goes through env VAR=VALUE lists
 bg=
 trap 'for p in $bg; do kill -9 $p 2>/dev/null; done' EXIT

@@ -33,7 +33,7 @@ for mode in preload symlink; do
     cp "$R/etc/systemd/system/torch.service.d/vgpu.conf" "$out/vgpu-$mode.conf"
     # PATH and HOME are the machine's (where its python3 and PyTorch are); the rest is the drop-in's.
     timeout 300 python3 "$src/test/setup/dropin_run.py" --machine "PATH=$PATH" --machine "HOME=${HOME:-/root}" \
-        "$R/etc/systemd/system/torch.service.d/vgpu.conf" -- "$(command -v python3)" "$here/quota_clients.py" \
+        "$R/etc/systemd/system/torch.service.d/vgpu.conf" -- "$(command -v python3)" "$here/clients/quota_clients.py" \
         torch "$quota" >"$out/torch-$mode.txt" 2>&1
     sed "s/^\(ok\|FAIL\) /\1 drop-in ($mode): /" "$out/torch-$mode.txt" | grep -E '^(ok|FAIL) '
     grep -qE '^(ok|FAIL) ' "$out/torch-$mode.txt" ||

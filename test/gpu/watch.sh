@@ -48,7 +48,7 @@ CONF
 start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 adm=
 trap 'kill -9 $med $adm 2>/dev/null' EXIT
-clients=$here/watch_clients.py
+clients=$here/clients/watch_clients.py
 
 # (3) first, so that it runs through the rest.
 LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG_FILE=$out/admitted.log \
@@ -72,7 +72,7 @@ try_static() { # HOW BINARY: "caught" for a build that came out static
     python3 "$clients" caught "static CUDA program ($how)" 2000 --may-not-run -- "$bin"
     [ $? = 3 ] || static_ran=yes
 }
-if gcc -static -O2 -o "$out/static_alloc" "$here/static_alloc.c" >"$out/static-gcc.log" 2>&1; then
+if gcc -static -O2 -o "$out/static_alloc" "$here/clients/static_alloc.c" >"$out/static-gcc.log" 2>&1; then
     try_static "gcc -static, dlopen of libcuda.so.1" "$out/static_alloc"
 else
     echo "# gcc -static failed: $(grep -v warning "$out/static-gcc.log" | tail -2 | tr '\n' ' ')"
@@ -81,7 +81,7 @@ if [ $static_ran = no ] && command -v nvcc >/dev/null; then
     for flags in "-Xlinker -static" "-Xcompiler -static"; do
         [ $static_ran = no ] || break
         # shellcheck disable=SC2086 # the flags are two words each
-        if nvcc -cudart static $flags -o "$out/static_alloc_nvcc" "$here/static_alloc.cu" >"$out/static-nvcc.log" 2>&1; then
+        if nvcc -cudart static $flags -o "$out/static_alloc_nvcc" "$here/clients/static_alloc.cu" >"$out/static-nvcc.log" 2>&1; then
             try_static "nvcc -cudart static $flags" "$out/static_alloc_nvcc"
         else
             echo "# nvcc -cudart static $flags failed: $(tail -2 "$out/static-nvcc.log" | tr '\n' ' ')"
@@ -99,7 +99,7 @@ fi
 # preloaded vgpu's, so vgpu admits the process and counts what it holds
 # (H100, r580: admitted to vGPU a, 1.51 GiB returned at its end).
 driver=$(realpath "$(ldconfig -p | awk '$1 == "libcuda.so.1" && /x86-64/ { print $NF; exit }')" 2>/dev/null)
-if gcc -O2 -o "$out/bypath_alloc" "$here/static_alloc.c" -ldl >"$out/bypath-gcc.log" 2>&1 && [ -f "$driver" ]; then
+if gcc -O2 -o "$out/bypath_alloc" "$here/clients/static_alloc.c" -ldl >"$out/bypath-gcc.log" 2>&1 && [ -f "$driver" ]; then
     env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \
         "$out/bypath_alloc" "$driver" >"$out/bypath.out" 2>&1 &
     bp=$!
@@ -129,7 +129,7 @@ over_quota() { # NAME RC BEFORE: RC is caught's exit status for it, BEFORE over_
     3) echo "info $1 held nothing around vgpu here (the line above): nothing to catch" ;;
     esac
 }
-if gcc -O2 -o "$out/global_alloc" "$here/global_alloc.c" -ldl >"$out/global-gcc.log" 2>&1; then
+if gcc -O2 -o "$out/global_alloc" "$here/clients/global_alloc.c" -ldl >"$out/global-gcc.log" 2>&1; then
     n=$(over_lines)
     python3 "$clients" caught "an admitted process with 6 GiB of module globals in a 4 GiB vGPU" 2000 --from-ready -- \
         env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \

@@ -1,4 +1,4 @@
-# Sourced by test/loadpaths.sh and the scripts in test/loadorder/: a temp
+# Sourced by test/forwarder/loadpaths.sh and the scripts in test/loadorder/: a temp
 # dir removed at exit, an environment holding only what each case sets, and
 # the directories a load path is built from.  Needs $case_name, $build and
 # $fake_dir.

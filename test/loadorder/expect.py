@@ -1,5 +1,5 @@
 """What a user of each load order must see, for the Python consumers
-(test/python_load.py, test/gpu/loadorder_clients.py): the same
+(test/interpose/python_load.py, test/gpu/clients/loadorder_clients.py): the same
 TEST_EXPECT_* as test/loadorder/probe.h, and which library answers."""
 import ctypes
 import os

@@ -1,7 +1,7 @@
 /*
  * What a user of each load order observes, checked the same way whichever
  * way the program reached libcuda.so.1 (test/loadorder/README.md): linked,
- * two levels down, dlopen, cgo.  Python (test/python_load.py) checks the same.
+ * two levels down, dlopen, cgo.  Python (test/interpose/python_load.py) checks the same.
  *
  * Expectations come from the environment, each checked where set:
  *   TEST_EXPECT_VGPU=1|0  cuInit (and nvmlInit_v2) are, or are not, vgpu's

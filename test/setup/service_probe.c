@@ -5,7 +5,7 @@
  * sets for the program's own sake.  One "key=value" line each.
  */
 #define _GNU_SOURCE
-#include "test/client_util.h"
+#include "test/common/client_util.h"
 
 int main(void)
 {

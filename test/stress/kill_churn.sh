@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# BAR0's accounting under threads, forks and kill -9 (kill_churn.c says
+# BAR0's accounting under threads, forks and kill -9 (kill_churn_client.c says
 # what is tried and checked):
 #   kill_churn.sh standalone|mediated BUILD_DIR SECONDS KILL_MS
 # The seed is random, and printed first; VGPU_STRESS_SEED=N runs that one
@@ -10,8 +10,8 @@ build=$2
 seconds=$3
 kill_ms=$4
 here=$(realpath "$(dirname "$0")/..") # test/
-# shellcheck source=test/mediator_lib.sh
-. "$here/mediator_lib.sh"
+# shellcheck source=test/mediator/mediator_lib.sh
+. "$here/mediator/mediator_lib.sh"
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 # A small context, so that 4 of them and every thread's final holding fit the 1 GiB quota.
 export FAKEGPU_CTX_OVERHEAD=64M
@@ -29,7 +29,7 @@ mediated)
     echo "kill_churn.sh: unknown scenario $scenario" >&2; exit 2 ;;
 esac
 export VGPU_LOG=info VGPU_LOG_FILE=$tmp/vgpu.log
-"$build/test/stress/kill_churn" "$seconds" "$kill_ms" "$seed" "${vgpu[@]}" ||
+"$build/test/stress/kill_churn_client" "$seconds" "$kill_ms" "$seed" "${vgpu[@]}" ||
     { # Why a process was refused, however early in the run, then the log's end.
       grep -E '^vgpu\[[0-9]+\]: (error|warn): ' "$tmp/vgpu.log" | grep -v 'refused: .* left of its' | tail -n 20 >&2
       grep -v 'refused: .* left of its' "$tmp/vgpu.log" | tail -n 40 >&2; fail "the accounting is not exact (seed $seed)"; }

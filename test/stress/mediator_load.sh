@@ -10,7 +10,7 @@
 # user.  mediator_load.py says what each does and checks every answer.
 # The mediator must never die, admit nobody to a vGPU that does not admit
 # them, end with the descriptors it started with, and keep its config
-# through every broken reload.  What test/mediator.sh already proves (caps,
+# through every broken reload.  What test/mediator/mediator.sh already proves (caps,
 # clients that never read, running out of descriptors, a truncated window)
 # is not repeated here: docs/reliability.md lists both.
 set -u
@@ -18,8 +18,8 @@ scenario=mediator-load
 build=$1
 stress=$(dirname "$(realpath "$0")")
 here=$(dirname "$stress") # test/
-# shellcheck source=test/mediator_lib.sh
-. "$here/mediator_lib.sh"
+# shellcheck source=test/mediator/mediator_lib.sh
+. "$here/mediator/mediator_lib.sh"
 # Raw protocol clients: no vgpu in them (nor, in a sanitized build, its runtime).
 load() { env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" "$@"; }
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}

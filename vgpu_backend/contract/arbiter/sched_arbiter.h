@@ -1,9 +1,9 @@
 /*
  * The compute share's arbiter (docs/compute.md): who holds a GPU for the
  * next quantum.  Pure: state in, state out, time given, so that the
- * mediator (for its vGPUs, tools/mediatord/sched.c) and standalone
+ * mediator (for its vGPUs, tools/mediatord/compute/sched.c) and standalone
  * processes (over a file they share, sched_page.c) run the same rules, and
- * a simulation can test them (test/sched_sim.c).
+ * a simulation can test them (test/compute/sched_arbiter_test.c).
  *
  * A GPU time-slices between the contexts of different processes, so the
  * vGPU whose processes may launch is the one that gets the GPU.  The

@@ -4,7 +4,7 @@
  * directory, one per GPU (and layout: processes of an older vgpu keep theirs).  It holds the arbiter's state (sched_arbiter.h) for every vGPU of
  * that user with a compute share on the GPU, and the processes themselves
  * step it: whoever finds the quantum over, under the page's lock.  (Under
- * vgpu-mediatord the mediator arbitrates instead, tools/mediatord/sched.c.)
+ * vgpu-mediatord the mediator arbitrates instead, tools/mediatord/compute/sched.c.)
  * Across users, a GPU's shares hold only through the mediator.
  */
 #pragma once

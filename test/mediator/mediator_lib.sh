@@ -1,0 +1,143 @@
+# What the scripts that test vgpu-mediatord end to end share (mediator.sh,
+# watch.sh): sourced with $scenario, $build and $here set.  Each scenario
+# writes its config into a fresh temp dir (socket, state_dir there too),
+# starts the mediator over the fake driver's NVML, and runs
+# test/mediator_client under vgpu (the meson test environment: LD_PRELOAD,
+# VGPU_REAL_*) against it; vgpu-smi --json is read with python3.
+# This file's own folder, whichever suite sources it.
+mediator_lib_dir=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
+med=$build/tools/vgpu-mediatord
+smi=$build/tools/vgpu-smi
+client=$build/test/mediator/mediator_client
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-med.XXXXXX") || exit 1
+conf=$tmp/conf
+state=$tmp/state
+medpid=
+pids=
+cleanup() {
+    exec 2>/dev/null # not the shell's "Killed" for each
+    for p in $pids $medpid; do kill -9 "$p"; done
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+trap 'exit 1' INT TERM
+
+export VGPU_MEDIATOR_SOCKET=$tmp/sock
+unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_LOG_FILE FAKEGPU_STATE
+export FAKEGPU_STATE=$tmp/fake.state # the fake GPU's usage, shared by every process
+me=$(id -u)
+my_gid=$(id -g)
+MiB=1048576
+GiB=1073741824
+OVH=$((256 * MiB)) # the fake driver's context overhead
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    echo "---- mediator log ----" >&2
+    cat "$tmp/med.log" >&2 2>/dev/null
+    exit 1
+}
+
+# config [VGPU-SECTION-LINES...]: the [mediator] section, then the lines given.
+config() {
+    {
+        printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$state"
+        for line in "$@"; do printf '%s\n' "$line"; done
+    } >"$conf"
+}
+
+smi_json() {
+    "$smi" --socket "$tmp/sock" --json
+}
+
+# py EXPR: evaluates EXPR over vgpu-smi's JSON (as s); prints the result.
+py() {
+    smi_json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+}
+
+tenant() { # ACTION ARGS...: test/mediator/mediator_tenant.py against this mediator
+    python3 "$mediator_lib_dir/mediator_tenant.py" "$tmp/sock" "$@"
+}
+
+# gone PID: the process has ended (a daemon's zombie, reaped by someone else, counts).
+gone() {
+    [ ! -e "/proc/$1" ] || grep -q '^[0-9]* (.*) [ZX] ' "/proc/$1/stat" 2>/dev/null
+}
+
+# wait_log TEXT [SECONDS]: until the mediator's log holds TEXT.
+wait_log() {
+    for _ in $(seq 1 $((${2:-10} * 50))); do grep -q -- "$1" "$tmp/med.log" && return 0; sleep 0.02; done
+    fail "no \"$1\" in the log"
+}
+
+# start_mediator [ARGS...]; $wrap, if set, runs it (e.g. under prlimit); $medlog is its VGPU_LOG.
+start_mediator() {
+    ${wrap:-} env -u LD_PRELOAD VGPU_LOG="${medlog:-info}" "$med" --config "$conf" --foreground "$@" >>"$tmp/med.log" 2>&1 &
+    medpid=$!
+    for _ in $(seq 1 500); do
+        "$smi" --socket "$tmp/sock" >/dev/null 2>&1 && return 0
+        if ! kill -0 "$medpid" 2>/dev/null; then
+            wait "$medpid"
+            fail "the mediator exited with $?"
+        fi
+        sleep 0.02
+    done
+    fail "the mediator did not answer within 10 s"
+}
+
+stop_mediator() { # SIGNAL
+    kill "-$1" "$medpid"
+    wait "$medpid" 2>/dev/null
+    medpid=
+}
+
+# run SCENARIO ARGS...: the client must pass; what it says (not vgpu's log) is shown.
+run() {
+    local out
+    out=$("$client" "$@" 2>&1) || { echo "$out" >&2; fail "mediator_client $* failed"; }
+    echo "$out" | grep -v '^vgpu\['
+}
+
+# expect_refused WORDS...: the client is refused with one error line holding each of WORDS.
+expect_refused() {
+    "$client" refused >"$tmp/out" 2>"$tmp/err" || { cat "$tmp/out" "$tmp/err" >&2; fail "mediator_client refused failed"; }
+    n=$(grep -c ': error: ' "$tmp/err")
+    [ "$n" -eq 1 ] || { cat "$tmp/err" >&2; fail "$n error lines on stderr, want 1"; }
+    line=$(grep ': error: ' "$tmp/err")
+    for want in "$@"; do
+        case $line in *"$want"*) ;; *) fail "the refusal does not say \"$want\": $line" ;; esac
+    done
+}
+
+wait_file() {
+    for _ in $(seq 1 3000); do [ -e "$1" ] && return 0; sleep 0.01; done
+    fail "timed out waiting for $1"
+}
+
+# hold BYTES NAME [MORE]: a process holding BYTES in the background; its pid in $held.
+hold() {
+    "$client" hold "$1" "$tmp/$2.ready" "$tmp/$2.go" ${3:+"$3"} >>"$tmp/client.out" 2>&1 &
+    pids="$pids $!"
+    wait_file "$tmp/$2.ready"
+    held=$(cat "$tmp/$2.ready")
+}
+
+# expect_config_error LINE WORDS... < CONFIG-BODY: --check-config and a start
+# both refuse the file with FILE:LINE: and each of WORDS.  The body follows a
+# 3-line [mediator] section (its first line is line 4), unless RAW=1.
+expect_config_error() {
+    local line=$1; shift
+    { [ "${RAW:-}" = 1 ] || printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$state"; cat; } >"$conf"
+    for mode in --check-config --foreground; do
+        env -u LD_PRELOAD timeout 10 "$med" --config "$conf" $mode >"$tmp/out" 2>&1
+        rc=$?
+        [ $rc = 1 ] || fail "vgpu-mediatord $mode exited $rc on a bad config: $(cat "$tmp/out")"
+        msg=$(cat "$tmp/out")
+        case $msg in *"$conf:$line: "*) ;; *) fail "$mode did not point at $conf:$line: $msg" ;; esac
+        for want in "$@"; do
+            case $msg in *"$want"*) ;; *) fail "$mode did not say \"$want\": $msg" ;; esac
+        done
+    done
+    echo "refused: $msg"
+}
+
