@@ -757,7 +757,9 @@ non-reading-clients-do-not-stall-admission)
     tenant deaf 50 >"$tmp/deaf" 2>&1 || fail "the tenant failed: $(cat "$tmp/deaf")"
     cat "$tmp/deaf"
     ms=$(sed -n 's/^admitted in \([0-9]*\)\..* ms$/\1/p' "$tmp/deaf")
-    [ -n "$ms" ] && [ "$ms" -lt 100 ] || fail "a new process waited ${ms:-?} ms to be admitted behind 50 deaf clients"
+    # Deaf clients are dropped after 10 s (MED_STALL_MS): a process that waited
+    # half of that waited on them.  How fast is the machine's; printed above.
+    [ -n "$ms" ] && [ "$ms" -lt 5000 ] || fail "a new process waited ${ms:-?} ms to be admitted behind 50 deaf clients"
     ;;
 
 restart-with-a-lower-quota-reaches-running-processes)

@@ -85,11 +85,12 @@ wait "$probe" || { cat "$tmp/probe"; fail "the normal client was not always admi
 wait "$reloader"
 cat "$tmp/probe"
 # A client among 500 that come at once is served in its turn, as fast as the
-# machine lets the mediator serve them all (the crowd's line above).
-# Sanitized, the mediator is checked for what it does, not for its speed:
-# ten times slower is still answered.
-bound=100 crowd_bound=2000
-[ -n "${VGPU_TEST_SANITIZE:-}" ] && bound=1000 crowd_bound=20000
+# machine lets the mediator serve them all (the crowd's line above).  How
+# fast is a figure, printed (docs/reliability.md has a run's): on a machine
+# busy with something else it is that machine's.  What is asserted is that
+# no client waits on another: a blocked loop would keep a client waiting
+# for the 10 s a stalled connection is given, or for ever.
+bound=5000 crowd_bound=30000
 slowest=$(sed -n 's/^slowest ms \([0-9]*\).*/\1/p' "$tmp/probe")
 [ -n "$slowest" ] && [ "$slowest" -lt $bound ] || fail "a normal client waited ${slowest:-?} ms to be admitted (at most $bound)"
 slowest=$(sed -n 's/^slowest with a crowd ms \([0-9]*\).*/\1/p' "$tmp/probe")

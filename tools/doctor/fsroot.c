@@ -72,7 +72,10 @@ int doc_fs_resolve(const struct doc_fs *fs, const char *path, char *out, size_t 
             continue;
         }
         char next[PATH_MAX], full[PATH_MAX * 2];
-        snprintf(next, sizeof(next), "%s/%s", done, part);
+        if ((size_t)snprintf(next, sizeof(next), "%s/%s", done, part) >= sizeof(next)) {
+            snprintf(out, len, "%s", path);
+            return ENAMETOOLONG;
+        }
         struct stat st;
         if (lstat(doc_fs_path(fs, next, full, sizeof(full)), &st) != 0) {
             int e = errno;

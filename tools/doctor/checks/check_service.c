@@ -146,7 +146,7 @@ void doc_check_service(struct doc_ctx *c)
     snprintf(dir, sizeof(dir), "/etc/systemd/system/%s.service.d", name);
     snprintf(pattern, sizeof(pattern), "%s%s/*.conf", c->host.root, dir);
     glob_t g;
-    char fix[512];
+    char fix[sizeof(name) * 2 + 64];
     snprintf(fix, sizeof(fix), "sudo vgpu-setup enable --service %s && sudo systemctl restart %s", name, name);
     if (glob(pattern, 0, NULL, &g) != 0) {
         doc_fix(doc_add(&c->report, DOC_PROBLEM, "service", "%s.service has no drop-in in %s: it starts its "
