@@ -285,6 +285,34 @@ standalone-share-then-cap-on-one-vgpu)
     expect_share a 0.22 0.40
     ;;
 
+standalone-lone-tenant-meets-a-newcomer)
+    # A vGPU of 25% uses the idle GPU alone for 6 s and stops; a vGPU of
+    # 75% starts, and a second later the first vGPU's next process: it gets
+    # its share, not a wait while the newcomer catches up with what it did
+    # alone (0.3% for seconds, before the arbiter kept a floor of virtual time).
+    standalone a 25% - matmul 6; join $last a
+    sleep 0.2
+    standalone b 75% - matmul 5; b=$last
+    sleep 1
+    standalone a 25% - matmul 3; a=$last
+    join $a a; join $b b
+    expect_share a 0.15 0.40
+    ;;
+
+mediated-lone-tenant-meets-a-newcomer)
+    # The same under vgpu-mediatord.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
+             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
+    mediated a matmul 6; join $last a
+    sleep 0.2
+    mediated b matmul 5; b=$last
+    sleep 1
+    mediated a matmul 3; a=$last
+    join $a a; join $b b
+    expect_share a 0.15 0.40
+    no_findings
+    ;;
+
 mediated-two-tenants-get-25-and-75)
     mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
              "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"

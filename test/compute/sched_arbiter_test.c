@@ -31,6 +31,7 @@ struct tenant {
     uint32_t share; /* permille */
     uint32_t mode;
     uint64_t from, to; /* wants the GPU in [from, to) */
+    uint64_t from2, to2; /* and again in [from2, to2) (0, 0: no second spell) */
     uint64_t pause;    /* but for this long at the start of every 250 ms (a framework's synchronize) */
     uint64_t got;      /* GPU time it had in the measured window */
 };
@@ -51,7 +52,8 @@ static void run(struct tenant *t, int n, uint64_t end, uint64_t measure_from)
     for (uint64_t now = 0; now < end; now += tick) {
         bool changed = false;
         for (int i = 0; i < n; i++) {
-            demand[i] = now >= t[i].from && now < t[i].to && (now - t[i].from) % (250 * MS) >= t[i].pause;
+            demand[i] = (now >= t[i].from && now < t[i].to && (now - t[i].from) % (250 * MS) >= t[i].pause) ||
+                        (now >= t[i].from2 && now < t[i].to2);
             changed |= demand[i] != was[i];
             was[i] = demand[i];
         }
@@ -156,6 +158,41 @@ static void no_catch_up(void)
     run(t, 2, 11 * S, 10 * S);
     expect_share(&t[0], 1 * S, 50, 3, "the tenant that kept working, the second after the other came back");
     expect_share(&t[1], 1 * S, 50, 3, "the tenant back from 10 s idle");
+}
+
+/*
+ * A tenant that used an idle GPU alone, then met a newcomer: the 25% one
+ * runs alone for `alone` and stops; the 75% one starts 200 ms later, with
+ * nobody wanting the GPU meanwhile; the 25% one starts again a second after
+ * that.  It gets its share within a second, never below half of
+ * it after that first second: the newcomer starts level with what the lone
+ * tenant did, not at 0 (which kept the lone tenant waiting about three
+ * times as long as it had run alone, at 0.3% of the GPU).
+ */
+static void newcomer_after_a_lone_run_check(uint64_t alone)
+{
+    uint64_t newcomer = alone + 200 * MS, back = newcomer + S;
+    struct tenant t[2] = { { .share = 250, .to = alone, .from2 = back, .to2 = back + 7 * S },
+                           { .share = 750, .from = newcomer, .to = back + 7 * S } };
+    char what[96];
+    for (int second = 1; second < 7; second++) {
+        t[0].got = t[1].got = 0;
+        run(t, 2, back + (uint64_t)(second + 1) * S, back + (uint64_t)second * S);
+        snprintf(what, sizeof(what), "the 25%% tenant back after %.0f s alone, in its second %d back", (double)alone / S,
+                 second + 1);
+        double p = pct(t[0].got, S);
+        CHECK(p >= 12.5, "%s: %.1f%% of the GPU, want at least half its share", what, p);
+    }
+    t[0].got = t[1].got = 0;
+    run(t, 2, back + 7 * S, back + S);
+    snprintf(what, sizeof(what), "the 25%% tenant back after %.0f s alone, from its second second on", (double)alone / S);
+    expect_share(&t[0], 6 * S, 25, 3, what);
+}
+
+static void newcomer_after_a_lone_run(void)
+{
+    newcomer_after_a_lone_run_check(6 * S);
+    newcomer_after_a_lone_run_check(60 * S);
 }
 
 /* A capped tenant idle for 5 s banks no more than two quanta: in its first
@@ -325,6 +362,7 @@ int main(int argc, char **argv)
         { "cap-no-burst", cap_no_burst }, { "cap-in-whole-quanta", cap_in_whole_quanta },
         { "brief-pauses", brief_pauses }, { "slow-waiter-not-lost", slow_waiter_not_lost },
         { "dead-waiters-cost-little", dead_waiters_cost_little }, { "reconfigured", reconfigured },
+        { "newcomer-after-a-lone-run", newcomer_after_a_lone_run },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

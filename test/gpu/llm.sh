@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The LLM stacks' checks of issue 11 (llm_clients.py says what each does):
+# The LLM stacks' checks (clients/llm_clients.py says what each does):
 # PyTorch's expandable segments from worker threads, graphs' memory nodes
 # (cuda-python and PyTorch's cudaMallocAsync backend), NCCL on one GPU and
 # vLLM-style start-up profiling (also under CUDA_VISIBLE_DEVICES=0 and =UUID),

@@ -61,6 +61,13 @@ sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeou
     >"$out/metrics.txt" || echo "FAIL no metrics page"
 nvidia-smi pmon -c 1 -s u >"$out/pmon.txt" 2>&1
 wait "$a" "$b"
+# Both tenants wait for their turns: the watch's check of the share
+# (docs/mediator.md, "over share") must find neither using the GPU out of turn.
+if grep -q "watch: pid" "$out/mediatord.log"; then
+    echo "FAIL the watch reported an honest tenant: $(grep 'watch: pid' "$out/mediatord.log" | head -2)"
+else
+    echo "ok the watch reported neither tenant: no use out of turn in $(grep -c . "$out/mediatord.log") log lines"
+fi
 python3 - "$out" "$a" "$b" <<'PY' || echo "FAIL the checks of the views did not run to the end"
 import json, re, sys
 out, pids = sys.argv[1], {"a": int(sys.argv[2]), "b": int(sys.argv[3])}

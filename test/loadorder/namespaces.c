@@ -1,5 +1,5 @@
 /*
- * Loads that would bind the driver behind vgpu's back (issue 12 item 5):
+ * Loads that would bind the driver behind vgpu's back:
  * dlmopen into a new link-map namespace, and a library loaded with
  * RTLD_DEEPBIND that opens the driver itself.  `namespaces SCENARIO`, with
  * vgpu preloaded on a 1 GiB vGPU over the fake's 16 GiB devices

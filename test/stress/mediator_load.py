@@ -38,7 +38,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "mediator"))
 from mediator_tenant import ADMIT, ENTER, ENTERED, REFUSE, frame, hello, reason, receive  # noqa: E402
 
 failures = []

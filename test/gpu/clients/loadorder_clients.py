@@ -8,7 +8,7 @@ import ctypes
 import os
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "loadorder"))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "loadorder"))
 from expect import check, check_library, expect, failures, open_driver_first  # noqa: E402
 
 GiB = 1 << 30

@@ -113,7 +113,7 @@ elif client == "cudapy":
     check("cuda-python cuMemAlloc within quota", err == cu.CUresult.CUDA_SUCCESS, str(err))
 
 elif client == "contexts":
-    # Issue 12 items 3 and 4: each further context, and the memory a
+    # Each further context, and the memory a
     # context's stack limit reserves, counted as the driver counts them.
     # BAR0's device 0 memory_used is at 0x1040 (docs/bar0.md).
     import struct

@@ -12,14 +12,17 @@ void vgpu_sched_init(struct vgpu_sched_state *g, uint64_t quantum_ns)
     g->quantum_ns = quantum_ns ? quantum_ns : VGPU_SCHED_QUANTUM_NS;
 }
 
-/* The least virtual time of the entries that want the GPU, or of all when none does. */
-static uint64_t least_vtime(const struct vgpu_sched_state *g, bool wanting_only)
+/* The floor of virtual time: the least of the entries that want the GPU
+ * (or hold it), kept when none does, and never moved back. */
+static uint64_t raise_floor(struct vgpu_sched_state *g)
 {
     uint64_t least = UINT64_MAX;
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
-        if (g->e[i].used && (!wanting_only || g->e[i].wanting || i == g->holder) && g->e[i].vtime < least)
+        if (g->e[i].used && (g->e[i].wanting || i == g->holder) && g->e[i].vtime < least)
             least = g->e[i].vtime;
-    return least == UINT64_MAX ? 0 : least;
+    if (least != UINT64_MAX && least > g->min_vtime)
+        g->min_vtime = least;
+    return g->min_vtime;
 }
 
 /* Cap mode: the budget refills at the share of wall time, up to two
@@ -47,7 +50,7 @@ void vgpu_sched_set(struct vgpu_sched_state *g, int i, uint32_t share, uint32_t 
     share = share < 1 ? 1 : share > 1000 ? 1000 : share;
     if (!e->used) {
         memset(e, 0, sizeof(*e));
-        e->vtime = least_vtime(g, false);
+        e->vtime = raise_floor(g); /* level with the least of those that want it */
         e->used = 1;
     } else if (mode == VGPU_COMPUTE_CAP && e->mode == VGPU_COMPUTE_CAP) {
         /* The cap changed, or not: what it earned so far, at the rate it had. */
@@ -103,11 +106,14 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
 {
     charge(g, now, holder_idle_since);
     refill(g, now);
-    /* Coming back from an idle spell: no more than a quantum behind those
-     * that kept wanting it.  A pause shorter than two quanta is not one: a
-     * framework stops for a few milliseconds at every synchronize, and a
-     * tenant held back at each would drift towards an equal split. */
-    uint64_t floor = least_vtime(g, true);
+    /* Coming back from an idle spell: no more than a quantum behind the
+     * floor, the least virtual time of those that wanted it (kept while
+     * nobody does: a vGPU that used an idle GPU alone must not then wait
+     * for a newcomer to catch up with it).  A pause shorter than two quanta
+     * is not one: a framework stops for a few milliseconds at every
+     * synchronize, and a tenant held back at each would drift towards an
+     * equal split. */
+    uint64_t floor = raise_floor(g);
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         struct vgpu_sched_entry *e = &g->e[i];
         if (!e->used)

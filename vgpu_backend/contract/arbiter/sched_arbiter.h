@@ -11,8 +11,11 @@
  * furthest behind its share: each entry's virtual time advances by the
  * GPU time charged to it divided by its share.  An entry that comes back
  * after an idle spell (two quanta or more: not a framework's pause at a
- * synchronize) is at most a quantum behind the others, not owed all it did
- * not use.  An entry in cap mode also holds a budget that refills at its
+ * synchronize), or a new one, is at most a quantum behind the least
+ * virtual time of those that wanted the GPU, a floor that never moves back
+ * (as CFS keeps min_vruntime): it is not owed what it did not use, even
+ * when nobody wanted the GPU as it came back, and an entry that used an
+ * idle GPU alone is not made to wait while a newcomer catches up.  An entry in cap mode also holds a budget that refills at its
  * share of wall time, up to two quanta: it is given the GPU only with a
  * whole quantum of budget, so it runs in whole quanta, and without one it
  * is not given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
@@ -52,6 +55,7 @@ struct vgpu_sched_state {
     uint64_t granted_ns;     /* when the holder was given it (or last charged) */
     uint64_t until_ns;       /* the holder's quantum ends; with no holder, when to look again */
     uint64_t quantum_ns;
+    uint64_t min_vtime;      /* the least virtual time of the entries that wanted the GPU, never lower */
     struct vgpu_sched_entry e[VGPU_SCHED_MAX_ENTRIES];
 };
 

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 _Static_assert(sizeof(struct vgpu_sched_page) <= 8192, "the page is two pages at most");
-/* taken[] took the place of reserved words: version 3's layout, kept. */
+/* taken[] took the place of reserved words: the state where version 3 has it. */
 _Static_assert(offsetof(struct vgpu_sched_page, state) == 72, "the state where version 3 has it");
 
 /* A spin lock whose holder's pid lets others break it when that process

@@ -17,7 +17,8 @@
 #include "vgpu_backend/contract/arbiter/sched_arbiter.h"
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
-#define VGPU_SCHED_PAGE_VERSION 3 /* 3: leftover floors that expire */
+/* 3: leftover floors that expire; 4: the arbiter's floor of virtual time */
+#define VGPU_SCHED_PAGE_VERSION 4
 
 struct vgpu_sched_page {
     uint64_t magic;
