@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpu suite's compute-share checks (issue 8): real frameworks stay
+# The gpu suite's compute-share checks: real frameworks stay
 # correct under a share while another vGPU competes for the GPU, and a hard
 # cap holds for a CUDA-graph loop as for an eager one.  The throughput table
 # is bench/compute.py's (docs/performance.md).

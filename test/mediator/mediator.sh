@@ -321,7 +321,7 @@ guest-window)
 fork-child-without-the-mediator-is-refused-memory)
     # The parent was admitted; the mediator is then killed: a child forked
     # after that cannot take a slot of its own, and is refused memory, with
-    # a line that says why (issue 12, item 2, under the mediator).
+    # a line that says why.
     config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
     start_mediator
     VGPU_LOG_FILE=$tmp/fork.log "$client" fork-after-mediator-gone "$tmp/f.ready" "$tmp/f.go" >>"$tmp/client.out" 2>&1 &
