@@ -19,17 +19,17 @@
 #define _GNU_SOURCE
 #include "common/log.h"
 #include "tools/mediatord/clients/clients.h"
+#include "tools/mediatord/clients/metrics.h"
+#include "tools/mediatord/compute/sched.h"
+#include "tools/mediatord/compute/utilization.h"
 #include "tools/mediatord/config/config.h"
+#include "tools/mediatord/config/state_dir.h"
 #include "tools/mediatord/daemon.h"
 #include "tools/mediatord/gpus.h"
-#include "tools/mediatord/clients/metrics.h"
 #include "tools/mediatord/ratelimit.h"
-#include "tools/mediatord/compute/sched.h"
-#include "tools/mediatord/config/state_dir.h"
-#include "tools/mediatord/compute/utilization.h"
 #include "tools/mediatord/vgpus/vgpus.h"
-#include "tools/mediatord/watch/watch.h"
 #include "tools/mediatord/vgpus/window_guard.h"
+#include "tools/mediatord/watch/watch.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -13,10 +13,10 @@
  * mediator's config parser, rather than keep second copies in a script.
  */
 #define _GNU_SOURCE
-#include "tools/setup/targets/cdi.h"
-#include "tools/setup/targets/service.h"
 #include "tools/setup/setup.h"
 #include "tools/setup/status.h"
+#include "tools/setup/targets/cdi.h"
+#include "tools/setup/targets/service.h"
 #include "tools/setup/targets/system.h"
 #include "tools/setup/targets/unit.h"
 #include "vgpu_backend/contract/protocol/protocol.h"

@@ -3,9 +3,9 @@
 #include "tools/setup/status.h"
 
 #include "common/error.h"
-#include "tools/setup/targets/cdi.h"
 #include "tools/setup/files.h"
 #include "tools/setup/record.h"
+#include "tools/setup/targets/cdi.h"
 #include "tools/setup/targets/system.h"
 #include "tools/setup/targets/unit.h"
 

@@ -16,13 +16,13 @@
 #include "common/log.h"
 #include "vgpu_backend/backend.h"
 #include "vgpu_backend/compute/capture.h"
-#include "vgpu_backend/join/cuda_devices.h"
-#include "vgpu_backend/contract/arbiter/futex.h"
 #include "vgpu_backend/compute/inflight.h"
-#include "vgpu_backend/join/current.h"
+#include "vgpu_backend/contract/arbiter/futex.h"
 #include "vgpu_backend/contract/arbiter/sched_page.h"
-#include "vgpu_backend/join/self.h"
 #include "vgpu_backend/contract/window/user_dir.h"
+#include "vgpu_backend/join/cuda_devices.h"
+#include "vgpu_backend/join/current.h"
+#include "vgpu_backend/join/self.h"
 
 #include <pthread.h>
 #include <stdio.h>

@@ -4,10 +4,10 @@
 
 #include "common/log.h"
 #include "common/operator.h"
-#include "vgpu_backend/join/pci_window.h"
 #include "forwarder/real_nvml.h"
-#include "vgpu_backend/join/status_publish.h"
 #include "vgpu_backend/contract/window/user_dir.h"
+#include "vgpu_backend/join/pci_window.h"
+#include "vgpu_backend/join/status_publish.h"
 
 #include <pthread.h>
 #include <stdarg.h>

@@ -5,10 +5,10 @@
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"
-#include "vgpu_backend/memory/alloc_table.h"
 #include "vgpu_backend/backend.h"
 #include "vgpu_backend/join/cuda_devices.h"
 #include "vgpu_backend/join/current.h"
+#include "vgpu_backend/memory/alloc_table.h"
 #include "vgpu_backend/memory/quota.h"
 #include "vgpu_cuda_slots.h"
 

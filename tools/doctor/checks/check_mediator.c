@@ -10,9 +10,9 @@
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
 
-#include "tools/mediator_query.h"
 #include "common/error.h"
 #include "common/operator.h"
+#include "tools/mediator_query.h"
 #include "vgpu_backend/contract/protocol/mediator_client.h"
 
 #include <errno.h>

@@ -3,8 +3,8 @@
 #include "tools/mediatord/clients/clients.h"
 
 #include "common/log.h"
-#include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/clients/status.h"
+#include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/watch/watch.h"
 
 #include <errno.h>

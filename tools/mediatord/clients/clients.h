@@ -12,10 +12,10 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tools/mediatord/clients/sendq.h"
 #include "tools/mediatord/config/config.h"
 #include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/proc.h"
-#include "tools/mediatord/clients/sendq.h"
 #include "tools/mediatord/vgpus/vgpus.h"
 #include "vgpu_backend/contract/protocol/protocol.h"
 

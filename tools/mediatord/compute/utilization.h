@@ -23,8 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/compute/sched.h"
+#include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/watch/watch_sampler.h"
 
 #define MED_VIEWS_INTERVAL_MS 1000

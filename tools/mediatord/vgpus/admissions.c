@@ -6,8 +6,8 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/vgpus/vgpus.h"
 
-#include "common/log.h"
 #include "common/error.h"
+#include "common/log.h"
 
 #include <stdio.h>
 #include <stdlib.h>

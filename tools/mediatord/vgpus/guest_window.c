@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "tools/mediatord/vgpus/host_window.h"
 #include "tools/mediatord/config/state_dir.h"
+#include "tools/mediatord/vgpus/host_window.h"
 #include "tools/mediatord/vgpus/window_guard.h"
 
 #include <errno.h>

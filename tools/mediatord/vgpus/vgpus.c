@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "tools/mediatord/vgpus/guest_window.h"
 #include "tools/mediatord/config/state_dir.h"
+#include "tools/mediatord/vgpus/guest_window.h"
 #include "vgpu_backend/contract/settings/settings.h"
 
 #include <dirent.h>

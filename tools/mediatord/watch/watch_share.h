@@ -25,8 +25,8 @@
 
 #include <stdint.h>
 
-#include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/compute/sched.h"
+#include "tools/mediatord/mediatord.h"
 
 #define MED_SHARE_MARGIN_NS 200000000ull /* after a turn, its queued work (at most VGPU_SCHED_QUEUE_NS) */
 #define MED_SHARE_READINGS 10            /* the readings a finding is judged over (at most 16) */

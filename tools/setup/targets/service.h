@@ -2,8 +2,8 @@
  * service's CUDA programs in a vGPU, and its removal. */
 #pragma once
 
-#include "tools/setup/targets/dropin.h"
 #include "tools/setup/setup.h"
+#include "tools/setup/targets/dropin.h"
 
 #include <stdbool.h>
 #include <stddef.h>

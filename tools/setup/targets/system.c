@@ -4,8 +4,8 @@
 
 #include "common/error.h"
 #include "tools/setup/command.h"
-#include "tools/setup/targets/ldcache.h"
 #include "tools/setup/record.h"
+#include "tools/setup/targets/ldcache.h"
 
 #include <stdio.h>
 #include <string.h>
