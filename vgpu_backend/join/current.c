@@ -31,7 +31,8 @@ CUcontext vgpu_primary_set(CUdevice dev, CUcontext ctx)
     return was;
 }
 
-int vgpu_current_device(CUcontext *ctx, CUdevice *dev)
+/* The current context and its CUDA device: 0, or -1 when there is none. */
+static int current_device(CUcontext *ctx, CUdevice *dev)
 {
     if (VGPU_REAL_CUDA(cuCtxGetCurrent)(ctx) != CUDA_SUCCESS || !*ctx)
         return -1;
@@ -44,7 +45,7 @@ int vgpu_current_vdev(CUcontext *ctx, CUdevice *dev)
 {
     CUcontext c;
     CUdevice d;
-    if (vgpu_current_device(&c, &d) != 0)
+    if (current_device(&c, &d) != 0)
         return -1;
     if (ctx)
         *ctx = c;

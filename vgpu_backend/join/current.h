@@ -12,9 +12,6 @@
 /* CUDA devices whose primary contexts are known. */
 #define VGPU_MAX_CUDA_DEVICES 64
 
-/* The current context and its CUDA device: 0, or -1 when there is none. */
-int vgpu_current_device(CUcontext *ctx, CUdevice *dev);
-
 /* The vGPU device of the current context's device, with the context and
  * CUDA device when asked (ctx, dev may be NULL); -1 when there is no
  * context or its device is not the vGPU's. */

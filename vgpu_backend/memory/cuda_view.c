@@ -29,9 +29,7 @@ CUresult vgpu_backend_mem_info(size_t *free_bytes, size_t *total_bytes)
 {
     CUresult r = VGPU_REAL_CUDA(cuMemGetInfo_v2)(free_bytes, total_bytes);
     struct vgpu_self *self = vgpu_self_on();
-    CUcontext ctx;
-    CUdevice dev;
-    int vdev = self && r == CUDA_SUCCESS && vgpu_current_device(&ctx, &dev) == 0 ? vgpu_cuda_vgpu_index(dev) : -1;
+    int vdev = self && r == CUDA_SUCCESS ? vgpu_current_vdev(NULL, NULL) : -1;
     if (vdev < 0)
         return r;
     vgpu_bar0_reap(self->bar0.bar, false);

@@ -14,7 +14,6 @@
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
-#include "vgpu_backend/join/cuda_devices.h"
 #include "vgpu_backend/join/current.h"
 #include "vgpu_backend/memory/quota.h"
 #include "vgpu_cuda_slots.h"
@@ -92,9 +91,9 @@ CUresult vgpu_backend_limit_claim(CUlimit limit, size_t value, struct vgpu_limit
     c->counted = false;
     int k = index_of(limit);
     struct vgpu_self *self = k >= 0 ? vgpu_self_on() : NULL;
-    CUcontext ctx;
-    CUdevice dev;
-    int vdev = self && vgpu_current_device(&ctx, &dev) == 0 ? vgpu_cuda_vgpu_index(dev) : -1;
+    CUcontext ctx = NULL;
+    CUdevice dev = 0;
+    int vdev = self ? vgpu_current_vdev(&ctx, &dev) : -1;
     if (vdev < 0)
         return CUDA_SUCCESS; /* no context: the driver will say so */
     pthread_mutex_lock(&lock);

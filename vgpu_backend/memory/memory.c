@@ -45,11 +45,9 @@ CUresult vgpu_backend_mem_claim(struct vgpu_mem_claim *c)
      * context's device, and the context: the allocation goes with it. */
     CUdevice dev = c->device;
     CUcontext ctx = NULL;
-    if (dev < 0 && vgpu_current_device(&ctx, &dev) != 0)
-        return CUDA_SUCCESS; /* no context: the driver will say so */
-    int vdev = vgpu_cuda_vgpu_index(dev);
+    int vdev = dev < 0 ? vgpu_current_vdev(&ctx, &dev) : vgpu_cuda_vgpu_index(dev);
     if (vdev < 0)
-        return CUDA_SUCCESS;
+        return CUDA_SUCCESS; /* no context (the driver will say so), or not the vGPU's device */
     c->device = dev;
     uint64_t bytes = round_up(c->bytes ? c->bytes : 1, ALLOC_ALIGN);
     if (c->kind == VGPU_MEM_ASYNC)
