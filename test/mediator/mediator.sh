@@ -697,6 +697,8 @@ refuses-a-config-others-may-write)
         chown 0 "$conf"
         mkdir -m 0755 "$tmp/theirs" && cp "$conf" "$tmp/theirs/conf" && chown 65534 "$tmp/theirs"
         refused "$tmp/theirs/conf" "the config is in $tmp/theirs, which uid 65534 owns"
+        ln -s "$tmp/theirs/conf" "$tmp/link.conf" # a link of root's to it: the file's directory still counts
+        refused "$tmp/link.conf" "the config is in $tmp/theirs, which uid 65534 owns"
     fi
     chmod 0777 "$tmp" # a directory on its way others may write, not sticky
     refused "$conf" "the config is in $tmp, which group or others may write (mode 0777)"

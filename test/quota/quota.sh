@@ -336,6 +336,17 @@ foreign-private-dir-is-passed-over)
     grep -q "this user's are in $dir.2 instead" "$tmp/log2" || fail "a later process went elsewhere: $(cat "$tmp/log2")"
     [ ! -e "$dir.1" ] || fail "a later process made $dir.1"
     VGPU_BAR0=$dir.2/all.bar0 run view # the window the default made, with its quota
+    rmdir "$dir" # vgpu-UID itself comes free: processes stay where the others are
+    VGPU_LOG_FILE=$tmp/log3 run view-quiet
+    [ ! -e "$dir" ] || fail "a later process made $dir while $dir.2 holds the user's windows"
+    # Every numbered name taken by another user: one no one can guess.
+    rm -rf "$dir.2"
+    install -d -o $OTHER -m 0777 "$dir"
+    for i in $(seq 1 64); do install -d -o $OTHER -m 0777 "$dir.$i"; done
+    VGPU_LOG_FILE=$tmp/log4 run view-quiet
+    made=$(ls -d "$dir".* | grep -v "\.[0-9]*$")
+    [ "$(stat -c '%u %a' "$made")" = "$(id -u) 700" ] || fail "no directory of the user's own: $(ls -ld "$dir".* | tail -3)"
+    grep -q "this user's are in $made instead" "$tmp/log4" || fail "the unguessable name was not said: $(cat "$tmp/log4")"
     ;;
 refused-bar0-of-another-user)
     # VGPU_BAR0 names a file another user made (a valid window, mode 0666):

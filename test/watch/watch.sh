@@ -288,6 +288,8 @@ reports-and-kills-a-process-around-the-compute-share)
     grep -q "watch: killed pid $cheat .* with SIGKILL (enforce = kill in \[vgpu.a\] of $conf)" "$tmp/med.log" ||
         fail "the kill was not logged"
     metrics_have "vgpu_watch_kills_total{$labels0,vgpu_rule=\"over_share\"} 1"
+    readings 2 # its case goes with it
+    [ "$(py "[p['pid'] for p in s['watch']['processes']]")" = "[]" ] || fail "the killed process is still listed: $(smi_json)"
     kill -0 "$honest" || fail "the honest process was killed"
     grep -q "pid $honest .*compute share" "$tmp/med.log" && fail "the honest process was reported"
     ;;

@@ -51,13 +51,35 @@ static void read_ids(pid_t pid, struct med_proc *out)
     }
 }
 
+#define PF_EXITING 0x4u /* the kernel's task flag: in exit(), its descriptors closing */
+
+/* Whether pid has begun to exit (field 9 of /proc/PID/stat, the task's
+ * flags): its connection to the mediator may be closed already while the
+ * driver still lists it. */
+static bool exiting(pid_t pid)
+{
+    char path[64], buf[1024];
+    snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    ssize_t n = fd >= 0 ? read(fd, buf, sizeof(buf) - 1) : -1;
+    if (fd >= 0)
+        close(fd);
+    if (n <= 0)
+        return false;
+    buf[n] = '\0';
+    char *p = strrchr(buf, ')'); /* the name may hold anything, ')' too */
+    unsigned long flags = 0;
+    return p && sscanf(p + 1, " %*c %*d %*d %*d %*d %*d %lu", &flags) == 1 && (flags & PF_EXITING);
+}
+
 bool med_proc_read(pid_t pid, struct med_proc *out)
 {
     memset(out, 0, sizeof(*out));
     if (pid <= 0 || !(out->start_time = vgpu_proc_start_time(pid)))
         return false;
-    /* Dead with this start time: a zombie (or no longer there). */
-    out->ended = !vgpu_bar0_owner_alive(pid, out->start_time);
+    /* Dead with this start time (a zombie, or no longer there), or on its
+     * way out. */
+    out->ended = !vgpu_bar0_owner_alive(pid, out->start_time) || exiting(pid);
     read_ids(pid, out);
     return true;
 }

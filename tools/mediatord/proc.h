@@ -13,7 +13,7 @@
 
 struct med_proc {
     uint64_t start_time;  /* /proc/PID/stat's, in clock ticks since boot: tells a reused pid apart */
-    bool ended;           /* a zombie: what it held is being returned */
+    bool ended;           /* a zombie, or exiting: what it held is being returned */
     bool ids_known;       /* /proc/PID/status was read */
     uid_t uid;            /* effective, as SO_PEERCRED gives them to admission */
     gid_t gid;

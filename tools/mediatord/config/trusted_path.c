@@ -29,21 +29,9 @@ int med_trusted_file(const struct stat *st, const char *what, const char *path, 
     return 0;
 }
 
-int med_trusted_dirs(const char *path, const char *what, char *err, size_t errlen)
+/* dir (resolved) and each directory above it, up to /. */
+static int walk_up(char *dir, const char *path, const char *what, char *err, size_t errlen)
 {
-    char dir[PATH_MAX];
-    /* Its directory as the kernel resolves it: a link on the way cannot
-     * hide whose directories those are. */
-    char *slash = strrchr(path, '/');
-    char parent[PATH_MAX];
-    if (!slash)
-        snprintf(parent, sizeof(parent), ".");
-    else if (slash == path)
-        snprintf(parent, sizeof(parent), "/");
-    else
-        snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
-    if (!realpath(parent, dir))
-        return vgpu_fail(err, errlen, "%s: cannot resolve the directory of the %s: %s", path, what, strerror(errno));
     for (;;) {
         struct stat st;
         if (stat(dir, &st) != 0)
@@ -63,4 +51,33 @@ int med_trusted_dirs(const char *path, const char *what, char *err, size_t errle
         else
             *last = '\0';
     }
+}
+
+/* The directory part of path (".": none), resolved by the kernel. */
+static int resolved_parent(const char *path, char *out, const char *what, char *err, size_t errlen)
+{
+    char parent[PATH_MAX];
+    const char *slash = strrchr(path, '/');
+    if (!slash)
+        snprintf(parent, sizeof(parent), ".");
+    else if (slash == path)
+        snprintf(parent, sizeof(parent), "/");
+    else
+        snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+    if (!realpath(parent, out))
+        return vgpu_fail(err, errlen, "%s: cannot resolve the directory of the %s: %s", path, what, strerror(errno));
+    return 0;
+}
+
+int med_trusted_dirs(const char *path, const char *what, char *err, size_t errlen)
+{
+    /* The directories of the name given (where a link to it could be
+     * swapped), and, where that is a link, those of the file it names:
+     * a link on the way cannot hide whose directories those are. */
+    char dir[PATH_MAX], real[PATH_MAX];
+    if (resolved_parent(path, dir, what, err, errlen) != 0 || walk_up(dir, path, what, err, errlen) != 0)
+        return -1;
+    if (!realpath(path, real))
+        return 0; /* nothing there yet (a state_dir to be made): its parent is what was checked */
+    return resolved_parent(real, dir, what, err, errlen) != 0 ? -1 : walk_up(dir, path, what, err, errlen);
 }

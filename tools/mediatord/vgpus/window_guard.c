@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/vgpus/window_guard.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdatomic.h>
 #include <stdint.h>
@@ -18,12 +19,18 @@ struct guarded {
 static struct guarded table[MED_GUARD_MAX];
 
 /* In place of the mapping: zeroed pages nothing else maps.  mmap is a
- * system call, safe in a handler. */
-static void replace(struct guarded *g)
+ * system call, safe in a handler; errno is the interrupted code's.  False
+ * when it could not be done. */
+static bool replace(struct guarded *g)
 {
+    int saved = errno;
     void *at = (void *)atomic_load(&g->start);
-    mmap(at, atomic_load(&g->len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    void *p = mmap(at, atomic_load(&g->len), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED, -1, 0);
+    errno = saved;
+    if (p == MAP_FAILED)
+        return false;
     atomic_store(&g->lost, true);
+    return true;
 }
 
 static void on_sigbus(int sig, siginfo_t *info, void *context)
@@ -33,11 +40,12 @@ static void on_sigbus(int sig, siginfo_t *info, void *context)
     for (int i = 0; i < MED_GUARD_MAX; i++) {
         uintptr_t s = atomic_load(&table[i].start);
         if (s && a >= s && a - s < atomic_load(&table[i].len)) {
-            replace(&table[i]);
-            return; /* the faulting access runs again, on the new pages */
+            if (replace(&table[i]))
+                return; /* the faulting access runs again, on the new pages */
+            break;      /* no memory to put there: the fault would come back for ever */
         }
     }
-    /* Not a guarded window: what SIGBUS always did. */
+    /* Not a guarded window (or no way to replace it): what SIGBUS always did. */
     signal(sig, SIG_DFL);
     raise(sig);
 }

@@ -70,6 +70,23 @@ static void announce(const struct med_watch *w, const struct med_config *c, uint
                   c->watch_tolerance_percent, c->kill_unadmitted ? "killed" : "reported");
 }
 
+/* Is vGPU name (a host one) on GPU gpu (a med_gpus index)? */
+static bool on_gpu(const struct med_watch *w, struct med_vgpus *all, const char *name, int gpu)
+{
+    const struct med_vgpu *v = med_vgpus_find(all, name);
+    for (uint32_t d = 0; v && !v->conf.guest && d < v->regs.device_count && d < VGPU_MAX_DEVICES; d++)
+        if (v->gpu[d] && index_of(w, v->gpu[d]) == gpu)
+            return true;
+    return false;
+}
+
+/* Is the case's process (pid and start time) still running? */
+static bool still_runs(const struct med_watch_case *c)
+{
+    struct med_proc p;
+    return med_proc_read(c->pid, &p) && !p.ended && p.start_time == c->proc.start_time;
+}
+
 void med_watch_configure(struct med_watch *w, const struct med_world *world)
 {
     const struct med_config *c = world->config;
@@ -78,9 +95,13 @@ void med_watch_configure(struct med_watch *w, const struct med_world *world)
         announce(w, c, gpus);
     w->config = c;
     w->configured = true;
-    /* A GPU no longer watched has no cases: they could never end. */
+    /* A GPU no longer watched has no cases: they could never end.  Nor has
+     * a vGPU that is gone, or no longer on the GPU, over its share, nor a
+     * process that ended: the share's check finds them no more. */
     for (int i = 0; i < w->ncases; i++)
-        if (!(gpus >> w->cases[i].gpu & 1))
+        if (!(gpus >> w->cases[i].gpu & 1) || (w->cases[i].rule == VGPU_WATCH_OVER_SHARE &&
+                                               (!on_gpu(w, world->vgpus, w->cases[i].vgpu, w->cases[i].gpu) ||
+                                                !still_runs(&w->cases[i]))))
             drop(w, i--);
     w->interval_ms = c->watch_interval_ms;
     w->watched = gpus;

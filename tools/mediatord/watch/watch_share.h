@@ -7,8 +7,11 @@
  * second) every host vGPU device on an arbitrated GPU is judged: one that
  * held the GPU at no time in the reading's interval, nor in the
  * MED_SHARE_MARGIN_NS before it (its last turn's queued work is done by
- * then), and whose processes the driver saw using the GPU all the same,
- * used time it was not given.  Found so in MED_SHARE_FOUND of the last
+ * then, and a kernel it launched in its turn that runs past it, as one
+ * longer than the quantum does, has ended), and whose processes the driver
+ * saw using the GPU all the same, used time it was not given.  A kernel
+ * that runs on longer than that after its vGPU's turn is taken for use
+ * out of turn.  Found so in MED_SHARE_FOUND of the last
  * MED_SHARE_READINGS readings, its processes seen using the GPU are
  * reported as over its compute share (watch.h; killed where the vGPU says
  * enforce = kill); found in none of them, their episode ends.
@@ -28,7 +31,7 @@
 #include "tools/mediatord/compute/sched.h"
 #include "tools/mediatord/mediatord.h"
 
-#define MED_SHARE_MARGIN_NS 200000000ull /* after a turn, its queued work (at most VGPU_SCHED_QUEUE_NS) */
+#define MED_SHARE_MARGIN_NS 2000000000ull /* after a turn: its queued work, and a long kernel's end */
 #define MED_SHARE_READINGS 10            /* the readings a finding is judged over (at most 16) */
 #define MED_SHARE_FOUND 3                /* in how many of them it must be found */
 #define MED_SHARE_MIN_PERMILLE 10        /* a process's utilization in a reading that counts as use */

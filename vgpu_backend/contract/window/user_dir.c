@@ -6,6 +6,7 @@
 #include "common/log.h"
 
 #include <dirent.h>
+#include <limits.h>
 #include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -15,8 +16,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Names tried past the plain one before giving up. */
-#define MAX_SUFFIX 1000
+/* Numbered names tried before an unpredictable one. */
+#define MAX_SUFFIX 64
 
 /* Resolved once per process (pthread_once), read-only afterwards; owned by
  * this file.  A fork child keeps its parent's: the same user. */
@@ -31,49 +32,64 @@ enum whose { MINE, MINE_BUT_OPEN, OTHERS, MISSING };
 
 static enum whose whose(const char *path, struct stat *st)
 {
-    if (lstat(path, st) != 0)
+    if (lstat(path, st) != 0) {
+        memset(st, 0, sizeof(*st));
         return MISSING;
+    }
     if (!S_ISDIR(st->st_mode) || st->st_uid != geteuid())
         return OTHERS;
     return st->st_mode & 077 ? MINE_BUT_OPEN : MINE;
 }
 
-/* The smallest N for which base.N is this user's own directory, or 0. */
-static unsigned existing(const char *base)
+/* Orders the names that may stand in for base: base.1, .2, ... by number,
+ * then any other base.SUFFIX by name. */
+static bool before(const char *a, const char *b)
+{
+    char *ea, *eb;
+    unsigned long na = strtoul(a, &ea, 10), nb = strtoul(b, &eb, 10);
+    bool numbered_a = *a && !*ea, numbered_b = *b && !*eb;
+    if (numbered_a != numbered_b)
+        return numbered_a;
+    return numbered_a ? na < nb : strcmp(a, b) < 0;
+}
+
+/* The first (as before() orders them) base.SUFFIX in /dev/shm that is this
+ * user's own directory, in out; false if there is none. */
+static bool existing(const char *base, char *out, size_t len)
 {
     const char *name = strrchr(base, '/') + 1;
     size_t n = strlen(name);
     DIR *d = opendir(VGPU_USER_DIR_ROOT);
-    unsigned best = 0;
+    char best[NAME_MAX + 1] = "";
     for (struct dirent *e; d && (e = readdir(d));) {
-        char *end;
-        if (strncmp(e->d_name, name, n) != 0 || e->d_name[n] != '.')
+        const char *suffix = e->d_name + n + 1;
+        if (strncmp(e->d_name, name, n) != 0 || e->d_name[n] != '.' || !*suffix || (best[0] && !before(suffix, best)))
             continue;
-        unsigned long k = strtoul(e->d_name + n + 1, &end, 10);
-        if (*end || k == 0 || k > MAX_SUFFIX || (best && k >= best))
-            continue;
-        char path[128];
+        char path[PATH_MAX];
         struct stat st;
-        snprintf(path, sizeof(path), "%s.%lu", base, k);
+        snprintf(path, sizeof(path), "%s.%s", base, suffix);
         if (whose(path, &st) == MINE)
-            best = (unsigned)k;
+            snprintf(best, sizeof(best), "%s", suffix);
     }
     if (d)
         closedir(d);
-    return best;
+    if (best[0])
+        snprintf(out, len, "%s.%s", base, best);
+    return best[0] != '\0';
 }
 
-/* base.N for the first N that is this user's own or can be made so: 0, or -1. */
+/* A name of this user's own in place of base: the first numbered one that
+ * is free, else (all taken by others) one nobody can guess.  0, or -1. */
 static int take_another(const char *base, char *out, size_t len)
 {
-    unsigned k = existing(base);
-    for (unsigned i = k ? k : 1; i <= MAX_SUFFIX; i++) {
+    for (unsigned i = 1; i <= MAX_SUFFIX; i++) {
         struct stat st;
         snprintf(out, len, "%s.%u", base, i);
         if (mkdir(out, 0700) == 0 || (errno == EEXIST && whose(out, &st) == MINE))
             return 0;
     }
-    return -1;
+    snprintf(out, len, "%s.XXXXXX", base);
+    return mkdtemp(out) ? 0 : -1;
 }
 
 static void resolve(void)
@@ -82,13 +98,6 @@ static void resolve(void)
     struct stat st;
     snprintf(base, sizeof(base), "%s/vgpu-%u", VGPU_USER_DIR_ROOT, (unsigned)geteuid());
     snprintf(resolved.dir, sizeof(resolved.dir), "%s", base);
-    if (mkdir(base, 0700) == 0)
-        return;
-    if (errno != EEXIST) {
-        resolved.rc = vgpu_fail(resolved.err, sizeof(resolved.err), "cannot make %s, the directory of this user's "
-                                "vGPU windows: %s; set VGPU_BAR0 to a file of your own", base, strerror(errno));
-        return;
-    }
     switch (whose(base, &st)) {
     case MINE:
         return;
@@ -97,17 +106,26 @@ static void resolve(void)
                                 "is open to other users (mode %04o), who could change its vGPUs' limits: chmod 700 %s",
                                 base, (unsigned)(st.st_mode & 07777), base);
         return;
-    case MISSING: /* gone since mkdir said it was there */
-        if (mkdir(base, 0700) == 0)
-            return;
-        break;
+    case MISSING:
     case OTHERS:
         break;
     }
-    if (take_another(base, resolved.dir, sizeof(resolved.dir)) != 0) {
-        resolved.rc = vgpu_fail(resolved.err, sizeof(resolved.err), "%s and %s.1 to .%d are all taken by other "
-                                "users: have an administrator remove them, or set VGPU_BAR0 to a file of your own",
-                                base, base, MAX_SUFFIX);
+    /* One taken in its place before (another user had made base first)
+     * is still the one: the user's processes must not split between two. */
+    bool found = existing(base, resolved.dir, sizeof(resolved.dir));
+    if (!found && (mkdir(base, 0700) == 0 || (errno == EEXIST && whose(base, &st) == MINE)))
+        return;
+    if (!found && errno != EEXIST && whose(base, &st) == MISSING) {
+        resolved.rc = vgpu_fail(resolved.err, sizeof(resolved.err), "cannot make %s, the directory of this user's "
+                                "vGPU windows: %s; set VGPU_BAR0 to a file of your own", base, strerror(errno));
+        return;
+    }
+    if (found && whose(base, &st) != OTHERS)
+        return; /* base came free since: the one in use stays */
+    if (!found && take_another(base, resolved.dir, sizeof(resolved.dir)) != 0) {
+        resolved.rc = vgpu_fail(resolved.err, sizeof(resolved.err), "%s is another user's, and no directory of this "
+                                "user's own could be made in its place: %s; set VGPU_BAR0 to a file of your own",
+                                base, strerror(errno));
         return;
     }
     vgpu_warn("%s, where this user's vGPU windows would live, is %s of uid %u (mode %04o), not this user's (uid %u): "

@@ -4,10 +4,11 @@
  * /dev/shm/vgpu-UID, mode 0700.  /dev/shm is everyone's, so another user
  * can make that name first; such a directory is never used (its owner
  * could read and rewrite this user's limits), and never blocks this user
- * either: the first of /dev/shm/vgpu-UID.1, .2, ... that is this user's
- * own, or else the first that is free, is used instead, said once.  Every
- * process of the user takes the same one: the one that exists already
- * comes before a free name.
+ * either: the first /dev/shm/vgpu-UID.SUFFIX that is this user's own, or
+ * else the first of .1 to .64 that is free, or else one named by mkdtemp,
+ * is used instead, said by each process.  Every process of the user takes
+ * the same one: one that exists already comes before a free name, and
+ * before vgpu-UID itself once another user's directory there is gone.
  */
 #pragma once
 
