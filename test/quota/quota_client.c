@@ -91,6 +91,19 @@ static int64_t bar0_held_by(int pid, int dev)
     return -1;
 }
 
+/* The process table on stderr: what a failed count is made of. */
+static void dump_slots(int dev)
+{
+    const struct vgpu_bar0 *b = env_bar0();
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
+        uint64_t o = atomic_load((_Atomic uint64_t *)&b->procs[i].owner);
+        if (o)
+            fprintf(stderr, "  slot %d: pid %d state %d, holds %llu on device %d, busy %llu\n", i, (int)(o >> 8),
+                    (int)(o & 0xff), (unsigned long long)atomic_load((_Atomic uint64_t *)&b->procs[i].held[dev]),
+                    dev, (unsigned long long)atomic_load((_Atomic uint64_t *)&b->procs[i].busy));
+    }
+}
+
 static void nvml_init(void)
 {
     static int done;
@@ -969,6 +982,8 @@ static void scenario_expect_used(int argc, char **argv)
     }
     nvmlMemory_t m = nvml_mem(0);
     CHECK(m.used == want, "NVML used %llu, want %llu", m.used, (unsigned long long)want);
+    if (atomic_load(&failures))
+        dump_slots(0);
 }
 
 /*

@@ -124,6 +124,8 @@ static int open_window(const char *path, int flags, bool own, struct vgpu_bar0_m
         why = because;
     } else if (lock_window(fd) != 0)
         why = errno == EWOULDBLOCK ? "another process has held its lock for 5 s" : strerror(errno);
+    else if (fstat(fd, st) != 0)
+        why = strerror(errno); /* again, locked: the size seen before may be of a window made since */
     if (why) {
         close(fd);
         return vgpu_fail(err, errlen, "refusing the vGPU's BAR0 %s: %s", path, why);
