@@ -586,6 +586,22 @@ forged-slot-blocks-no-reload-or-restart)
     [ "$(py "[v['name'] for v in s['vgpus']]")" = "['b']" ] || fail "the forged slot keeps a removed vGPU: $(smi_json)"
     ;;
 
+jammed-slot-keeps-no-counter-wrong)
+    # A tenant marks a slot it was not given busy, and adds 1G to its
+    # vGPU's usage counter: the mediator still mends the counter.
+    config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
+    start_mediator
+    hold 1G a
+    tenant jam 5 $GiB || fail "the tenant could not write its window"
+    for _ in $(seq 1 150); do
+        [ "$(py "s['vgpus'][0]['devices'][0]['memory_used']")" = $((GiB + OVH)) ] && break
+        sleep 0.02
+    done
+    [ "$(py "s['vgpus'][0]['devices'][0]['memory_used']")" = $((GiB + OVH)) ] ||
+        fail "the counter was not mended within 3 s of the jam: $(smi_json)"
+    grep -q "usage counter corrected" "$tmp/med.log" || fail "the mediator logged no correction"
+    ;;
+
 caps-connections-per-uid)
     config "max_connections_per_uid = 8" "[vgpu.a]" "devices = 0" "memory = 2G" "uids = $me"
     start_mediator

@@ -7,6 +7,9 @@
   mediator_tenant.py SOCKET forge SLOT PID
       admitted, writes a LIVE owner for PID (with PID's start time) into
       SLOT of its vGPU's process table, and leaves
+  mediator_tenant.py SOCKET jam SLOT BYTES
+      admitted, marks SLOT of its vGPU's process table busy (a slot it was
+      not given) and adds BYTES to device 0's memory_used, and leaves
   mediator_tenant.py SOCKET epoch VALUE
       admitted, writes VALUE into its window's mediator_epoch, and leaves
   mediator_tenant.py SOCKET grant SECONDS
@@ -40,6 +43,8 @@ CONFIG_PAGE = 0x1000
 PROC_SIZE = 160
 PROCS_IN_STATUS = 0x1000  # the process table, from the start of the status part
 EPOCH_IN_STATUS = 12
+USED_IN_STATUS = 64     # device 0's memory_used
+BUSY_IN_PROC = 144
 
 
 def frame(t, payload=b""):
@@ -153,6 +158,16 @@ def forge(path, slot, pid):
     at = PROCS_IN_STATUS + slot * PROC_SIZE
     window[at + 8:at + 16] = struct.pack("<Q", start_time(pid))
     window[at:at + 8] = struct.pack("<Q", pid << 8 | 1)
+    s.close()
+
+
+def jam(path, slot, add):
+    s, config, status = admitted(path)
+    window = mmap.mmap(status, os.fstat(status).st_size, mmap.MAP_SHARED, mmap.PROT_READ | mmap.PROT_WRITE)
+    at = PROCS_IN_STATUS + slot * PROC_SIZE + BUSY_IN_PROC
+    window[at:at + 8] = struct.pack("<Q", 1)
+    used = struct.unpack("<Q", window[USED_IN_STATUS:USED_IN_STATUS + 8])[0]
+    window[USED_IN_STATUS:USED_IN_STATUS + 8] = struct.pack("<Q", used + add)
     s.close()
 
 
@@ -300,6 +315,8 @@ def main():
         truncate(path)
     elif what == "forge":
         forge(path, int(args[0]), int(args[1]))
+    elif what == "jam":
+        jam(path, int(args[0]), int(args[1]))
     elif what == "epoch":
         epoch(path, int(args[0]))
     elif what == "grant":

@@ -507,7 +507,12 @@ static void rebuild_counters(struct med_vgpu *v)
 {
     for (int s = 0; s < VGPU_BAR0_MAX_PROCS; s++) {
         uint64_t o = atomic_load(&v->bar->procs[s].owner);
-        if (v->slot_of[s] || o == 0)
+        if (v->slot_of[s])
+            continue;
+        /* A slot the mediator gave no one is not busy: a tenant that says
+         * so would keep the counters from being mended. */
+        atomic_store(&v->bar->procs[s].busy, 0);
+        if (o == 0)
             continue;
         if (!v->forged_warned)
             vgpu_warn("vGPU %s: slot %d says owner 0x%llx, but the mediator gave it to no one: a process of the vGPU "

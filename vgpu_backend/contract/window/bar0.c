@@ -28,6 +28,8 @@ _Static_assert(offsetof(struct vgpu_bar0_header, flags) == 52, "flags at header 
 _Static_assert(offsetof(struct vgpu_bar0_header, name) == 56, "name at header offset 56");
 _Static_assert(sizeof(struct vgpu_bar0_device_config) == 128, "device config is 128 bytes");
 _Static_assert(offsetof(struct vgpu_bar0_status, mediator_epoch) == 12, "epoch at status offset 12");
+_Static_assert(offsetof(struct vgpu_bar0_status, changes) == 16, "changes at status offset 16");
+_Static_assert(offsetof(struct vgpu_bar0_status, device) == 64, "devices at status offset 64");
 _Static_assert(sizeof(struct vgpu_bar0_proc) == 160, "process slot is 160 bytes");
 _Static_assert(offsetof(struct vgpu_bar0_proc, busy) == 144, "busy at slot offset 144");
 _Static_assert(sizeof(struct vgpu_bar0_device_status) == 128, "device status is 128 bytes");
@@ -81,15 +83,19 @@ void vgpu_bar0_claim_slot_at(struct vgpu_bar0 *b, int slot, int pid, uint64_t st
 {
     struct vgpu_bar0_proc *p = &b->procs[slot];
     /* The caller serialises claims, so no one else takes this slot;
-     * reapers skip it until it turns LIVE, after start_time.  Whatever a
-     * process left in it (a process killed while busy) goes. */
+     * reapers skip it until it turns LIVE, after start_time.  busy marks
+     * the claim for vgpu_bar0_rebuild, which would otherwise see the count
+     * moved and the slot not yet live.  A store, not an increment: whatever
+     * a process killed while busy (or while claiming) left in it goes. */
+    atomic_store(&p->busy, 1);
     p->start_time = start_time;
     p->pid_ns = pid_ns;
     for (int d = 0; d < VGPU_MAX_DEVICES; d++)
         atomic_store(&p->held[d], 0);
-    atomic_store(&p->busy, 0);
     atomic_fetch_add(&b->status.processes, 1);
     atomic_store(&p->owner, VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE));
+    atomic_fetch_add(&b->status.changes, 1);
+    atomic_store(&p->busy, 0);
 }
 
 uint64_t vgpu_bar0_pid_ns(void)
@@ -100,12 +106,21 @@ uint64_t vgpu_bar0_pid_ns(void)
 
 int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
 {
-    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++)
-        if (atomic_load(&b->procs[i].owner) == 0) {
-            vgpu_bar0_claim_slot_at(b, i, pid, start_time, vgpu_bar0_pid_ns());
-            return i;
-        }
-    return -1;
+    int slot = -1;
+    for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
+        if (atomic_load(&b->procs[i].owner) != 0)
+            continue;
+        /* Claims are serialised: a free slot marked busy is one whose
+         * claimer was killed, and would keep the counters from being
+         * rebuilt. */
+        if (atomic_load(&b->procs[i].busy))
+            atomic_store(&b->procs[i].busy, 0);
+        if (slot < 0)
+            slot = i;
+    }
+    if (slot >= 0)
+        vgpu_bar0_claim_slot_at(b, slot, pid, start_time, vgpu_bar0_pid_ns());
+    return slot;
 }
 
 bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned)
@@ -122,6 +137,8 @@ bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint6
         sum += held;
     }
     atomic_fetch_sub(&b->status.processes, 1);
+    atomic_store(&p->busy, 0); /* what a process killed between two updates left */
+    atomic_fetch_add(&b->status.changes, 1);
     atomic_store(&p->owner, 0);
     if (returned)
         *returned = sum;
@@ -164,43 +181,56 @@ unsigned vgpu_bar0_live_slots(const struct vgpu_bar0 *b)
 }
 
 /*
- * Why this is exact.  A thread counts itself into its process's busy word
- * before it moves memory_used and out after it has moved the held word too
- * (seq_cst, as the loads here).  memory_used is read first: if some thread
- * moved it before that read and has not finished, its slot's busy word is
- * seen non-zero below, and nothing is changed; if it moves memory_used after that read, the CAS
- * below fails.  So a successful CAS replaces a value that equalled the sum
- * of the held words at that moment, plus only what dead processes left.
+ * Why this is exact.  Every change is bracketed: before it moves a counter,
+ * a thread counts itself into its slot's busy word (a claimer sets it, a
+ * reaper turns the slot REAPING); once it has moved the slot too, it bumps
+ * changes, then leaves the bracket (seq_cst, as the loads here).  The
+ * rebuild reads changes, the counters, every slot, and changes again.  A
+ * change that the counters and the slots would see differently moved one
+ * of them between the read of the counters and the read of its slot: if it
+ * was still in its bracket when its slot was read, the slot shows it and
+ * the rebuild gives up; if it had left it, it had bumped changes, and the
+ * rebuild gives up.  So the sums are of one moment.  The CAS replaces a
+ * counter only if it still reads what it read then; changes that landed
+ * since and left it there moved the slots by as much, or will before they
+ * leave their brackets, so the correction stays exact.  (Without the
+ * bracket a thread that frees what a thread of a slot read earlier takes
+ * leaves the counter where it was, and sums of two moments pass the CAS.)
  */
-bool vgpu_bar0_rebuild(struct vgpu_bar0 *b)
+int vgpu_bar0_rebuild(struct vgpu_bar0 *b)
 {
     uint64_t seen[VGPU_MAX_DEVICES], held[VGPU_MAX_DEVICES] = { 0 };
+    uint64_t changes = atomic_load(&b->status.changes);
     for (int d = 0; d < VGPU_MAX_DEVICES; d++)
         seen[d] = atomic_load(&b->status.device[d].memory_used);
     uint32_t processes = atomic_load(&b->status.processes), live = 0;
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
         const struct vgpu_bar0_proc *p = &b->procs[i];
         int state = VGPU_BAR0_OWNER_STATE(atomic_load(&p->owner));
-        if (state == VGPU_PROC_REAPING || (state == VGPU_PROC_LIVE && atomic_load(&p->busy)))
-            return false;
+        if (state == VGPU_PROC_REAPING || atomic_load(&p->busy))
+            return -1;
         if (state != VGPU_PROC_LIVE)
             continue;
         live++;
         for (int d = 0; d < VGPU_MAX_DEVICES; d++)
             held[d] += atomic_load(&p->held[d]);
     }
+    if (atomic_load(&b->status.changes) != changes)
+        return -1;
+    int corrected = 0;
     for (int d = 0; d < VGPU_MAX_DEVICES; d++)
         if (seen[d] != held[d] &&
             atomic_compare_exchange_strong(&b->status.device[d].memory_used, &seen[d], held[d])) {
+            corrected++;
             char was[32], now[32];
             vgpu_info("vGPU %s device %d: usage counter corrected from %s to %s, what its live processes hold "
                       "(a process died between two updates, or the window was written to)",
                       b->header.name[0] ? b->header.name : "(standalone)", d,
                       vgpu_format_size(seen[d], was, sizeof(was)), vgpu_format_size(held[d], now, sizeof(now)));
         }
-    if (processes != live)
-        atomic_compare_exchange_strong(&b->status.processes, &processes, live);
-    return true;
+    if (processes != live && atomic_compare_exchange_strong(&b->status.processes, &processes, live))
+        corrected++;
+    return corrected;
 }
 
 /* ---- the window ---- */
@@ -287,8 +317,12 @@ static _Atomic uint64_t *busy_begin(struct vgpu_bar0_map *m)
     return busy;
 }
 
-static void busy_end(_Atomic uint64_t *busy)
+/* moved: the counters and the slot were changed, and vgpu_bar0_rebuild
+ * must know. */
+static void busy_end(struct vgpu_bar0_map *m, _Atomic uint64_t *busy, bool moved)
 {
+    if (moved)
+        atomic_fetch_add(&m->bar->status.changes, 1);
     atomic_fetch_sub(busy, 1);
 }
 
@@ -301,12 +335,12 @@ bool vgpu_bar0_take(struct vgpu_bar0_map *m, int dev, uint64_t bytes, uint64_t l
     uint64_t u = atomic_load_explicit(used, memory_order_relaxed);
     do {
         if (limit && (u > limit || bytes > limit - u)) {
-            busy_end(busy);
+            busy_end(m, busy, false);
             return false;
         }
     } while (!atomic_compare_exchange_weak(used, &u, u + bytes));
     atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
-    busy_end(busy);
+    busy_end(m, busy, true);
     return true;
 }
 
@@ -317,7 +351,7 @@ void vgpu_bar0_take_anyway(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
     _Atomic uint64_t *busy = busy_begin(m);
     atomic_fetch_add(&m->bar->status.device[dev].memory_used, bytes);
     atomic_fetch_add(&m->bar->procs[m->slot].held[dev], bytes);
-    busy_end(busy);
+    busy_end(m, busy, true);
 }
 
 void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
@@ -327,7 +361,7 @@ void vgpu_bar0_give(struct vgpu_bar0_map *m, int dev, uint64_t bytes)
     _Atomic uint64_t *busy = busy_begin(m);
     sub_saturating(&m->bar->status.device[dev].memory_used, bytes);
     sub_saturating(&m->bar->procs[m->slot].held[dev], bytes);
-    busy_end(busy);
+    busy_end(m, busy, true);
 }
 
 void vgpu_bar0_recount(struct vgpu_bar0_map *m, int dev, uint64_t counted, uint64_t now)

@@ -110,7 +110,8 @@ struct vgpu_bar0_status {
     _Atomic uint64_t last_reap_ns;     /* CLOCK_MONOTONIC of the last dead-process scan */
     _Atomic uint32_t processes;        /* live process slots */
     _Atomic uint32_t mediator_epoch;   /* mediated: bumped by every mediator start */
-    uint32_t reserved[12];
+    _Atomic uint64_t changes;          /* moves at the end of every change of the counters or the slots (rebuild) */
+    uint32_t reserved[10];
     struct vgpu_bar0_device_status device[VGPU_MAX_DEVICES];
 };
 
@@ -123,9 +124,9 @@ enum vgpu_bar0_proc_state {
 /*
  * A process slot.  owner = pid << 8 | state, so claiming and reaping are one
  * CAS.  busy counts the process's threads that are between their update of
- * a device's memory_used and of the slot's held word: a process killed there
- * leaves the two apart, and vgpu_bar0_rebuild() mends them at a moment when
- * no live slot is busy.
+ * a device's memory_used and of the slot's held word (and, while a slot is
+ * claimed, the claimer): a process killed there leaves the two apart, and
+ * vgpu_bar0_rebuild() mends them at a moment when no slot is busy.
  */
 struct vgpu_bar0_proc {
     _Atomic uint64_t owner;
@@ -245,12 +246,13 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force);
 
 /*
  * Sets each device's memory_used, and the live-process count, to what the
- * live slots hold, when no slot is busy (or being reaped): a process killed
- * between its two updates, or a stray write, can leave them wrong for good
- * otherwise.  Each correction is logged.  False when a slot was busy: try
- * again later.
+ * live slots hold, when no change is under way: a process killed between
+ * its two updates, or a stray write, can leave them wrong for good
+ * otherwise.  Each correction is logged.  Returns how many counters it
+ * corrected, or -1 when a change was under way or came meanwhile: try again
+ * later.
  */
-bool vgpu_bar0_rebuild(struct vgpu_bar0 *b);
+int vgpu_bar0_rebuild(struct vgpu_bar0 *b);
 
 /* Slots that are live now: the process count to decide on (the counter in
  * status is a figure to show, which rebuild keeps right). */
