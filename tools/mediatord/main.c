@@ -281,23 +281,31 @@ static void drop_scrape(struct source *src)
 }
 
 /* Out of descriptors: the pending connection would wake the loop for
- * ever.  The spare descriptor takes it, tells it why, and closes it; with
- * none to spare, the socket is left alone a moment.  Said once a second. */
+ * ever.  The spare descriptor is given up, and the connections waiting
+ * (up to a wake-up's worth) are taken, told why, and closed; with none to
+ * spare, the socket is left alone a moment.  Said once a second, with how
+ * many were refused since. */
 static void out_of_descriptors(int lfd, struct source *src, bool http, uint64_t now)
 {
-    bool refused = false;
+    static unsigned long refused_since_line; /* the loop's; reset by each line */
+    int refused = 0;
     if (spare_fd >= 0) {
         close(spare_fd);
-        int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
-        if (fd >= 0) {
-            char reason[VGPU_REASON_LEN];
-            snprintf(reason, sizeof(reason), "vgpu-mediatord is out of file descriptors (%d connections, limit %d): "
-                     "the operator raises its limit (LimitNOFILE= under systemd) or lowers max_connections",
-                     world.nclients, world.fd_limit);
+        char reason[VGPU_REASON_LEN];
+        snprintf(reason, sizeof(reason), "vgpu-mediatord is out of file descriptors (%d connections, limit %d): "
+                 "the operator raises its limit (LimitNOFILE= under systemd) or lowers max_connections",
+                 world.nclients, world.fd_limit);
+        while (refused < ACCEPTS_PER_WAKEUP) {
+            int fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC | SOCK_NONBLOCK);
+            if (fd < 0) {
+                if (errno == EINTR || errno == ECONNABORTED)
+                    continue;
+                break;
+            }
             if (!http)
                 med_client_refuse_fd(fd, VGPU_REFUSE_UNAVAILABLE, reason);
             close(fd);
-            refused = true;
+            refused++;
         }
         spare_fd = open("/dev/null", O_RDONLY | O_CLOEXEC);
     }
@@ -305,11 +313,14 @@ static void out_of_descriptors(int lfd, struct source *src, bool http, uint64_t 
         rewatch(lfd, src, 0);
         listen_resume_ms = now + LISTEN_PAUSE_MS;
     }
-    unsigned long held;
-    if (med_ratelimit_allow(&fd_log, now, &held))
-        vgpu_warn("out of file descriptors (%d connections, limit %d): refusing new connections (%lu more refused in "
+    refused_since_line += (unsigned long)refused;
+    unsigned long wakeups;
+    if (med_ratelimit_allow(&fd_log, now, &wakeups)) {
+        vgpu_warn("out of file descriptors (%d connections, limit %d): refusing new connections (%lu refused in "
                   "the last second); raise the limit (LimitNOFILE= under systemd) or lower max_connections",
-                  world.nclients, world.fd_limit, held + refused);
+                  world.nclients, world.fd_limit, refused_since_line);
+        refused_since_line = 0;
+    }
 }
 
 /* Clients' sockets are non-blocking (sendq.h); a scrape's stays blocking,
