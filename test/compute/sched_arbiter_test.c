@@ -350,6 +350,75 @@ static void dead_waiters_cost_little(void)
           pct(b_got, 64 * S));
 }
 
+/*
+ * The holder's fill, sampled every millisecond: a holder whose threads
+ * never wait for their own queued work (a host-bound loop) opens the GPU
+ * to the others within a few samples; one that waits on it most of the
+ * time (a GPU-bound one) closes it within about VGPU_SCHED_FILL_NS, and
+ * opens it again once it goes back to leaving the GPU idle.  A cap never
+ * counts: that is the gate's (vgpu_sched_page_may_launch), tested end to
+ * end.  Returns the first time, from `from`, at which open is `want`.
+ */
+static uint64_t open_after(struct vgpu_sched_state *g, uint64_t from, bool waits, bool want)
+{
+    for (uint64_t now = from; now < from + 200 * MS; now += MS) {
+        vgpu_sched_sample(g, now, waits);
+        if (vgpu_sched_open(g) == want)
+            return now - from;
+    }
+    return UINT64_MAX;
+}
+
+static void open_while_the_holder_leaves_it_idle(void)
+{
+    struct vgpu_sched_state g;
+    vgpu_sched_init(&g, 0);
+    vgpu_sched_set(&g, 0, 500, VGPU_COMPUTE_SHARE_MODE, 0);
+    vgpu_sched_set(&g, 1, 500, VGPU_COMPUTE_SHARE_MODE, 0);
+    bool demand[VGPU_SCHED_MAX_ENTRIES] = { true, true };
+    CHECK(!vgpu_sched_open(&g), "open with nobody holding the GPU");
+    vgpu_sched_step(&g, 0, demand, 0);
+    int h = g.holder;
+    CHECK(h >= 0, "nobody was given the GPU");
+    uint64_t t = open_after(&g, MS, false, true);
+    CHECK(t <= 2 * MS, "a holder that never waits on the GPU opened it after %.0f ms, want at once", (double)t / 1e6);
+    uint64_t closed = open_after(&g, 100 * MS, true, false);
+    CHECK(closed <= VGPU_SCHED_FILL_NS, "a holder waiting on the GPU all along closed it after %.0f ms, want %.0f at most",
+          (double)closed / 1e6, (double)VGPU_SCHED_FILL_NS / 1e6);
+    CHECK(closed >= 3 * MS, "one or two samples closed the GPU (after %.0f ms): no sample may decide alone",
+          (double)closed / 1e6);
+    uint64_t again = open_after(&g, 300 * MS, false, true);
+    CHECK(again <= 2 * VGPU_SCHED_FILL_NS, "the holder back to leaving the GPU idle reopened it after %.0f ms",
+          (double)again / 1e6);
+    /* Waiting 30% of the time (a loop that synchronises after each short
+     * kernel) leaves it idle most of the time: open. */
+    for (uint64_t now = 500 * MS; now < 800 * MS; now += MS)
+        vgpu_sched_sample(&g, now, now / MS % 10 < 3);
+    CHECK(vgpu_sched_open(&g), "a holder waiting 30%% of the time closed the GPU (fill %u permille)", g.e[h].fill);
+    /* A sample after a long silence weighs a quarter at most. */
+    uint32_t before = g.e[h].fill;
+    vgpu_sched_sample(&g, 5 * S, true);
+    CHECK(g.e[h].fill - before <= (1000 - before) / 4 + 1, "one sample after 4 s moved the fill from %u to %u permille",
+          before, g.e[h].fill);
+    /* The GPU passes to the other entry: its own fill decides now. */
+    demand[h] = false;
+    vgpu_sched_step(&g, 6 * S, demand, 6 * S);
+    CHECK(g.holder == 1 - h, "the GPU did not pass to the other entry");
+    CHECK(vgpu_sched_open(&g), "a new holder never sampled (fill 0) did not open the GPU");
+}
+
+/* An entry that launches into an open GPU wants it, holder or not: when
+ * the holder stops, the GPU passes to it. */
+static void launching_entry_wants_the_gpu(void)
+{
+    struct vgpu_sched_demand d = { 0 };
+    uint32_t left;
+    CHECK(vgpu_sched_demand(&d, false, 0, 0, 7, 100 * MS, 101 * MS, &left),
+          "an entry that launched 1 ms ago, not holding the GPU, has no demand");
+    CHECK(!vgpu_sched_demand(&d, false, 0, 0, 7, 100 * MS, 100 * MS + VGPU_SCHED_IDLE_NS, &left),
+          "an entry idle for %.0f ms still wants the GPU", (double)VGPU_SCHED_IDLE_NS / 1e6);
+}
+
 int main(int argc, char **argv)
 {
     static const struct {
@@ -363,6 +432,8 @@ int main(int argc, char **argv)
         { "brief-pauses", brief_pauses }, { "slow-waiter-not-lost", slow_waiter_not_lost },
         { "dead-waiters-cost-little", dead_waiters_cost_little }, { "reconfigured", reconfigured },
         { "newcomer-after-a-lone-run", newcomer_after_a_lone_run },
+        { "open-while-the-holder-leaves-it-idle", open_while_the_holder_leaves_it_idle },
+        { "launching-entry-wants-the-gpu", launching_entry_wants_the_gpu },
     };
     for (size_t i = 0; argc == 2 && i < sizeof(scenarios) / sizeof(*scenarios); i++)
         if (strcmp(argv[1], scenarios[i].name) == 0) {

@@ -42,12 +42,13 @@ int main(int argc, char **argv)
 {
     if (argc == 3 && strcmp(argv[1], "show") == 0) {
         struct vgpu_sched_page *p = map_page(argv[2]);
-        printf("holder %d\n", p->state.holder);
+        printf("holder %d%s\n", p->state.holder, vgpu_sched_open(&p->state) ? ", open" : "");
         for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
             if (p->state.e[i].used)
-                printf("%d %llu:%llu share %u mode %u waiting %u busy %.1f ms\n", i,
+                printf("%d %llu:%llu share %u mode %u waiting %u running %u (floor %u) busy %.1f ms fill %u\n", i,
                        (unsigned long long)p->who[i].dev, (unsigned long long)p->who[i].ino, p->state.e[i].share,
-                       p->state.e[i].mode, atomic_load(&p->who[i].waiting), (double)p->state.e[i].busy_ns / 1e6);
+                       p->state.e[i].mode, atomic_load(&p->who[i].waiting), atomic_load(&p->who[i].running), p->who[i].demand.running_floor,
+                       (double)p->state.e[i].busy_ns / 1e6, p->state.e[i].fill);
         return 0;
     }
     bool add = argc == 5 && strcmp(argv[1], "add-waiting") == 0, age = argc == 5 && strcmp(argv[1], "age") == 0;

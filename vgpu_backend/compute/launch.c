@@ -146,10 +146,12 @@ static struct gate *gate_of_launch(uint64_t now)
     return g;
 }
 
+/* The vGPU may launch: it holds the GPU, or the holder left the GPU open
+ * (standalone: the page says so; mediated: the mediator's grant does). */
 static bool granted(struct gate *g, uint64_t now)
 {
     if (g->page)
-        return vgpu_sched_holder(&g->page->state) == g->entry && now < vgpu_sched_until(&g->page->state) &&
+        return vgpu_sched_page_may_launch(g->page, g->entry, g->mode == VGPU_COMPUTE_CAP, now) &&
                vgpu_sched_page_owns(g->page, g->entry, g->dev, g->ino, g->vdev);
     return atomic_load_explicit(&g->turn->grant, memory_order_acquire) != 0;
 }
@@ -165,6 +167,12 @@ static void mark_active(struct gate *g, uint64_t now, bool now_given)
     atomic_store_explicit(&g->marked_ns, now, memory_order_relaxed);
     if (g->page) {
         atomic_store(&g->page->who[g->entry].active_ns, now);
+        /* Whether the holder still leaves the GPU idle: those who launch
+         * beside it are the ones to stop when it no longer does.  Not the
+         * holder's own launches: a thread that launches is not waiting,
+         * and would take its own moment for the holder's. */
+        if (vgpu_sched_holder(&g->page->state) != g->entry)
+            vgpu_sched_page_sample(g->page, now);
         /* The page holds the vGPU's GPU time; BAR0 shows it, as the mediator's. */
         atomic_store(&g->st->sched_busy_ns, __atomic_load_n(&g->page->state.e[g->entry].busy_ns, __ATOMIC_RELAXED));
     } else {

@@ -127,8 +127,10 @@ void med_sched_sync(struct med_sched *s, struct med_vgpus *all, const struct med
             /* Nobody holds it until the first arbitration (turned off, each was let launch). */
             __atomic_store_n(&sg->s.holder, -1, __ATOMIC_RELEASE);
             for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++)
-                if (sg->m[i].v)
+                if (sg->m[i].v) {
                     atomic_store(&turn_of(&sg->m[i])->grant, 0);
+                    sg->m[i].granted = false;
+                }
         }
         sg->on = want;
         any |= want;
@@ -185,17 +187,28 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
                            (double)(sg->s.until_ns - now) / 1e6);
         }
     }
+    /* Whether the holder leaves the GPU idle: its threads seldom wait for
+     * their own queued work. */
+    int h = sg->s.holder;
+    vgpu_sched_sample(&sg->s, now,
+                      h >= 0 && atomic_load(&status_of(&sg->m[h])->sched_running) > sg->m[h].demand.running_floor);
+    bool open = vgpu_sched_open(&sg->s);
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
-        if (!sg->m[i].v)
+        struct med_sched_member *m = &sg->m[i];
+        if (!m->v)
             continue;
         /* Every grant, every tick, not only when the GPU changes hands: a
          * VM writes every byte of its window, and a grant it wrote itself
          * must not outlive the next millisecond. */
-        struct vgpu_bar0_device_turn *t = turn_of(&sg->m[i]);
-        if (i == sg->s.holder)
-            sg->m[i].held_ns = now;
-        atomic_store(&t->grant, i == sg->s.holder);
-        atomic_store(&status_of(&sg->m[i])->sched_busy_ns, sg->s.e[i].busy_ns);
+        struct vgpu_bar0_device_turn *t = turn_of(m);
+        bool grant = i == h || (open && sg->s.e[i].mode != VGPU_COMPUTE_CAP);
+        if (grant)
+            m->held_ns = now;
+        atomic_store(&t->grant, grant);
+        if (grant && !m->granted && i != h)
+            vgpu_futex_wake_all(&t->grant); /* launching beside the holder: the GPU opened */
+        m->granted = grant;
+        atomic_store(&status_of(m)->sched_busy_ns, sg->s.e[i].busy_ns);
         atomic_store(&t->beat, s->beat);
     }
 }

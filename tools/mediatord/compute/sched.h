@@ -2,8 +2,9 @@
  * The mediator's side of the compute share (docs/compute.md): for each
  * physical GPU that one of its vGPUs has a share of, it runs the arbiter
  * (vgpu_backend/contract/arbiter/sched_arbiter.h) over the vGPUs on that GPU, about every
- * millisecond, and writes the outcome into their BAR0s: which one holds
- * the GPU (sched_grant, a futex its waiting threads sleep on), a beat that
+ * millisecond, and writes the outcome into their BAR0s: which may launch
+ * (the holder, and while it leaves the GPU idle the vGPUs in share mode;
+ * the grant, a futex their waiting threads sleep on), a beat that
  * tells their processes the mediator is arbitrating, and the GPU time each
  * was charged.  What it reads there (threads waiting, launches) is only
  * demand: a process that forges it gains no more than its share's turn.
@@ -24,7 +25,8 @@ struct med_sched_member {
     uint64_t launches;        /* its sched_launches, as last read */
     uint64_t active_ns;       /* when, by the mediator's clock, they last moved */
     uint64_t joined_ns;       /* when it became an entry */
-    uint64_t held_ns;         /* when it last held the GPU; 0: not since it became an entry */
+    uint64_t held_ns;         /* when it last held the GPU (or launched into it open); 0: not since it became an entry */
+    bool granted;             /* its grant as last written */
     struct vgpu_sched_demand demand;
 };
 

@@ -102,6 +102,33 @@ static uint64_t refilled_at(const struct vgpu_sched_entry *e, uint64_t quantum, 
     return now + (need * 1000 + e->share - 1) / e->share + 1;
 }
 
+/* Open while the holder's fill is low.  A cap holder's idle time is open
+ * too: the cap bounds its own time, not the others'. */
+static bool publish_open(struct vgpu_sched_state *g)
+{
+    uint32_t open = g->holder >= 0 && g->e[g->holder].fill < VGPU_SCHED_OPEN_BELOW;
+    bool changed = open != g->open;
+    __atomic_store_n(&g->open, open, __ATOMIC_RELEASE);
+    return changed;
+}
+
+bool vgpu_sched_sample(struct vgpu_sched_state *g, uint64_t now, bool waits_for_gpu)
+{
+    if (g->holder >= 0) {
+        struct vgpu_sched_entry *e = &g->e[g->holder];
+        /* Weighted by the time since the last sample, at most a quarter:
+         * samples come about once a millisecond, unevenly (standalone,
+         * when processes launch or wait), and no one of them decides. */
+        uint64_t dt = now > e->sampled_ns ? now - e->sampled_ns : 0;
+        if (dt > VGPU_SCHED_FILL_NS / 4)
+            dt = VGPU_SCHED_FILL_NS / 4;
+        int64_t x = waits_for_gpu ? 1000 : 0;
+        e->fill = (uint32_t)((int64_t)e->fill + (x - (int64_t)e->fill) * (int64_t)dt / (int64_t)VGPU_SCHED_FILL_NS);
+        e->sampled_ns = now;
+    }
+    return publish_open(g);
+}
+
 bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since)
 {
     charge(g, now, holder_idle_since);
@@ -154,6 +181,7 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
      * the end first, so a new holder never sees the old one's. */
     __atomic_store_n(&g->until_ns, until, __ATOMIC_RELEASE);
     __atomic_store_n(&g->holder, best, __ATOMIC_RELEASE);
+    publish_open(g);
     return changed;
 }
 
@@ -183,5 +211,5 @@ bool vgpu_sched_demand(struct vgpu_sched_demand *d, bool holder, uint32_t waitin
         d->floor_until_ns = now + d->floor_ttl_ns;
         counted = false;
     }
-    return counted || (holder && (launched_ns >= now || now - launched_ns < VGPU_SCHED_IDLE_NS));
+    return counted || launched_ns >= now || now - launched_ns < VGPU_SCHED_IDLE_NS;
 }

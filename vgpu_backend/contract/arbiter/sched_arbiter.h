@@ -19,7 +19,9 @@
  * share of wall time, up to two quanta: it is given the GPU only with a
  * whole quantum of budget, so it runs in whole quanta, and without one it
  * is not given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
- * keeps it (work conservation).
+ * keeps it (work conservation); and a holder that leaves the GPU idle (its
+ * threads seldom wait for their own queued work) opens it to the entries
+ * in share mode, which launch beside it, uncharged.
  */
 #pragma once
 
@@ -36,6 +38,17 @@
  * counted this long after a grant, with no launch, is the leftover of a
  * process that died waiting, and is no demand. */
 #define VGPU_SCHED_DEAD_WAITERS_NS 20000000ull
+/* The holder's fill, how much of the time its threads wait for their own
+ * queued work (a synchronize, the queue bound), is averaged over about this
+ * long.  A vGPU that keeps the GPU busy waits for it most of the time; one
+ * that leaves it idle (a host-bound loop, a notebook, a small model)
+ * seldom does. */
+#define VGPU_SCHED_FILL_NS 10000000ull
+/* While the holder's fill is below this (permille), the GPU is open: the
+ * entries in share mode may launch beside the holder (work conservation in
+ * the GPU's terms: a holder that leaves the GPU idle does not keep it from
+ * the others). */
+#define VGPU_SCHED_OPEN_BELOW 500
 
 struct vgpu_sched_entry {
     uint32_t used;          /* the slot is an entry */
@@ -47,11 +60,14 @@ struct vgpu_sched_entry {
     uint64_t busy_ns;       /* GPU time charged, in all */
     int64_t budget_ns;      /* cap mode: GPU time it may still use */
     uint64_t refilled_ns;   /* cap mode: when the budget was last refilled */
+    uint32_t fill;          /* permille of its holding time its threads waited for their own queued work */
+    uint32_t reserved;
+    uint64_t sampled_ns;    /* when its fill was last sampled */
 };
 
 struct vgpu_sched_state {
     int32_t holder;          /* the entry holding the GPU, or -1 */
-    uint32_t reserved;
+    uint32_t open;           /* the holder leaves the GPU idle: entries in share mode may launch too */
     uint64_t granted_ns;     /* when the holder was given it (or last charged) */
     uint64_t until_ns;       /* the holder's quantum ends; with no holder, when to look again */
     uint64_t quantum_ns;
@@ -77,6 +93,20 @@ void vgpu_sched_drop(struct vgpu_sched_state *g, int i);
  */
 bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since);
 
+/*
+ * A sample of the holder's fill at now: whether any of its threads waits
+ * for its own queued work (a stepper that looks about once a millisecond).
+ * Sets open.  Returns true when open changed.
+ */
+bool vgpu_sched_sample(struct vgpu_sched_state *g, uint64_t now, bool waits_for_gpu);
+
+/* Whether entries in share mode may launch beside the holder now (read
+ * without the lock). */
+static inline bool vgpu_sched_open(const struct vgpu_sched_state *g)
+{
+    return __atomic_load_n(&g->open, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* Whether a step is due at now: the quantum is over, or there is no holder. */
 static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now)
 {
@@ -88,7 +118,9 @@ static inline bool vgpu_sched_due(const struct vgpu_sched_state *g, uint64_t now
  * the mediator, from BAR0, and the standalone page): threads waiting for
  * the GPU; threads waiting for their own queued work (the holder's demand:
  * it is busy on the GPU though it launches nothing); launches, a counter
- * that moves while they launch, and when the stepper last saw it move.
+ * that moves while they launch, and when the stepper last saw it move (an
+ * entry that launched lately wants the GPU, holder or not: one that is not
+ * launched into an open GPU).
  * A process killed while it waited leaves its counts behind: counts that
  * stay VGPU_SCHED_DEAD_WAITERS_NS into a grant with no launch are
  * leftovers, and from then on only counts above them are demand.

@@ -200,6 +200,32 @@ void vgpu_sched_page_wait_end(struct vgpu_sched_page *p, int entry, uint8_t taki
  * may all have exited (they leave no word when they do). */
 #define STALE_NS 60000000000ull
 
+/* Under the lock: one sample of the holder's fill; the waiters woken when
+ * the GPU opens (they may launch beside the holder now). */
+static void sample(struct vgpu_sched_page *p, uint64_t now)
+{
+    struct vgpu_sched_state *g = &p->state;
+    int h = g->holder;
+    bool waits = h >= 0 && atomic_load(&p->who[h].running) > p->who[h].demand.running_floor;
+    if (vgpu_sched_sample(g, now, waits) && vgpu_sched_open(g)) {
+        atomic_fetch_add(&p->generation, 1);
+        vgpu_futex_wake_all(&p->generation);
+    }
+}
+
+#define SAMPLE_EVERY_NS 500000ull
+
+void vgpu_sched_page_sample(struct vgpu_sched_page *p, uint64_t now)
+{
+    int h = vgpu_sched_holder(&p->state);
+    if (h < 0 || now - __atomic_load_n(&p->state.e[h].sampled_ns, __ATOMIC_RELAXED) < SAMPLE_EVERY_NS)
+        return;
+    lock(p);
+    if (p->state.holder == h && now > p->state.e[h].sampled_ns && now - p->state.e[h].sampled_ns >= SAMPLE_EVERY_NS)
+        sample(p, now);
+    unlock(p);
+}
+
 void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
 {
     lock(p);
@@ -238,5 +264,7 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
                        (double)(g->until_ns - now) / 1e6, was >= 0 ? (double)g->e[was].busy_ns / 1e6 : 0.0,
                        holder_idle ? "the holder went idle" : "its quantum ended");
     }
+    if (g->holder >= 0 && now > g->e[g->holder].sampled_ns && now - g->e[g->holder].sampled_ns >= SAMPLE_EVERY_NS)
+        sample(p, now);
     unlock(p);
 }

@@ -17,8 +17,9 @@
 #include "vgpu_backend/contract/arbiter/sched_arbiter.h"
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
-/* 3: leftover floors that expire; 4: the arbiter's floor of virtual time */
-#define VGPU_SCHED_PAGE_VERSION 4
+/* 3: leftover floors that expire; 4: the arbiter's floor of virtual time;
+ * 5: each entry's fill, and an open GPU */
+#define VGPU_SCHED_PAGE_VERSION 5
 
 struct vgpu_sched_page {
     uint64_t magic;
@@ -83,6 +84,22 @@ void vgpu_sched_page_wait_end(struct vgpu_sched_page *p, int entry, uint8_t taki
                               uint32_t vdev);
 
 /* Steps the page's arbiter if a step is due (the quantum is over, or its
- * holder went idle while others wait), under its lock; wakes the waiters
- * when the holder changes; drops the entries of vGPUs idle for a minute. */
+ * holder went idle while others wait), under its lock; samples the
+ * holder's fill; wakes the waiters when the holder changes or the GPU
+ * opens; drops the entries of vGPUs idle for a minute. */
 void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now);
+
+/* Samples the holder's fill (vgpu_sched_sample), unless someone did in
+ * the last half millisecond; wakes the waiters when the GPU opens.  For a
+ * process that launches, about once a millisecond. */
+void vgpu_sched_page_sample(struct vgpu_sched_page *p, uint64_t now);
+
+/* Whether entry (of a vGPU in share mode, or not: cap) may launch now: it
+ * holds the GPU within its quantum, or the GPU is open to share mode. */
+static inline bool vgpu_sched_page_may_launch(const struct vgpu_sched_page *p, int entry, bool cap, uint64_t now)
+{
+    int32_t holder = vgpu_sched_holder(&p->state);
+    if (holder < 0 || now >= vgpu_sched_until(&p->state))
+        return false;
+    return holder == entry || (!cap && vgpu_sched_open(&p->state));
+}
