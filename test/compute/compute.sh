@@ -69,6 +69,15 @@ standalone() {
     pids="$pids $last"
 }
 
+# bare NAME WORKLOAD-ARGS...: the workload without vgpu, in the background.
+bare() {
+    local name=$1
+    shift
+    env -u LD_PRELOAD "$workload" "$@" >"$tmp/$name.out" 2>"$tmp/$name.err" &
+    last=$!
+    pids="$pids $last"
+}
+
 # mediated NAME WORKLOAD-ARGS...: a tenant of the mediator's vGPU NAME, in the background.
 mediated() {
     local name=$1
@@ -223,6 +232,60 @@ standalone-launch-bound-loop-is-capped)
     ratio=$(awk -v c="$(field "$tmp/capped.out" kernels_per_s)" -v b="$(field "$tmp/free.out" kernels_per_s)" \
         'BEGIN { print c / b }')
     within "$ratio" 0.15 0.7 || fail "a 50% cap gave the launch-bound loop $ratio of the rate of one with no share"
+    ;;
+
+standalone-host-bound-pair-keeps-its-speed | mediated-host-bound-pair-keeps-its-speed)
+    # Two host-bound tenants (a launch takes 300 us of the host, a kernel
+    # 100 us of the device): side by side without vgpu each runs at its own
+    # pace, the GPU idle most of the time.  Under shares of 50/50 and 25/75
+    # each keeps at least 75% of that pace (exclusive turns gave them half
+    # and a quarter: each waited for a GPU that the other left idle).
+    export FAKEGPU_LAUNCH_NS=300000
+    load="launch 3 --kernel-us 100 --batch 20"
+    at=$(soon)
+    bare a0 $load --start-at "$at"; a=$last
+    bare b0 $load --start-at "$at"; b=$last
+    join $a a0; join $b b0
+    pace=$(awk -v a="$(field "$tmp/a0.out" kernels_per_s)" -v b="$(field "$tmp/b0.out" kernels_per_s)" \
+        'BEGIN { print (a + b) / 2 }')
+    if [ "${scenario%%-*}" = mediated ]; then
+        mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 50" "uids = $me" \
+                 "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 50" "uids = $me"
+    fi
+    for split in "50 50" "25 75"; do
+        set -- $split
+        if [ "${scenario%%-*}" = mediated ]; then
+            reload "[vgpu.a]" "devices = 0" "memory = 4G" "compute = $1" "uids = $me" \
+                   "[vgpu.b]" "devices = 0" "memory = 4G" "compute = $2" "uids = $me"
+            at=$(soon)
+            mediated a $load --start-at "$at"; a=$last
+            mediated b $load --start-at "$at"; b=$last
+        else
+            at=$(soon)
+            standalone a "$1%" - $load --start-at "$at"; a=$last
+            standalone b "$2%" - $load --start-at "$at"; b=$last
+        fi
+        join $a a; join $b b
+        for w in a b; do
+            r=$(awk -v k="$(field "$tmp/$w.out" kernels_per_s)" -v p="$pace" 'BEGIN { print k / p }')
+            within "$r" 0.75 2 || fail "at $1/$2, $w ran at $r of its pace without vgpu, want 0.75 or more"
+        done
+    done
+    [ "${scenario%%-*}" = mediated ] && no_findings
+    ;;
+
+standalone-busy-tenant-keeps-its-share-beside-a-host-bound-one)
+    # A tenant that keeps the GPU busy (75%) beside a host-bound one (25%):
+    # in its own turns nobody launches beside it, so it gets its share; in
+    # the host-bound one's turns it may, since that one leaves the GPU
+    # idle.  The host-bound one runs in its turns.
+    at=$(soon)
+    standalone busy 75% - matmul 4 --start-at "$at"; busy=$last
+    FAKEGPU_LAUNCH_NS=300000 standalone light 25% - launch 4 --kernel-us 100 --batch 20 --start-at "$at"
+    light=$last
+    join $busy busy; join $light light
+    expect_share busy 0.65 1.02
+    within "$(field "$tmp/light.out" kernels_per_s)" 300 100000 || fail "the host-bound tenant was starved"
     ;;
 
 standalone-dead-waiters-hold-nothing)
