@@ -6,9 +6,12 @@ share, as ratios to the same loop running alone without vgpu.
                              [--loops matmul,launch] [--json FILE] [--only CASE,...]
                              [--interleave N [--cpu C] [--switched]]
 
-Each tenant is bench/compute_worker.py (PyTorch): `matmul` (bf16 4096^2
-matmuls back to back: the GPU is the bottleneck) or `launch` (tiny
-element-wise kernels: the host's launch path is).  Every case runs once
+Each tenant is bench/compute_worker.py (PyTorch), running one of its loops
+(its docstring): `matmul` (bf16 4096^2 matmuls back to back: the GPU is
+the bottleneck), `launch` (tiny element-wise kernels: the host's launch
+path is), `matmul-syncN` (matmuls with a synchronize every N), `mlp` (a
+small model's training step: launch-bound, the GPU idle most of the time)
+or `decode` (GEMVs and a synchronize a token, as LLM decoding).  Every case runs once
 per round, between two bare runs of its loop (no vgpu), and its ratios are
 to their mean: a launch-bound loop's bare rate drifts by more than the gate
 costs over minutes, but little between runs seconds apart.  The table gives
@@ -29,6 +32,8 @@ never idle, and throughput shows it.
 
 Cases (docs/compute.md says what each mode means):
   bare          the loop alone, without vgpu (the reference)
+  bare pair     two of it at once, without vgpu: what the driver's own
+                time-slicing gives, against which the shares' cases are read
   no-share      alone under vgpu, no compute share: what the launch path costs
   cap S         alone, a hard cap of S% (VGPU_COMPUTE_MODE=cap), S = 10..90
   share 30      alone, a work-conserving share of 30%: it should get the GPU
@@ -296,6 +301,7 @@ def cases(b, loop, only):
     singles += [(f"cap {s}", [s], b.standalone(f"cap{s}", s, "cap")) for s in (10, 30, 50, 70, 90)]
     singles += [("share 30", [100], b.standalone("share30", 30))]
     every = [(name, shares, alone(env), env) for name, shares, env in singles]
+    every += [("bare pair", None, lambda: b.run([(loop, False, {}, 0, None)] * 2), None)]
     every += [("/".join(map(str, split)), list(split), together(split), None)
               for split in ((25, 75), (50, 50), (10, 20, 30, 40))]
     every += [("mediated 25/75", [25, 75], mediated, None),
@@ -459,6 +465,9 @@ def main():
     report(results, shares_of, clocks_of, spans, args, turns_of)
 
 
+UNITS = {"matmul": "TFLOP/s", "matmul-sync": "TFLOP/s", "launch": "kernels/s", "mlp": "steps/s", "decode": "tokens/s"}
+
+
 def rate(out):
     """A tenant's throughput after its first second (all of it if the run was shorter)."""
     return out["steady"] if out.get("steady") else out["rate"]
@@ -497,7 +506,7 @@ def report(results, shares_of, clocks_of, spans, args, turns_of):
         hi = [max(r[i] for r in per_round) for i in range(n)]
         tot = [sum(r) for r in per_round]
         shares = shares_of[(loop, case)]
-        target = "/".join(f"{s}%" for s in shares) if shares else "100%"
+        target = "/".join(f"{s}%" for s in shares) if shares else "-" if case.startswith("bare") else "100%"
         each_s = " ".join(f"{e * 100:.1f}% [{l * 100:.0f}-{h * 100:.0f}]" for e, l, h in zip(each, lo, hi))
         tot_s = f"{statistics.median(tot) * 100:.1f}% [{min(tot) * 100:.0f}-{max(tot) * 100:.0f}]"
         clocks = clocks_of.get((loop, case)) or []
@@ -514,8 +523,7 @@ def report(results, shares_of, clocks_of, spans, args, turns_of):
         else:
             runs = [r for rnd in pairs for r in rnd]
             steps = [abs(y / x - 1) for rnd in pairs for x, y in zip(rnd, rnd[1:])]
-            print(f"bare {loop}: {min(runs):.3g} to {max(runs):.3g}" +
-                  (" TFLOP/s" if loop == "matmul" else " kernels/s") +
+            print(f"bare {loop}: {min(runs):.3g} to {max(runs):.3g} {UNITS.get(loop.rstrip('0123456789'), '')}" +
                   (f"; neighbouring bare runs differ by {statistics.median(steps) * 100:.1f}% (median), "
                    f"{max(steps) * 100:.1f}% at most: a case's noise floor" if steps else ""))
     for (loop, case), turns in turns_of.items():

@@ -4,11 +4,15 @@
                           [--serve] [--cpu N]`
 
 LOOP is `matmul` (bf16 4096x4096 matmuls back to back: the GPU is the
-bottleneck) or `launch` (tiny element-wise kernels: the host's launch path
+bottleneck), `matmul-syncN` (the same, synchronising after every N),
+`launch` (tiny element-wise kernels: the host's launch path is), `mlp` (a
+training step of 8 x Linear(256) at batch 64, synchronising every 20 steps:
+launch-bound, as notebooks and small models are) or `decode` (32 bf16
+8192x8192 GEMVs and a synchronize a token: memory-bound, as LLM decoding
 is).  After warming up it prints `ready`; with --go it then reads a start
 time (seconds since the epoch) from stdin and waits for it, plus --delay
 (so tenants set up apart start together).  It runs SECONDS and prints one
-JSON line: the loop, its throughput (TFLOP/s or kernels/s) over the whole
+JSON line: the loop, its throughput (TFLOP/s, kernels/s, steps/s or tokens/s) over the whole
 run (`rate`) and over the run after its first --settle seconds (`steady`,
 default 1), and the throughput of each --window (default 0.25 s) in order,
 to see how shares converge.  Timing is by host clock around synchronised
@@ -46,6 +50,16 @@ if loop == "matmul":
     def step():
         for _ in range(per_call):
             torch.mm(a, b)
+elif loop.startswith("matmul-sync"):
+    n, every = 4096, int(loop[len("matmul-sync"):])
+    a = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    b = torch.randn(n, n, device="cuda", dtype=torch.bfloat16)
+    work_per_step, per_call = 2.0 * n ** 3 / 1e12, every
+
+    def step():
+        for _ in range(per_call):
+            torch.mm(a, b)
+        torch.cuda.synchronize()
 elif loop == "launch":
     x = torch.zeros(256, device="cuda")
     work_per_step, per_call = 1.0, 64  # kernels
@@ -53,8 +67,30 @@ elif loop == "launch":
     def step():
         for _ in range(per_call):
             x.add_(1.0)
+elif loop == "mlp":
+    torch.manual_seed(0)
+    model = torch.nn.Sequential(*[m for _ in range(8) for m in (torch.nn.Linear(256, 256), torch.nn.ReLU())]).cuda()
+    opt = torch.optim.SGD(model.parameters(), lr=1e-4)
+    xb, yb = torch.randn(64, 256, device="cuda"), torch.randn(64, 256, device="cuda")
+    work_per_step, per_call = 1.0, 20  # training steps, a synchronize after every 20
+
+    def step():
+        for _ in range(per_call):
+            opt.zero_grad(set_to_none=True)
+            torch.nn.functional.mse_loss(model(xb), yb).backward()
+            opt.step()
+        torch.cuda.synchronize()
+elif loop == "decode":
+    weights = [torch.randn(8192, 8192, device="cuda", dtype=torch.bfloat16) for _ in range(32)]
+    v = torch.randn(8192, 1, device="cuda", dtype=torch.bfloat16)
+    work_per_step, per_call = 1.0, 1  # tokens: 32 GEMVs, then a synchronize
+
+    def step():
+        for w in weights:
+            torch.mm(w, v)
+        torch.cuda.synchronize()
 else:
-    sys.exit("loop: matmul or launch")
+    sys.exit("loop: matmul, matmul-syncN, launch, mlp or decode")
 
 for _ in range(20):
     step()
