@@ -114,7 +114,12 @@ static void print_compute_table(const struct vgpu_msg *m, const struct vgpu_msg 
             if (arbitrated || r.busy_ns)
                 snprintf(busy, sizeof(busy), "%.2fs", (double)r.busy_ns / 1e9);
             printf("%-16s %-4u %-4s %5u%% %-6s %-6s %10s %6s %6s\n", d ? "" : v.name, d, gpu, r.share,
-                   mode_keys[r.mode], arbitrated ? (r.flags & VGPU_COMPUTE_HOLDING ? "yes" : "no") : "-", busy,
+                   mode_keys[r.mode],
+                   !arbitrated                        ? "-"
+                   : r.flags & VGPU_COMPUTE_HOLDING ? "yes"
+                   : r.flags & VGPU_COMPUTE_BESIDE  ? "beside"
+                                                    : "no",
+                   busy,
                    percent(arbitrated && ch.interval_ms, r.held, held, sizeof(held)),
                    percent(r.flags & VGPU_COMPUTE_MEASURED, r.utilization, util, sizeof(util)));
         }
@@ -301,9 +306,10 @@ static void print_compute_use_json(const struct vgpu_msg *c, const char *name, u
     }
     vgpu_proto_compute_header(c, &h);
     bool arbitrated = r.flags & VGPU_COMPUTE_ARBITRATED;
-    printf("{\"mode\":\"%s\",\"arbitrated\":%s,\"holding\":%s,\"busy_ns\":%llu,\"launch_ms\":%llu,"
-           "\"held_percent\":",
+    printf("{\"mode\":\"%s\",\"arbitrated\":%s,\"holding\":%s,\"beside_holder\":%s,\"busy_ns\":%llu,"
+           "\"launch_ms\":%llu,\"held_percent\":",
            mode_keys[r.mode], arbitrated ? "true" : "false", r.flags & VGPU_COMPUTE_HOLDING ? "true" : "false",
+           r.flags & VGPU_COMPUTE_BESIDE ? "true" : "false",
            (unsigned long long)r.busy_ns, (unsigned long long)r.launch_ms);
     if (arbitrated && h.interval_ms)
         printf("%.1f", r.held / 10.0);

@@ -260,6 +260,19 @@ standalone-host-bound-pair-keeps-its-speed | mediated-host-bound-pair-keeps-its-
             at=$(soon)
             mediated a $load --start-at "$at"; a=$last
             mediated b $load --start-at "$at"; b=$last
+            # vgpu-smi shows one of them launching beside the other, which
+            # leaves the GPU open.
+            sleep "$(awk -v at="$at" -v now="$(date +%s%3N)" 'BEGIN { d = (at + 500 - now) / 1000; print (d > 0 ? d : 0) }')"
+            seen=
+            for _ in $(seq 1 40); do
+                "$build/tools/vgpu-smi" --socket "$tmp/sock" --json >"$tmp/smi.json" || fail "vgpu-smi --json failed"
+                seen=$(python3 -c "import json, sys
+s = json.load(open(sys.argv[1]))
+print(' '.join(v['name'] for v in s['vgpus'] if v['devices'][0]['compute_use']['beside_holder']))" "$tmp/smi.json")
+                [ -n "$seen" ] && break
+                sleep 0.05
+            done
+            [ -n "$seen" ] || fail "at $1/$2, vgpu-smi never showed a vGPU beside the holder: $(cat "$tmp/smi.json")"
         else
             at=$(soon)
             standalone a "$1%" - $load --start-at "$at"; a=$last

@@ -46,6 +46,7 @@ if not errors:
          3 <= use["a"]["utilization_percent"] <= 45,
          f"utilization: a {use['a']['utilization_percent']}%, b {use['b']['utilization_percent']}%; "
          "want a 3..45 and b more")
+    want(use["idle"]["beside_holder"] is False, "the idle vGPU, a cap, is shown beside a holder")
     want(use["idle"]["held_percent"] == 0 and use["idle"]["utilization_percent"] == 0 and
          use["idle"]["busy_ns"] == 0 and proc["idle"]["utilization_percent"] == [0.0],
          f"the idle vGPU: {use['idle']}, its process {proc['idle']['utilization_percent']}")
@@ -61,7 +62,7 @@ def labels(gpu):
 
 
 for family in ("vgpu_compute_busy_seconds_total", "vgpu_compute_held_percent", "vgpu_compute_utilization_percent",
-               "vgpu_compute_holding", "vgpu_compute_launch_seconds_total"):
+               "vgpu_compute_holding", "vgpu_compute_beside_holder", "vgpu_compute_launch_seconds_total"):
     for n, gpu in (("a", 0), ("b", 0), ("idle", 1)):
         want(re.search(rf'^{family}{{{re.escape(labels(gpu))},vgpu="{n}",vgpu_device="0"}} [0-9.e+-]+$', page,
                        re.M), f"no {family} of {n} on GPU {gpu}")
@@ -77,7 +78,7 @@ want(f'vgpu_compute_share_percent{{{labels(0)},vgpu="b",vgpu_device="0"}} 75' in
 want(not re.search(r'[{,]device=', page), "a metric has a device= label, which is DCGM's name for nvidia0")
 
 rows = [l.rstrip() for l in open(f"{tmp}/table.txt") if re.match(r"^b +0 +0 +75% ", l)]
-want(rows and re.match(r"^b +0 +0 +75% +share +(yes|no) +[0-9.]+s +[0-9]+% +[0-9]+%$", rows[0]),
+want(rows and re.match(r"^b +0 +0 +75% +share +(yes|beside|no) +[0-9.]+s +[0-9]+% +[0-9]+%$", rows[0]),
      f"the table's compute row of b: {rows}")
 want(re.search(rf"^idle +{pids['idle']} .* [0-9]+MiB +0%$", open(f"{tmp}/table.txt").read(), re.M),
      "the table's process row of the idle vGPU lacks its utilization, 0%")

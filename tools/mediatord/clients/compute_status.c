@@ -40,6 +40,7 @@ static void fill_device(const struct med_views *m, const struct med_vgpu *v, uin
         r->launch_ms = launches;
         r->flags |= m->sched->gpu[gi].on ? VGPU_COMPUTE_ARBITRATED : 0;
         r->flags |= med_sched_holds(m->sched, gi, v, (int)d) ? VGPU_COMPUTE_HOLDING : 0;
+        r->flags |= med_sched_beside(m->sched, gi, v, (int)d) ? VGPU_COMPUTE_BESIDE : 0;
     }
 }
 

@@ -322,6 +322,12 @@ static double holding(const struct vgpu_compute_device *d, bool *shown)
     return d->flags & VGPU_COMPUTE_HOLDING ? 1 : 0;
 }
 
+static double beside(const struct vgpu_compute_device *d, bool *shown)
+{
+    (void)shown;
+    return d->flags & VGPU_COMPUTE_BESIDE ? 1 : 0;
+}
+
 static double launch_seconds(const struct vgpu_compute_device *d, bool *shown)
 {
     (void)shown;
@@ -339,6 +345,8 @@ static const struct compute_family compute_families[] = {
       "Utilization of the GPU by the vGPU's processes over the last interval, from the driver's per-process "
       "samples, summed (at most 100).", utilization_percent },
     { "vgpu_compute_holding", "gauge", "1 while the arbiter gives the GPU to the vGPU; else 0.", holding },
+    { "vgpu_compute_beside_holder", "gauge",
+      "1 while the vGPU may launch beside the holder, which leaves the GPU open; else 0.", beside },
     { "vgpu_compute_launch_seconds_total", "counter",
       "Process-seconds in which the vGPU's processes launched work on the arbitrated GPU, counted a millisecond "
       "at a time: launch activity, not kernels.", launch_seconds },

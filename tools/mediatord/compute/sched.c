@@ -236,6 +236,15 @@ bool med_sched_holds(const struct med_sched *s, int i, const struct med_vgpu *v,
     return h >= 0 && s->gpu[i].m[h].v == v && s->gpu[i].m[h].d == d;
 }
 
+bool med_sched_beside(const struct med_sched *s, int i, const struct med_vgpu *v, int d)
+{
+    if (i < 0 || i >= MED_MAX_GPUS || !s->gpu[i].on)
+        return false;
+    const struct med_sched_gpu *sg = &s->gpu[i];
+    int k = member_of(sg, v, d);
+    return k >= 0 && k != sg->s.holder && sg->m[k].granted;
+}
+
 bool med_sched_arbitrated_since(const struct med_sched *s, int i, const struct med_vgpu *v, int d, uint64_t since,
                                 uint64_t *held_ns)
 {

@@ -60,6 +60,9 @@ void med_sched_tick(struct med_sched *s);
 
 /* GPU i is arbitrated, and v's device d holds it now (for vgpu-smi). */
 bool med_sched_holds(const struct med_sched *s, int i, const struct med_vgpu *v, int d);
+/* Whether device d of v may launch beside the holder of GPU i now: the
+ * holder leaves the GPU open (docs/compute.md), and d's share is no cap. */
+bool med_sched_beside(const struct med_sched *s, int i, const struct med_vgpu *v, int d);
 
 /* Ticks further apart than this are a gap in the arbitration (a process
  * lets its launches go after 1 s without a beat). */

@@ -199,6 +199,7 @@ enum vgpu_compute_view_mode {
 #define VGPU_COMPUTE_HOLDING 2u    /* device flags: it holds the GPU now */
 #define VGPU_COMPUTE_MEASURED 4u   /* device and process flags: the driver's per-process utilization is known
                                       (held is known whenever the interval has passed once) */
+#define VGPU_COMPUTE_BESIDE 8u     /* device flags: it may launch beside the holder now, which leaves the GPU open */
 
 struct vgpu_compute_header {
     uint32_t ndevs;
