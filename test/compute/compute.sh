@@ -301,6 +301,29 @@ standalone-busy-tenant-keeps-its-share-beside-a-host-bound-one)
     within "$(field "$tmp/light.out" kernels_per_s)" 300 100000 || fail "the host-bound tenant was starved"
     ;;
 
+standalone-cap-stays-capped-beside-a-host-bound-holder | mediated-cap-stays-capped-beside-a-host-bound-holder)
+    # A busy tenant capped at 20% beside a host-bound one (80%, a share)
+    # that leaves the GPU idle most of its turns: the GPU opens to share
+    # mode only, so the cap still bounds the busy one's time (it would
+    # take most of the GPU if it were let in).
+    if [ "${scenario%%-*}" = mediated ]; then
+        mediator "[vgpu.capped]" "devices = 0" "memory = 4G" "compute = 20" "compute_mode = cap" "uids = $me" \
+                 "[vgpu.light]" "devices = 0" "memory = 4G" "compute = 80" "uids = $me"
+        at=$(soon)
+        mediated capped matmul 4 --start-at "$at"; capped=$last
+        FAKEGPU_LAUNCH_NS=300000 mediated light launch 4 --kernel-us 100 --batch 20 --start-at "$at"
+    else
+        at=$(soon)
+        standalone capped 20% cap matmul 4 --start-at "$at"; capped=$last
+        FAKEGPU_LAUNCH_NS=300000 standalone light 80% - launch 4 --kernel-us 100 --batch 20 --start-at "$at"
+    fi
+    light=$last
+    join $capped capped; join $light light
+    expect_share capped 0.1 0.3
+    within "$(field "$tmp/light.out" kernels_per_s)" 300 100000 || fail "the host-bound tenant was starved"
+    [ "${scenario%%-*}" = mediated ] && no_findings
+    ;;
+
 standalone-dead-waiters-hold-nothing)
     # A vGPU whose process was killed while its threads waited leaves their
     # count in the page: once given the GPU and launching nothing, it is
