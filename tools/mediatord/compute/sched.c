@@ -182,9 +182,19 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
                 vgpu_futex_wake_all(&turn_of(m)->grant);
             }
             if (vgpu_log_enabled(VGPU_LOG_DEBUG))
-                vgpu_debug("compute share: %s -> %s for %.1f ms", was >= 0 ? sg->m[was].v->conf.name : "nobody",
+                vgpu_debug("compute share: %s -> %s for %.1f ms (busy %.1f ms; %s)",
+                           was >= 0 ? sg->m[was].v->conf.name : "nobody",
                            now_holder >= 0 ? sg->m[now_holder].v->conf.name : "nobody",
-                           (double)(sg->s.until_ns - now) / 1e6);
+                           (double)(sg->s.until_ns - now) / 1e6, was >= 0 ? (double)sg->s.e[was].busy_ns / 1e6 : 0.0,
+                           was < 0 ? "nobody held it" : holder_idle ? "the holder went idle" : "its quantum ended");
+            if (holder_idle && vgpu_log_enabled(VGPU_LOG_DEBUG)) {
+                const struct med_sched_member *m = &sg->m[was];
+                vgpu_debug("compute share: %s was idle: %u waiting (floor %u), %u running (floor %u), its last "
+                           "launch %.1f ms before",
+                           m->v->conf.name, atomic_load(&status_of(m)->sched_waiting), m->demand.waiting_floor,
+                           atomic_load(&status_of(m)->sched_running), m->demand.running_floor,
+                           (double)(now - (m->active_ns < now ? m->active_ns : now)) / 1e6);
+            }
         }
     }
     /* Whether the holder leaves the GPU idle: its threads seldom wait for

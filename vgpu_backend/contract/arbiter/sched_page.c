@@ -263,6 +263,12 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
             vgpu_debug("compute share: entry %d -> %d for %.2f ms (busy %.1f ms; %s)", was, g->holder,
                        (double)(g->until_ns - now) / 1e6, was >= 0 ? (double)g->e[was].busy_ns / 1e6 : 0.0,
                        holder_idle ? "the holder went idle" : "its quantum ended");
+        if (was != g->holder && holder_idle && vgpu_log_enabled(VGPU_LOG_DEBUG))
+            vgpu_debug("compute share: entry %d was idle: %u waiting (floor %u), %u running (floor %u), its last "
+                       "launch %.1f ms before",
+                       was, atomic_load(&p->who[was].waiting), p->who[was].demand.waiting_floor,
+                       atomic_load(&p->who[was].running), p->who[was].demand.running_floor,
+                       (double)(now - (idle_since < now ? idle_since : now)) / 1e6);
     }
     if (g->holder >= 0 && now > g->e[g->holder].sampled_ns && now - g->e[g->holder].sampled_ns >= SAMPLE_EVERY_NS)
         sample(p, now);
