@@ -5,6 +5,7 @@ share, as ratios to the same loop running alone without vgpu.
     python3 bench/compute.py BUILD_DIR [--rounds N] [--seconds S]
                              [--loops matmul,launch] [--json FILE] [--only CASE,...]
                              [--interleave N [--cpu C] [--switched]]
+                             [--keep DIR [--debug]]
 
 Each tenant is bench/compute_worker.py (PyTorch), running one of its loops
 (its docstring): `matmul` (bf16 4096^2 matmuls back to back: the GPU is
@@ -56,6 +57,12 @@ one launch loop run at rates up to 10-15% apart on a busy host, so a cap
 measured against a bare process carries that; a line per cap then gives
 the switched process's capped rate as a part of its own uncapped rate in
 the same round: what the cap alone takes.
+
+--keep DIR keeps the benchmark's files in DIR (made anew: it must not
+exist): each run's tenants' stderr (NNN-LOOP-CASE-tI.err, in the order
+run) and each mediator's log (NNN-LOOP-CASE-mediatord.log); with --debug
+the tenants and the mediator log at VGPU_LOG=debug, so that each change of
+holder and why it came is there (docs/compute.md, "Seeing it").
 """
 import argparse
 import json
@@ -88,7 +95,13 @@ def parse():
     p.add_argument("--cpu", type=int, default=None, help="--interleave's CPU (default: this process's last)")
     p.add_argument("--switched", action="store_true",
                    help="with --interleave: the caps again in one process switched by the mediator's reload")
+    p.add_argument("--keep", default=None, metavar="DIR", help="keep the tenants' and mediators' logs in DIR (new)")
+    p.add_argument("--debug", action="store_true", help="with --keep: tenants and mediators log at VGPU_LOG=debug")
     args = p.parse_args()
+    if args.debug and not args.keep:
+        p.error("--debug needs --keep")
+    if args.keep and os.path.exists(args.keep):
+        p.error(f"--keep {args.keep}: it exists; name a new directory (a vGPU joins the window it finds there)")
     if args.switched and not args.interleave:
         p.error("--switched needs --interleave")
     return args
@@ -144,7 +157,11 @@ class Bench:
     def __init__(self, args):
         self.build = os.path.abspath(args.build)
         self.seconds = args.seconds
-        self.tmp = tempfile.mkdtemp(prefix="vgpu-bench-")
+        self.keep, self.debug = args.keep, args.debug
+        if self.keep:
+            os.makedirs(self.keep)
+        self.tmp = os.path.abspath(self.keep) if self.keep else tempfile.mkdtemp(prefix="vgpu-bench-")
+        self.label, self.nrun = "", 0  # what runs now, and how many runs so far: the kept files' names
         self.preload = f"{self.build}/libvgpu-cuda.so {self.build}/libvgpu-nvml.so"
         self.mediator = None  # vgpu-mediatord, while a case runs one: its socket, config and log below
         self.sock = self.conf = self.mediator_log = None
@@ -159,7 +176,7 @@ class Bench:
         e.pop("LD_PRELOAD", None)
         if vgpu:
             e["LD_PRELOAD"] = self.preload
-            e["VGPU_LOG"] = "warn"
+            e["VGPU_LOG"] = "debug" if self.debug else "warn"
         e.update(extra)
         return e
 
@@ -167,9 +184,10 @@ class Bench:
         """tenants: [(loop, vgpu, env, delay_s, seconds)]; once every one has
         set up, all start together (each after its delay); returns their JSON."""
         procs = []
+        self.nrun += 1
         for i, (loop, vgpu, extra, delay, secs) in enumerate(tenants):
             cmd = [sys.executable, WORKER, loop, str(secs or self.seconds), "--go", "--delay", str(delay)]
-            err = open(os.path.join(self.tmp, f"t{i}.err"), "w")
+            err = open(os.path.join(self.tmp, f"{self.nrun:03d}-{self.label}-t{i}.err".replace(" ", "_")), "w")
             procs.append((subprocess.Popen(cmd, env=self.env(vgpu, extra), stdin=subprocess.PIPE,
                                            stdout=subprocess.PIPE, stderr=err, text=True), err))
         try:
@@ -219,10 +237,11 @@ class Bench:
         """vgpus: [(name, share)] or [(name, share, mode)]; the mediator's socket."""
         self.sock = os.path.join(self.tmp, "sock")
         self.write_conf(vgpus)
-        self.mediator_log = os.path.join(self.tmp, "mediatord.log")
+        self.mediator_log = os.path.join(self.tmp, f"{self.nrun + 1:03d}-{self.label}-mediatord.log".replace(" ", "_"))
         log = open(self.mediator_log, "w")
         cmd = [MEDIATORD or f"{self.build}/tools/vgpu-mediatord", "--config", self.conf, "--foreground"]
-        self.mediator = subprocess.Popen(cmd, env=self.env(False, {"VGPU_LOG": "info"}), stdout=log, stderr=log)
+        self.mediator = subprocess.Popen(cmd, env=self.env(False, {"VGPU_LOG": "debug" if self.debug else "info"}),
+                                         stdout=log, stderr=log)
         log.close()
         for _ in range(500):
             if os.path.exists(self.sock):
@@ -445,23 +464,28 @@ def main():
                 # apart: a launch-bound loop's bare rate drifts by more than
                 # the gate costs over a round's minutes.
                 pairs = Beside(loop, note, f"round {rnd + 1}")
+                b.label = f"{loop}-bare"
                 pairs.bare(rate(b.run([(loop, False, {}, 0, None)])[0]), b.clock)
                 for case, shares, run, _ in todo:
+                    b.label = f"{loop}-{case}".replace("/", "-")
                     out = run()
                     if out is None:
                         continue  # MPS where the image has none
                     clock = b.clock
+                    b.label = f"{loop}-bare"
                     pairs.bare(rate(b.run([(loop, False, {}, 0, None)])[0]), b.clock)
                     pairs.case(case, shares, out, clock)
                 spans.setdefault(loop, []).append(pairs.rates)
             # Convergence, once a round, on the matmul loop.
             if "matmul" in loops and (not only or "converge" in only):
+                b.label = "matmul-converge"
                 out = b.run([("matmul", True, b.standalone("c30", 30), 0, 6.0),
                              ("matmul", True, b.standalone("c70", 70), 2.5, 3.0)])
                 spans.setdefault("converge", []).append(converge(out))
     finally:
         b.stop_mediator()
-        shutil.rmtree(b.tmp, ignore_errors=True)
+        if not b.keep:
+            shutil.rmtree(b.tmp, ignore_errors=True)
     report(results, shares_of, clocks_of, spans, args, turns_of)
 
 
