@@ -405,6 +405,18 @@ static void open_while_the_holder_leaves_it_idle(void)
     vgpu_sched_step(&g, 6 * S, demand, 6 * S);
     CHECK(g.holder == 1 - h, "the GPU did not pass to the other entry");
     CHECK(vgpu_sched_open(&g), "a new holder never sampled (fill 0) did not open the GPU");
+    /* A holder's fill is of its holding time: given the GPU again after a
+     * long wait, its first sample (its threads just woken, not waiting on
+     * the GPU yet) weighs its millisecond, not a quarter. */
+    g.e[h].fill = 800;
+    demand[h] = true;
+    demand[1 - h] = false;
+    vgpu_sched_step(&g, 7 * S, demand, 7 * S);
+    CHECK(g.holder == h, "the GPU did not pass back");
+    vgpu_sched_sample(&g, 7 * S + MS, false);
+    CHECK(g.e[h].fill >= 800 - 800 * MS / VGPU_SCHED_FILL_NS - 1,
+          "the first sample of a turn weighed the time between turns: fill 800 fell to %u permille", g.e[h].fill);
+    CHECK(!vgpu_sched_open(&g), "a holder that filled the GPU opened it at the start of its turn");
 }
 
 /* An entry that launches into an open GPU wants it, holder or not: when

@@ -171,6 +171,8 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
     }
     bool changed = best != g->holder;
     g->granted_ns = now;
+    if (changed && best >= 0)
+        g->e[best].sampled_ns = now; /* its fill is of its holding time: the time between its turns weighs nothing */
     uint64_t until;
     if (best < 0) {
         until = wake == UINT64_MAX ? now + g->quantum_ns : wake;
