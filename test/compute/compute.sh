@@ -324,6 +324,34 @@ standalone-cap-stays-capped-beside-a-host-bound-holder | mediated-cap-stays-capp
     [ "${scenario%%-*}" = mediated ] && no_findings
     ;;
 
+standalone-graph-tenant-keeps-its-queued-work-in-its-turns)
+    # A 75% tenant replays CUDA graphs of 10 ms (50 kernels of 200 us)
+    # beside a 25% one of single kernels.  A graph queued at the end of a
+    # turn runs on into the next: it is charged to whoever queued it, and a
+    # launch that waited for room in its queue checks its turn again.  The
+    # 25% tenant had 0.20 before, its turns shortened by the graphs.
+    at=$(soon)
+    standalone a 25% - matmul 4 --start-at "$at"; a=$last
+    standalone b 75% - matmul 4 --start-at "$at" --graph; b=$last
+    join $a a; join $b b
+    expect_split a 0.215 0.30 a b
+    expect_total 0.75 1.02 a b
+    ;;
+
+mediated-graph-tenant-keeps-its-queued-work-in-its-turns)
+    # The same under the mediator, the 25% tenant the one with graphs: it
+    # had 0.30 before, its graphs running on into the other's turns.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
+             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
+    at=$(soon)
+    mediated a matmul 4 --start-at "$at" --graph; a=$last
+    mediated b matmul 4 --start-at "$at"; b=$last
+    join $a a; join $b b
+    expect_split a 0.20 0.285 a b
+    expect_total 0.75 1.02 a b
+    no_findings
+    ;;
+
 standalone-dead-waiters-hold-nothing)
     # A vGPU whose process was killed while its threads waited leaves their
     # count in the page: once given the GPU and launching nothing, it is

@@ -207,13 +207,14 @@ struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic u
     return t;
 }
 
-void vgpu_inflight_after(struct vgpu_inflight *t)
+uint64_t vgpu_inflight_after(struct vgpu_inflight *t)
 {
     if (atomic_fetch_add_explicit(&t->since, 1, memory_order_relaxed) + 1 <
         atomic_load_explicit(&t->every, memory_order_relaxed))
-        return;
+        return UINT64_MAX;
     if (!vgpu_capture_quiet_enter())
-        return;
+        return UINT64_MAX;
+    uint64_t queued = UINT64_MAX;
     pthread_mutex_lock(&t->lock);
     /* Another thread may have recorded the marker meanwhile. */
     if (atomic_load_explicit(&t->since, memory_order_relaxed) >= atomic_load_explicit(&t->every, memory_order_relaxed)) {
@@ -234,7 +235,14 @@ void vgpu_inflight_after(struct vgpu_inflight *t)
         atomic_store_explicit(&t->every, every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every,
                               memory_order_relaxed);
         set_room(t);
+        /* What is queued: the launches the outstanding markers close (the
+         * oldest may be under way: an estimate from above, by one marker). */
+        uint64_t launches = 0;
+        for (uint32_t i = t->tail; i != t->head; i++)
+            launches += t->covers[i % RING];
+        queued = launches * t->per_launch_ns;
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();
+    return queued;
 }

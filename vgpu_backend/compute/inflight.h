@@ -19,5 +19,8 @@ struct vgpu_inflight;
  * queue, for vgpu_inflight_after; NULL when it is not tracked (a capture
  * under way, more streams than tracked). */
 struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic uint32_t *running);
-/* After a successful launch on the queue vgpu_inflight_before returned. */
-void vgpu_inflight_after(struct vgpu_inflight *q);
+/* After a successful launch on the queue vgpu_inflight_before returned.
+ * Returns the GPU time of the work queued on it and still to run, as
+ * estimated when this launch recorded a marker; UINT64_MAX when it did not
+ * (no estimate made). */
+uint64_t vgpu_inflight_after(struct vgpu_inflight *q);

@@ -60,6 +60,7 @@ static _Atomic bool stale_said; /* the mediator's silence was logged (and not it
 /* The queue of this thread's launch in flight, when it went through a gate
  * (admit to done). */
 static __thread struct vgpu_inflight *gated;
+static __thread struct gate *gated_by; /* its gate */
 
 static uint64_t now_ns(void)
 {
@@ -228,6 +229,14 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
     struct gate *g = gate_of_launch(now);
     if (!g || vgpu_stream_captured(stream, ptsz))
         return CUDA_SUCCESS; /* a launch into a capture is recorded into a graph: it runs nothing now */
+    /* The queue's bound first: a launch that waits there (for a graph of
+     * 10 ms queued before it) may find the turn over when it is done, and
+     * must then wait for the GPU like any other.  Admitted before that
+     * wait, it would run its whole length in the next holder's turn. */
+    gated = vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
+    gated_by = g;
+    if (gated)
+        now = now_ns();
     bool given = false; /* it waited, and was just given the GPU */
     if (!granted(g, now)) {
         /* Its quantum may simply be over: it may keep the GPU.  The step
@@ -244,14 +253,26 @@ CUresult vgpu_backend_launch_admit(CUstream stream, bool ptsz)
         }
     }
     mark_active(g, now, given);
-    gated = vgpu_inflight_before(stream, ptsz, g->page ? &g->page->who[g->entry].running : &g->st->sched_running);
     return CUDA_SUCCESS;
 }
 
 void vgpu_backend_launch_done(CUresult r)
 {
-    if (gated && r == CUDA_SUCCESS)
-        vgpu_inflight_after(gated);
+    if (!gated || r != CUDA_SUCCESS)
+        return;
+    uint64_t queued = vgpu_inflight_after(gated);
+    if (queued == UINT64_MAX)
+        return;
+    /* What this vGPU has queued, for the arbiter to charge it when its
+     * turn ends (docs/compute.md): of this stream, as its marker saw it,
+     * the last word of any of its processes. */
+    struct gate *g = gated_by;
+    if (g->page)
+        atomic_store_explicit(&g->page->who[g->entry].queued_until_ns, now_ns() + queued, memory_order_relaxed);
+    else {
+        atomic_store_explicit(&g->st->sched_queued_ns, queued, memory_order_relaxed);
+        atomic_fetch_add_explicit(&g->st->sched_queued_seq, 1, memory_order_release);
+    }
 }
 
 void *vgpu_backend_sync_begin(void)

@@ -148,6 +148,11 @@ static bool demand_of(struct med_sched_gpu *sg, int i, uint64_t now)
         m->launches = launches;
         m->active_ns = now;
     }
+    uint64_t queued_seq = atomic_load(&st->sched_queued_seq);
+    if (queued_seq != m->queued_seq) {
+        m->queued_seq = queued_seq;
+        m->queued_at_ns = now;
+    }
     uint32_t leftovers;
     bool wants = vgpu_sched_demand(&m->demand, i == sg->s.holder, atomic_load(&st->sched_waiting),
                                    atomic_load(&st->sched_running), launches, m->active_ns, now, &leftovers);
@@ -156,6 +161,14 @@ static bool demand_of(struct med_sched_gpu *sg, int i, uint64_t now)
                   "leftovers of processes that died waiting, not counted for %.0f s", m->v->conf.name, leftovers,
                   (double)m->demand.floor_ttl_ns / 1e9);
     return wants;
+}
+
+/* What member m's processes queued and is still to run: their last
+ * estimate, less the time since the mediator saw it made. */
+static uint64_t queued_of(const struct med_sched_member *m, uint64_t now)
+{
+    uint64_t q = atomic_load(&status_of(m)->sched_queued_ns), since = now - m->queued_at_ns;
+    return q > since ? q - since : 0;
 }
 
 static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t now)
@@ -170,7 +183,8 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
     int was = sg->s.holder;
     bool holder_idle = was >= 0 && !demand[was];
     if (vgpu_sched_due(&sg->s, now) || (holder_idle && others)) {
-        vgpu_sched_step(&sg->s, now, demand, holder_idle ? sg->m[was].active_ns : 0);
+        vgpu_sched_step(&sg->s, now, demand, holder_idle ? sg->m[was].active_ns : 0,
+                        was >= 0 ? queued_of(&sg->m[was], now) : 0);
         int now_holder = sg->s.holder;
         if (now_holder != was) {
             if (was >= 0 && sg->m[was].v)

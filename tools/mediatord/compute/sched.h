@@ -27,6 +27,8 @@ struct med_sched_member {
     uint64_t joined_ns;       /* when it became an entry */
     uint64_t held_ns;         /* when it last held the GPU (or launched into it open); 0: not since it became an entry */
     bool granted;             /* its grant as last written */
+    uint64_t queued_seq;      /* its sched_queued_seq, as last read */
+    uint64_t queued_at_ns;    /* when, by the mediator's clock, it last moved */
     struct vgpu_sched_demand demand;
 };
 

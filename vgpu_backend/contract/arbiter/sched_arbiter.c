@@ -78,14 +78,15 @@ void vgpu_sched_drop(struct vgpu_sched_state *g, int i)
 }
 
 /* Charges the holder for its time since it was last charged, to now (or to
- * when it went idle, if earlier). */
-static void charge(struct vgpu_sched_state *g, uint64_t now, uint64_t idle_since)
+ * when it went idle, if earlier), and extra_ns more (its queued work, when
+ * it loses the GPU). */
+static void charge(struct vgpu_sched_state *g, uint64_t now, uint64_t idle_since, uint64_t extra_ns)
 {
     if (g->holder < 0)
         return;
     struct vgpu_sched_entry *e = &g->e[g->holder];
     uint64_t end = idle_since && idle_since < now ? idle_since : now;
-    uint64_t t = end > g->granted_ns ? end - g->granted_ns : 0;
+    uint64_t t = (end > g->granted_ns ? end - g->granted_ns : 0) + extra_ns;
     __atomic_fetch_add(&e->busy_ns, t, __ATOMIC_RELAXED); /* shown without the lock */
     e->vtime += t * 1000 / e->share;
     if (e->mode == VGPU_COMPUTE_CAP) /* a share runs up no debt for a cap set later to owe */
@@ -129,9 +130,11 @@ bool vgpu_sched_sample(struct vgpu_sched_state *g, uint64_t now, bool waits_for_
     return publish_open(g);
 }
 
-bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since)
+bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since,
+                     uint64_t holder_queued_ns)
 {
-    charge(g, now, holder_idle_since);
+    int was = g->holder;
+    charge(g, now, holder_idle_since, 0);
     refill(g, now);
     /* Coming back from an idle spell: no more than a quantum behind the
      * floor, the least virtual time of those that wanted it (kept while
@@ -171,6 +174,14 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
     }
     bool changed = best != g->holder;
     g->granted_ns = now;
+    if (changed && was >= 0 && holder_queued_ns) {
+        /* What the old holder queued runs on into the next turn: its time,
+         * not the next holder's (a graph of 10 ms launched at the end of a
+         * turn is 10 ms of the next one). */
+        uint64_t drain = holder_queued_ns < g->quantum_ns ? holder_queued_ns : g->quantum_ns;
+        charge(g, now, 0, drain);
+        g->granted_ns = now + drain;
+    }
     if (changed && best >= 0)
         g->e[best].sampled_ns = now; /* its fill is of its holding time: the time between its turns weighs nothing */
     uint64_t until;

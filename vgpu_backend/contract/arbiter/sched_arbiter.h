@@ -88,10 +88,15 @@ void vgpu_sched_drop(struct vgpu_sched_state *g, int i);
  * One step at time now.  demand[i]: entry i has work waiting for the GPU
  * (or, for the holder, launched lately); holder_idle_since: when the holder
  * last launched, so that it is charged no time it did not use (0: it is
- * busy).  Charges the holder, refills the budgets, and picks the holder of
- * the next quantum.  Returns true when the holder changed.
+ * busy); holder_queued_ns: the GPU time of the work the holder queued that
+ * is still to run (its processes' estimate).  Charges the holder, refills
+ * the budgets, and picks the holder of the next quantum; when that is
+ * another, the old one is charged for its queued work too (at most a
+ * quantum), and the new one is charged from when that work is done.
+ * Returns true when the holder changed.
  */
-bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since);
+bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *demand, uint64_t holder_idle_since,
+                     uint64_t holder_queued_ns);
 
 /*
  * A sample of the holder's fill at now: whether any of its threads waits

@@ -101,6 +101,7 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
     atomic_store(&p->who[free_slot].running, 0);
     memset(&p->who[free_slot].demand, 0, sizeof(p->who[free_slot].demand));
     atomic_store(&p->who[free_slot].active_ns, now); /* not idle: just made */
+    atomic_store(&p->who[free_slot].queued_until_ns, 0);
     vgpu_sched_set(&p->state, free_slot, share, mode, now);
     return free_slot;
 }
@@ -253,7 +254,8 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
     if (vgpu_sched_due(g, now) || (holder_idle && others)) {
         uint64_t idle_since = holder_idle ? atomic_load(&p->who[g->holder].active_ns) : 0;
         int was = g->holder;
-        if (vgpu_sched_step(g, now, demand, idle_since)) {
+        uint64_t queued_until = was >= 0 ? atomic_load(&p->who[was].queued_until_ns) : 0;
+        if (vgpu_sched_step(g, now, demand, idle_since, queued_until > now ? queued_until - now : 0)) {
             if (g->holder >= 0)
                 vgpu_sched_demand_granted(&p->who[g->holder].demand, atomic_load(&p->who[g->holder].active_ns), now);
             atomic_fetch_add(&p->generation, 1);

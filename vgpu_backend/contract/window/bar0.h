@@ -103,7 +103,12 @@ struct vgpu_bar0_device_status {
     _Atomic uint64_t sched_launches;   /* moves at most once a millisecond per process while it launches */
     _Atomic uint64_t sched_busy_ns;    /* GPU time charged to it, in all (the arbiter writes it) */
     uint64_t reserved2;                /* version 3's beat, now in the turns */
-    uint64_t reserved[7];
+    /* The GPU time of the work its processes queued and is still to run,
+     * as a process estimated it at its last marker, and a counter that
+     * moves at each estimate (the mediator times it by its own clock). */
+    _Atomic uint64_t sched_queued_ns;
+    _Atomic uint64_t sched_queued_seq;
+    uint64_t reserved[5];
 };
 
 struct vgpu_bar0_status {
