@@ -267,9 +267,9 @@ void vgpu_backend_launch_done(CUresult r)
      * turn ends (docs/compute.md): of this stream, as its marker saw it,
      * the last word of any of its processes. */
     struct gate *g = gated_by;
-    if (g->page)
+    if (g->page) {
         atomic_store_explicit(&g->page->who[g->entry].queued_until_ns, now_ns() + queued, memory_order_relaxed);
-    else {
+    } else {
         atomic_store_explicit(&g->st->sched_queued_ns, queued, memory_order_relaxed);
         atomic_fetch_add_explicit(&g->st->sched_queued_seq, 1, memory_order_release);
     }
