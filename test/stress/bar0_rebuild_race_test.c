@@ -13,11 +13,9 @@
 #include <pthread.h>
 #include <stdatomic.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "test/stress/anon_window.h"
 
 #define MiB (1ull << 20)
 #define SLOTS 4
@@ -39,17 +37,9 @@ static void *trade(void *arg)
 
 int main(void)
 {
-    b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (b == MAP_FAILED) {
-        perror("mmap");
+    b = anon_window();
+    if (!b)
         return 1;
-    }
-    struct vgpu_bar0_config config;
-    memset(&config, 0, sizeof(config));
-    config.device_count = 1;
-    strcpy(config.device[0].physical, "0");
-    config.device[0].compute_share = 100;
-    vgpu_bar0_init(b, &config, 0, "");
     /* Four processes' slots (this process's pid, each with its own slot:
      * the rebuild never asks whether they live). */
     int pid = getpid();

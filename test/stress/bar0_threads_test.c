@@ -12,27 +12,17 @@
 #define _GNU_SOURCE
 #include <stdatomic.h>
 #include <stdio.h>
-#include <string.h>
-#include <sys/mman.h>
 #include <unistd.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "test/stress/anon_window.h"
 
 #define MiB (1ull << 20)
 
 int main(void)
 {
-    struct vgpu_bar0 *b = mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
-    if (b == MAP_FAILED) {
-        perror("mmap");
+    struct vgpu_bar0 *b = anon_window();
+    if (!b)
         return 1;
-    }
-    struct vgpu_bar0_config config;
-    memset(&config, 0, sizeof(config));
-    config.device_count = 1;
-    strcpy(config.device[0].physical, "0");
-    config.device[0].compute_share = 100;
-    vgpu_bar0_init(b, &config, 0, "");
     int pid = getpid();
     struct vgpu_bar0_map map = { .bar = b, .fd = -1, .pid = pid, .owner = VGPU_BAR0_OWNER(pid, VGPU_PROC_LIVE) };
     map.slot = vgpu_bar0_claim_slot(b, pid, vgpu_proc_start_time(pid));
