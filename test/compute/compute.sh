@@ -92,6 +92,24 @@ join() { # PID NAME
     grep '^workload' "$tmp/$2.out"
 }
 
+# pair_25_75 standalone|mediated A-OPTION B-OPTION: tenants a (25%) and b
+# (75%), each its own vGPU (mediated: of a mediator started here), of 4 s of
+# matmuls started together, with one more option each ("" for none); joined.
+pair_25_75() {
+    if [ "$1" = mediated ]; then
+        mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
+                 "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
+        at=$(soon)
+        mediated a matmul 4 --start-at "$at" $2; a=$last
+        mediated b matmul 4 --start-at "$at" $3; b=$last
+    else
+        at=$(soon)
+        standalone a 25% - matmul 4 --start-at "$at" $2; a=$last
+        standalone b 75% - matmul 4 --start-at "$at" $3; b=$last
+    fi
+    join $a a; join $b b
+}
+
 expect_share() { # NAME LO HI
     local s
     s=$(field "$tmp/$1.out" share)
@@ -197,10 +215,7 @@ standalone-lone-share-lends-idle-time)
     ;;
 
 standalone-two-tenants-get-25-and-75)
-    at=$(soon)
-    standalone a 25% - matmul 4 --start-at "$at"; a=$last
-    standalone b 75% - matmul 4 --start-at "$at" --stream; b=$last
-    join $a a; join $b b
+    pair_25_75 standalone "" --stream
     expect_split a 0.18 0.32 a b
     expect_total 0.75 1.02 a b
     ;;
@@ -330,10 +345,7 @@ standalone-graph-tenant-keeps-its-queued-work-in-its-turns)
     # turn runs on into the next: it is charged to whoever queued it, and a
     # launch that waited for room in its queue checks its turn again.  The
     # 25% tenant had 0.20 before, its turns shortened by the graphs.
-    at=$(soon)
-    standalone a 25% - matmul 4 --start-at "$at"; a=$last
-    standalone b 75% - matmul 4 --start-at "$at" --graph; b=$last
-    join $a a; join $b b
+    pair_25_75 standalone "" --graph
     expect_split a 0.215 0.30 a b
     expect_total 0.75 1.02 a b
     ;;
@@ -341,12 +353,7 @@ standalone-graph-tenant-keeps-its-queued-work-in-its-turns)
 mediated-graph-tenant-keeps-its-queued-work-in-its-turns)
     # The same under the mediator, the 25% tenant the one with graphs: it
     # had 0.30 before, its graphs running on into the other's turns.
-    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
-             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
-    at=$(soon)
-    mediated a matmul 4 --start-at "$at" --graph; a=$last
-    mediated b matmul 4 --start-at "$at"; b=$last
-    join $a a; join $b b
+    pair_25_75 mediated --graph ""
     expect_split a 0.20 0.285 a b
     expect_total 0.75 1.02 a b
     no_findings
@@ -441,12 +448,7 @@ mediated-lone-tenant-meets-a-newcomer)
     ;;
 
 mediated-two-tenants-get-25-and-75)
-    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" \
-             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me"
-    at=$(soon)
-    mediated a matmul 4 --start-at "$at"; a=$last
-    mediated b matmul 4 --start-at "$at" --graph; b=$last
-    join $a a; join $b b
+    pair_25_75 mediated "" --graph
     expect_split a 0.18 0.32 a b
     expect_total 0.75 1.02 a b
     grep -q "compute shares are arbitrated" "$tmp/med.log" || fail "the mediator did not say it arbitrates"
