@@ -112,22 +112,23 @@ static struct vgpu_inflight *find(CUstream stream, bool ptsz)
 /* Works out, under the lock, how many launches since the last marker the
  * queue takes before it is past the bound: its launches times a launch's
  * GPU time over VGPU_SCHED_QUEUE_NS, or the ring full.  No marker
- * outstanding: no bound (one is recorded within `every` launches). */
-static void set_room(struct vgpu_inflight *t)
+ * outstanding: no bound (one is recorded within `every` launches).
+ * Returns the launches the outstanding markers close: what is queued. */
+static uint64_t set_room(struct vgpu_inflight *t)
 {
-    uint64_t room = UINT32_MAX;
+    uint64_t room = UINT32_MAX, closed = 0;
+    for (uint32_t i = t->tail; i != t->head; i++)
+        closed += t->covers[i % RING];
     if (t->head - t->tail == RING) {
         room = 0;
     } else if (t->tail != t->head) {
-        uint64_t closed = 0;
-        for (uint32_t i = t->tail; i != t->head; i++)
-            closed += t->covers[i % RING];
         uint64_t fits = VGPU_SCHED_QUEUE_NS / (t->per_launch_ns ? t->per_launch_ns : 1);
         room = fits < closed ? 0 : fits - closed + 1;
         if (room > UINT32_MAX)
             room = UINT32_MAX;
     }
     atomic_store_explicit(&t->room, (uint32_t)room, memory_order_relaxed);
+    return closed;
 }
 
 static bool past_bound(const struct vgpu_inflight *t)
@@ -234,13 +235,9 @@ uint64_t vgpu_inflight_after(struct vgpu_inflight *t)
         uint64_t every = VGPU_SCHED_QUEUE_NS / 4 / (t->per_launch_ns ? t->per_launch_ns : 1);
         atomic_store_explicit(&t->every, every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every,
                               memory_order_relaxed);
-        set_room(t);
         /* What is queued: the launches the outstanding markers close (the
          * oldest may be under way: an estimate from above, by one marker). */
-        uint64_t launches = 0;
-        for (uint32_t i = t->tail; i != t->head; i++)
-            launches += t->covers[i % RING];
-        queued = launches * t->per_launch_ns;
+        queued = set_room(t) * t->per_launch_ns;
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();

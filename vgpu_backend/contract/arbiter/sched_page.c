@@ -216,13 +216,20 @@ static void sample(struct vgpu_sched_page *p, uint64_t now)
 
 #define SAMPLE_EVERY_NS 500000ull
 
+/* Whether holder h's fill was last sampled SAMPLE_EVERY_NS or more before now. */
+static bool sample_due(const struct vgpu_sched_page *p, int h, uint64_t now)
+{
+    uint64_t last = __atomic_load_n(&p->state.e[h].sampled_ns, __ATOMIC_RELAXED);
+    return now > last && now - last >= SAMPLE_EVERY_NS;
+}
+
 void vgpu_sched_page_sample(struct vgpu_sched_page *p, uint64_t now)
 {
     int h = vgpu_sched_holder(&p->state);
-    if (h < 0 || now - __atomic_load_n(&p->state.e[h].sampled_ns, __ATOMIC_RELAXED) < SAMPLE_EVERY_NS)
+    if (h < 0 || !sample_due(p, h, now))
         return;
     lock(p);
-    if (p->state.holder == h && now > p->state.e[h].sampled_ns && now - p->state.e[h].sampled_ns >= SAMPLE_EVERY_NS)
+    if (p->state.holder == h && sample_due(p, h, now))
         sample(p, now);
     unlock(p);
 }
@@ -272,7 +279,7 @@ void vgpu_sched_page_step(struct vgpu_sched_page *p, uint64_t now)
                        atomic_load(&p->who[was].running), p->who[was].demand.running_floor,
                        (double)(now - (idle_since < now ? idle_since : now)) / 1e6);
     }
-    if (g->holder >= 0 && now > g->e[g->holder].sampled_ns && now - g->e[g->holder].sampled_ns >= SAMPLE_EVERY_NS)
+    if (g->holder >= 0 && sample_due(p, g->holder, now))
         sample(p, now);
     unlock(p);
 }
