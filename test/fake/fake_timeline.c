@@ -23,6 +23,7 @@
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
@@ -54,6 +55,7 @@ struct queue {
     unsigned long long submitted; /* operations 1..submitted were queued */
     unsigned long long completed; /* operations 1..completed are done */
     enum executor_state executor;
+    bool started; /* the executor runs its own code: its thread's start-up (the C library's, a sanitizer's) is done */
     unsigned waiters;
     int phys;
     int used; /* set once (atomically): a queue never used is empty without locking it */
@@ -121,6 +123,7 @@ static void after_fork_child(void)
         struct queue *q = &g_queues[d];
         init_sync(q);
         q->executor = EXECUTOR_NONE;
+        q->started = false;
         q->waiters = 0;
         q->completed = q->submitted;
     }
@@ -305,6 +308,8 @@ static void *executor_main(void *arg)
     /* Sleeps end within a microsecond of their deadline, not the default 50. */
     prctl(PR_SET_TIMERSLACK, 1000UL, 0, 0, 0);
     pthread_mutex_lock(&q->lock);
+    q->started = true;
+    pthread_cond_broadcast(&q->done);
     for (;;) {
         wait_for_work_locked(q);
         /* Stays put until completed passes it: submitters wait for room. */
@@ -349,6 +354,12 @@ static int start_executor_locked(struct queue *q, int dev, int phys)
     pthread_setname_np(thread, name);
     q->executor = EXECUTOR_BUSY;
     __atomic_store_n(&q->used, 1, __ATOMIC_RELEASE);
+    /* Until the thread runs its own code, its start-up may hold the
+     * allocator's locks (AddressSanitizer's allocates there): a program that
+     * forks right after its first launch would leave them held in its child,
+     * and the child's own executor would never start. */
+    while (!q->started)
+        pthread_cond_wait(&q->done, &q->lock);
     return 0;
 }
 
