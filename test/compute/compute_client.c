@@ -1,7 +1,7 @@
 /*
  * compute_client: a compute load whose share of the GPU can be measured.
  *
- *   compute_client MODE SECONDS [--kernel-us N] [--batch N] [--stream] [--graph]
+ *   compute_client MODE SECONDS [--kernel-us N] [--batch N] [--stream] [--graph] [--sync-each]
  *                         [--start-at EPOCH_MS] [--warm-up-ms N] [--device N] [--units-per-us X]
  *
  * MODE matmul: kernels of 200 us (--kernel-us), launched as fast as the
@@ -13,6 +13,10 @@
  * --stream   launches on a created stream instead of the legacy one.
  * --graph    each batch is one replay of a graph captured from a stream
  *            (implies --stream).
+ * --sync-each  the host waits for each batch before it launches the next,
+ *            as a decode loop does (a token's kernels, then a synchronize):
+ *            the device idles while the host launches the next batch's
+ *            first kernels, then runs behind the host.
  * --start-at waits until that wall-clock time (ms since the epoch), after
  *            setting up, so that several processes start together.
  * --warm-up-ms runs batches for that long first, and waits for them, as a
@@ -65,6 +69,7 @@ struct options {
     int device;
     double units_per_us; /* 0: calibrate (real GPU) */
     int around_the_gate;
+    int sync_each;
 };
 
 /* The driver calls the loop makes, resolved once. */
@@ -95,7 +100,7 @@ static void usage(void)
 {
     fprintf(stderr, "usage: compute_client matmul|launch SECONDS [--kernel-us N] [--batch N] [--stream] "
                     "[--graph] [--start-at EPOCH_MS] [--warm-up-ms N] [--device N] [--units-per-us X] "
-                    "[--around-the-gate]\n");
+                    "[--around-the-gate] [--sync-each]\n");
     exit(2);
 }
 
@@ -133,6 +138,8 @@ static struct options parse(int argc, char **argv)
             o.units_per_us = atof(argv[++i]);
         else if (strcmp(a, "--around-the-gate") == 0)
             o.around_the_gate = 1;
+        else if (strcmp(a, "--sync-each") == 0)
+            o.sync_each = 1;
         else
             usage();
     }
@@ -329,6 +336,15 @@ int main(int argc, char **argv)
             else
                 launch_batch(&o, &k, s, params);
             MUST(drv.record(end[b], s));
+        }
+        if (o.sync_each) { /* nothing else in flight: this batch is the whole queue */
+            if (last)
+                break;
+            MUST(drv.event_sync(end[b]));
+            device_ms += elapsed_ms(start[b], end[b]);
+            kernels += o.batch_kernels;
+            t1 = now_s();
+            continue;
         }
         if (batch > 0) {
             MUST(drv.event_sync(end[prev]));
