@@ -359,6 +359,21 @@ mediated-graph-tenant-keeps-its-queued-work-in-its-turns)
     no_findings
     ;;
 
+standalone-decode-pair-keeps-its-split | mediated-decode-pair-keeps-its-split)
+    # Decode-like tenants at 25/75: a token is 32 kernels of 50 us, each
+    # launch 30 us of the host, then a synchronize.  The GPU runs behind
+    # the host while it launches: a holder keeps the GPU busy though its
+    # thread waits only 40% of the time, and must not be taken for one that
+    # leaves it idle (the other would run beside it, uncharged).  The 25%
+    # tenant had 0.33-0.48 of the pair on the H100 before, and on the fake
+    # GPU 0.34-0.39.
+    export FAKEGPU_LAUNCH_NS=30000
+    pair_25_75 "${scenario%%-*}" "--sync-each --kernel-us 50 --batch 32" "--sync-each --kernel-us 50 --batch 32"
+    expect_split a 0.18 0.30 a b
+    expect_total 0.75 1.02 a b
+    [ "${scenario%%-*}" = mediated ] && no_findings
+    ;;
+
 standalone-dead-waiters-hold-nothing)
     # A vGPU whose process was killed while its threads waited leaves their
     # count in the page: once given the GPU and launching nothing, it is

@@ -34,6 +34,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
+#include <time.h>
 
 #define RING 32            /* markers per stream, at most */
 #define TRACKERS 256       /* explicit streams tracked per process (a power of two) */
@@ -53,9 +54,18 @@ struct vgpu_inflight {
     _Atomic uint32_t every;  /* launches between markers */
     _Atomic uint32_t room;   /* launches since the last marker that keep the queue within the bound */
     uint64_t per_launch_ns;  /* a launch's GPU time, learnt */
+    _Atomic uint64_t first_ns; /* when the first launch since the last marker returned */
+    uint64_t done_by_ns;     /* when the GPU will be done with what is queued, by the estimate */
     uint32_t prev_slot;      /* the last marker seen done, whose event ... */
     bool prev_valid;         /* ... still holds its time (not recorded again since) */
 };
+
+static uint64_t now_ns(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (uint64_t)ts.tv_sec * 1000000000u + (uint64_t)ts.tv_nsec;
+}
 
 /* Explicit streams: shared by the process's threads, each tracker under its
  * own lock (the table only grows, so a tracker's address stays valid).
@@ -112,9 +122,8 @@ static struct vgpu_inflight *find(CUstream stream, bool ptsz)
 /* Works out, under the lock, how many launches since the last marker the
  * queue takes before it is past the bound: its launches times a launch's
  * GPU time over VGPU_SCHED_QUEUE_NS, or the ring full.  No marker
- * outstanding: no bound (one is recorded within `every` launches).
- * Returns the launches the outstanding markers close: what is queued. */
-static uint64_t set_room(struct vgpu_inflight *t)
+ * outstanding: no bound (one is recorded within `every` launches). */
+static void set_room(struct vgpu_inflight *t)
 {
     uint64_t room = UINT32_MAX, closed = 0;
     for (uint32_t i = t->tail; i != t->head; i++)
@@ -128,7 +137,6 @@ static uint64_t set_room(struct vgpu_inflight *t)
             room = UINT32_MAX;
     }
     atomic_store_explicit(&t->room, (uint32_t)room, memory_order_relaxed);
-    return closed;
 }
 
 static bool past_bound(const struct vgpu_inflight *t)
@@ -208,10 +216,31 @@ struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic u
     return t;
 }
 
-uint64_t vgpu_inflight_after(struct vgpu_inflight *t)
+/* Under the lock, as the marker in slot was just recorded: the GPU time
+ * still to run on the stream.  The GPU runs the launches in order, each in
+ * a launch's GPU time, none before it was made: the marker's launches
+ * start when both the GPU is done with those before and the first of them
+ * was made (a loop bound by its host, whose GPU runs each kernel as it
+ * comes, has nothing queued; a graph of 10 ms launched after a pause has
+ * 10 ms).  An older marker still outstanding says the GPU is not done
+ * before now; none, that it was. */
+static uint64_t estimate_queue(struct vgpu_inflight *t, uint32_t slot, uint64_t now)
 {
-    if (atomic_fetch_add_explicit(&t->since, 1, memory_order_relaxed) + 1 <
-        atomic_load_explicit(&t->every, memory_order_relaxed))
+    if (t->backed_up[slot] ? t->done_by_ns < now : t->done_by_ns > now)
+        t->done_by_ns = now;
+    uint64_t first = atomic_load_explicit(&t->first_ns, memory_order_relaxed);
+    uint64_t start = first > t->done_by_ns ? first : t->done_by_ns;
+    t->done_by_ns = start + t->covers[slot] * t->per_launch_ns;
+    return t->done_by_ns > now ? t->done_by_ns - now : 0;
+}
+
+uint64_t vgpu_inflight_after(struct vgpu_inflight *t, bool *behind)
+{
+    *behind = false;
+    uint32_t n = atomic_fetch_add_explicit(&t->since, 1, memory_order_relaxed) + 1;
+    if (n == 1)
+        atomic_store_explicit(&t->first_ns, now_ns(), memory_order_relaxed);
+    if (n < atomic_load_explicit(&t->every, memory_order_relaxed))
         return UINT64_MAX;
     if (!vgpu_capture_quiet_enter())
         return UINT64_MAX;
@@ -230,14 +259,14 @@ uint64_t vgpu_inflight_after(struct vgpu_inflight *t)
             t->backed_up[slot] = t->tail != t->head; /* the done ones were just retired */
             t->covers[slot] = atomic_exchange_explicit(&t->since, 0, memory_order_relaxed);
             t->head++;
+            queued = estimate_queue(t, slot, now_ns());
+            *behind = t->backed_up[slot];
         }
         /* A few markers within the bound. */
         uint64_t every = VGPU_SCHED_QUEUE_NS / 4 / (t->per_launch_ns ? t->per_launch_ns : 1);
         atomic_store_explicit(&t->every, every < 1 ? 1 : every > MAX_EVERY ? MAX_EVERY : (uint32_t)every,
                               memory_order_relaxed);
-        /* What is queued: the launches the outstanding markers close (the
-         * oldest may be under way: an estimate from above, by one marker). */
-        queued = set_room(t) * t->per_launch_ns;
+        set_room(t);
     }
     pthread_mutex_unlock(&t->lock);
     vgpu_capture_quiet_leave();

@@ -22,5 +22,8 @@ struct vgpu_inflight *vgpu_inflight_before(CUstream stream, bool ptsz, _Atomic u
 /* After a successful launch on the queue vgpu_inflight_before returned.
  * Returns the GPU time of the work queued on it and still to run, as
  * estimated when this launch recorded a marker; UINT64_MAX when it did not
- * (no estimate made). */
-uint64_t vgpu_inflight_after(struct vgpu_inflight *q);
+ * (no estimate made).  *behind: an older marker was still outstanding then,
+ * so the GPU is certainly running the stream's work (a queue estimated with
+ * none outstanding may be a host-bound loop's, whose launches' GPU time is
+ * known only as no more than their spacing). */
+uint64_t vgpu_inflight_after(struct vgpu_inflight *q, bool *behind);

@@ -260,17 +260,23 @@ void vgpu_backend_launch_done(CUresult r)
 {
     if (!gated || r != CUDA_SUCCESS)
         return;
-    uint64_t queued = vgpu_inflight_after(gated);
+    bool behind;
+    uint64_t queued = vgpu_inflight_after(gated, &behind);
     if (queued == UINT64_MAX)
         return;
     /* What this vGPU has queued, for the arbiter to charge it when its
-     * turn ends (docs/compute.md): of this stream, as its marker saw it,
-     * the last word of any of its processes. */
+     * turn ends, and what the GPU is certainly behind on, for its fill
+     * (docs/compute.md): of this stream, as its marker saw it, the last
+     * word of any of its processes. */
     struct gate *g = gated_by;
+    uint64_t behind_ns = behind ? queued : 0;
     if (g->page) {
-        atomic_store_explicit(&g->page->who[g->entry].queued_until_ns, now_ns() + queued, memory_order_relaxed);
+        uint64_t now = now_ns();
+        atomic_store_explicit(&g->page->who[g->entry].queued_until_ns, now + queued, memory_order_relaxed);
+        atomic_store_explicit(&g->page->who[g->entry].behind_until_ns, now + behind_ns, memory_order_relaxed);
     } else {
         atomic_store_explicit(&g->st->sched_queued_ns, queued, memory_order_relaxed);
+        atomic_store_explicit(&g->st->sched_behind_ns, behind_ns, memory_order_relaxed);
         atomic_fetch_add_explicit(&g->st->sched_queued_seq, 1, memory_order_release);
     }
 }

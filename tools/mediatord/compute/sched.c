@@ -171,6 +171,13 @@ static uint64_t queued_of(const struct med_sched_member *m, uint64_t now)
     return q > since ? q - since : 0;
 }
 
+/* Whether the GPU is still certainly behind on member m's queued work
+ * (sched_behind_ns, timed as queued_of). */
+static bool behind_of(const struct med_sched_member *m, uint64_t now)
+{
+    return atomic_load(&status_of(m)->sched_behind_ns) > now - m->queued_at_ns;
+}
+
 static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t now)
 {
     bool demand[VGPU_SCHED_MAX_ENTRIES] = { false }, others = false;
@@ -211,11 +218,12 @@ static void arbitrate(struct med_sched *s, struct med_sched_gpu *sg, uint64_t no
             }
         }
     }
-    /* Whether the holder leaves the GPU idle: its threads seldom wait for
-     * their own queued work. */
+    /* Whether the holder leaves the GPU idle: it seldom has work queued or
+     * threads waiting for it. */
     int h = sg->s.holder;
     vgpu_sched_sample(&sg->s, now,
-                      h >= 0 && atomic_load(&status_of(&sg->m[h])->sched_running) > sg->m[h].demand.running_floor);
+                      h >= 0 && (atomic_load(&status_of(&sg->m[h])->sched_running) > sg->m[h].demand.running_floor ||
+                                 behind_of(&sg->m[h], now)));
     bool open = vgpu_sched_open(&sg->s);
     for (int i = 0; i < VGPU_SCHED_MAX_ENTRIES; i++) {
         struct med_sched_member *m = &sg->m[i];

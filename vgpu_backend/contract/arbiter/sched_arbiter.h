@@ -19,8 +19,8 @@
  * share of wall time, up to two quanta: it is given the GPU only with a
  * whole quantum of budget, so it runs in whole quanta, and without one it
  * is not given the GPU, even an idle one.  Nobody else wanting the GPU, the holder
- * keeps it (work conservation); and a holder that leaves the GPU idle (its
- * threads seldom wait for their own queued work) opens it to the entries
+ * keeps it (work conservation); and a holder that leaves the GPU idle (it
+ * seldom has work queued or threads waiting for it) opens it to the entries
  * in share mode, which launch beside it, uncharged.
  */
 #pragma once
@@ -38,10 +38,11 @@
  * counted this long after a grant, with no launch, is the leftover of a
  * process that died waiting, and is no demand. */
 #define VGPU_SCHED_DEAD_WAITERS_NS 20000000ull
-/* The holder's fill, how much of the time its threads wait for their own
- * queued work (a synchronize, the queue bound), is averaged over about this
- * long.  A vGPU that keeps the GPU busy waits for it most of the time; one
- * that leaves it idle (a host-bound loop, a notebook, a small model)
+/* The holder's fill, how much of the time the GPU has its work to run (its
+ * threads wait for their own queued work, a synchronize or the queue bound,
+ * or its estimate says some is still queued), is averaged over about this
+ * long.  A vGPU that keeps the GPU busy has work there most of the time;
+ * one that leaves it idle (a host-bound loop, a notebook, a small model)
  * seldom does. */
 #define VGPU_SCHED_FILL_NS 10000000ull
 /* While the holder's fill is below this (permille), the GPU is open: the
@@ -60,7 +61,7 @@ struct vgpu_sched_entry {
     uint64_t busy_ns;       /* GPU time charged, in all */
     int64_t budget_ns;      /* cap mode: GPU time it may still use */
     uint64_t refilled_ns;   /* cap mode: when the budget was last refilled */
-    uint32_t fill;          /* permille of its holding time its threads waited for their own queued work */
+    uint32_t fill;          /* permille of its holding time the GPU had its work to run */
     uint32_t reserved;
     uint64_t sampled_ns;    /* when its fill was last sampled */
 };
@@ -99,8 +100,9 @@ bool vgpu_sched_step(struct vgpu_sched_state *g, uint64_t now, const bool *deman
                      uint64_t holder_queued_ns);
 
 /*
- * A sample of the holder's fill at now: whether any of its threads waits
- * for its own queued work (a stepper that looks about once a millisecond).
+ * A sample of the holder's fill at now: whether the GPU has its work to run
+ * (its threads wait for it, or it has some queued; a stepper that looks
+ * about once a millisecond).
  * Sets open.  Returns true when open changed.
  */
 bool vgpu_sched_sample(struct vgpu_sched_state *g, uint64_t now, bool waits_for_gpu);

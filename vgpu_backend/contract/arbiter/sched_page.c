@@ -102,6 +102,7 @@ static int take_entry(struct vgpu_sched_page *p, uint64_t dev, uint64_t ino, uin
     memset(&p->who[free_slot].demand, 0, sizeof(p->who[free_slot].demand));
     atomic_store(&p->who[free_slot].active_ns, now); /* not idle: just made */
     atomic_store(&p->who[free_slot].queued_until_ns, 0);
+    atomic_store(&p->who[free_slot].behind_until_ns, 0);
     vgpu_sched_set(&p->state, free_slot, share, mode, now);
     return free_slot;
 }
@@ -207,7 +208,8 @@ static void sample(struct vgpu_sched_page *p, uint64_t now)
 {
     struct vgpu_sched_state *g = &p->state;
     int h = g->holder;
-    bool waits = h >= 0 && atomic_load(&p->who[h].running) > p->who[h].demand.running_floor;
+    bool waits = h >= 0 && (atomic_load(&p->who[h].running) > p->who[h].demand.running_floor ||
+                            atomic_load(&p->who[h].behind_until_ns) > now);
     if (vgpu_sched_sample(g, now, waits) && vgpu_sched_open(g)) {
         atomic_fetch_add(&p->generation, 1);
         vgpu_futex_wake_all(&p->generation);

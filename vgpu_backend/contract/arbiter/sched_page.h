@@ -18,8 +18,9 @@
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
 /* 3: leftover floors that expire; 4: the arbiter's floor of virtual time;
- * 5: each entry's fill, and an open GPU; 6: each entry's queued work */
-#define VGPU_SCHED_PAGE_VERSION 6
+ * 5: each entry's fill, and an open GPU; 6: each entry's queued work;
+ * 7: what the GPU is certainly behind on, for the fill */
+#define VGPU_SCHED_PAGE_VERSION 7
 
 struct vgpu_sched_page {
     uint64_t magic;
@@ -40,6 +41,7 @@ struct vgpu_sched_page {
         _Atomic uint32_t running;  /* its threads waiting for their own queued work */
         _Atomic uint64_t active_ns; /* its last launch, to about 1 ms */
         _Atomic uint64_t queued_until_ns; /* when the work its processes queued is done, by their estimate */
+        _Atomic uint64_t behind_until_ns; /* until when the GPU is certainly behind on it (its fill) */
         struct vgpu_sched_demand demand; /* under lock */
     } who[VGPU_SCHED_MAX_ENTRIES];
 };

@@ -36,6 +36,8 @@ _Static_assert(sizeof(struct vgpu_bar0_device_status) == 128, "device status is 
 _Static_assert(offsetof(struct vgpu_bar0_device_status, sched_waiting) == 36, "sched_waiting at device offset 36");
 _Static_assert(offsetof(struct vgpu_bar0_device_status, sched_launches) == 48, "sched_launches at device offset 48");
 _Static_assert(offsetof(struct vgpu_bar0_device_status, sched_busy_ns) == 56, "sched_busy_ns at device offset 56");
+_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_queued_ns) == 72, "sched_queued_ns at device offset 72");
+_Static_assert(offsetof(struct vgpu_bar0_device_status, sched_behind_ns) == 88, "sched_behind_ns at device offset 88");
 _Static_assert(offsetof(struct vgpu_bar0, turn) == 0xc00, "turns at 0xc00, on the first page");
 _Static_assert(sizeof(struct vgpu_bar0_device_turn) == 16, "a device's turn is 16 bytes");
 _Static_assert(sizeof(struct vgpu_bar0) % 4096 == 0 && sizeof(struct vgpu_bar0) <= VGPU_BAR0_GUEST_FILE_SIZE,

@@ -108,7 +108,11 @@ struct vgpu_bar0_device_status {
      * moves at each estimate (the mediator times it by its own clock). */
     _Atomic uint64_t sched_queued_ns;
     _Atomic uint64_t sched_queued_seq;
-    uint64_t reserved[5];
+    /* Of sched_queued_ns, what the GPU is certainly behind on: all of it
+     * when an older marker was still outstanding at the estimate, else 0
+     * (its fill; 0 from processes of before it). */
+    _Atomic uint64_t sched_behind_ns;
+    uint64_t reserved[4];
 };
 
 struct vgpu_bar0_status {
