@@ -1,0 +1,224 @@
+#!/usr/bin/env python3
+"""Write the remote driver's ABI description from a toolkit's cuda.h.
+
+    gen_remote_abi.py --cc CC --cuda-h /usr/local/cuda/include/cuda.h \
+        --symbols interpose/cuda.symbols > forwarder/remote/cuda.remote
+
+For every function libcuda.so.1 exports (the committed symbol list) it finds
+the prototype cuda.h declares under that exact name (read with
+-D__CUDA_API_VERSION_INTERNAL, so the versioned and per-thread names are
+distinct functions) and classifies each parameter by what crossing a process
+boundary needs:
+
+  i1 i2 i4 i8   an integer or enum, passed by value (its size)
+  f4 f8         a float or double, by value
+  h             an opaque handle (a pointer to an incomplete struct: CUcontext,
+                CUstream, ...), passed by value; the executor checks it is one it
+                gave this guest
+  d             a device pointer (CUdeviceptr), by value
+  o2 o4 o8      a pointer to one integer or float the call writes (its size;
+                not a char, which is a string or a buffer)
+  oh od         a pointer to one handle or device pointer the call writes
+
+A function all of whose parameters are of these kinds, returning CUresult,
+is `carried`: tools/generate/gen_remote.py writes its guest stub and its
+executor dispatcher.  Any other parameter (a string, an array, a struct, a
+host pointer, a callback) makes the function `manual`: carried by hand-written
+code (forwarder/remote/manual_*.c) or refused with CUDA_ERROR_NOT_SUPPORTED.
+An export cuda.h does not declare (OpenGL, EGL, VDPAU interop, the profiler)
+is `absent`.  Output, one line per export, sorted:
+
+  NAME carried KIND...          e.g. "cuDeviceGet carried o4 i4"
+  NAME manual  C-PROTOTYPE
+  NAME absent
+"""
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+
+try:
+    from pycparser import c_ast, c_generator, c_parser
+except ImportError:
+    sys.exit("gen_remote_abi.py: the Python module pycparser is missing: apt-get install python3-pycparser")
+
+SIZE_T = "#ifndef STUB_SIZE_T\n#define STUB_SIZE_T\ntypedef unsigned long size_t;\n#endif\n"
+STUBS = {
+    "stddef.h": SIZE_T,
+    "stdlib.h": SIZE_T,
+    "stdint.h": "".join("typedef int %s;\n" % t for t in
+                        ("int8_t", "int16_t", "int32_t", "int64_t", "uint8_t", "uint16_t",
+                         "uint32_t", "uint64_t", "intptr_t", "uintptr_t")),
+}
+# The stub typedefs above are all "int"; their real sizes:
+STUB_SIZES = {"size_t": 8, "int8_t": 1, "uint8_t": 1, "int16_t": 2, "uint16_t": 2, "int32_t": 4,
+              "uint32_t": 4, "int64_t": 8, "uint64_t": 8, "intptr_t": 8, "uintptr_t": 8}
+BASE_SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsigned short": 2,
+              "int": 4, "unsigned int": 4, "unsigned": 4, "long": 8, "unsigned long": 8,
+              "long long": 8, "unsigned long long": 8, "float": -4, "double": -8}
+GEN = c_generator.CGenerator()
+
+
+def preprocess(cc, header):
+    with tempfile.TemporaryDirectory() as stubs:
+        for name, text in STUBS.items():
+            with open(os.path.join(stubs, name), "w") as f:
+                f.write(text)
+        cmd = shlex.split(cc) + ["-E", "-P", "-nostdinc", "-I", stubs, "-U__cplusplus",
+                                 "-D__CUDA_API_VERSION_INTERNAL", "-D__attribute__(x)=", "-D_Alignas(x)=", header]
+        return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
+
+
+class Types:
+    def __init__(self, ast):
+        self.typedefs = {}
+        for d in ast.ext:
+            if isinstance(d, c_ast.Typedef):
+                self.typedefs[d.name] = d.type
+
+    def resolve(self, t):
+        """Follows typedef names to the type; returns (node, the last typedef name seen)."""
+        name = None
+        while isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType):
+            n = " ".join(t.type.names)
+            if n in STUB_SIZES or n not in self.typedefs:
+                return t, name if name else n
+            name = n
+            t = self.typedefs[n]
+        return t, name
+
+    def scalar(self, t):
+        """Size of an integer/enum/floating type (negative for floating), or None."""
+        t, _ = self.resolve(t)
+        if not isinstance(t, c_ast.TypeDecl):
+            return None
+        if isinstance(t.type, c_ast.Enum):
+            return 4
+        if isinstance(t.type, c_ast.IdentifierType):
+            n = " ".join(x for x in t.type.names if x not in ("signed",)) or "int"
+            if n in STUB_SIZES:
+                return STUB_SIZES[n]
+            return BASE_SIZES.get(n) or BASE_SIZES.get(" ".join(t.type.names))
+        return None
+
+    def kind_by_value(self, t):
+        if self.is_devptr(t):
+            return "d"
+        if self.is_handle(t):
+            return "h"
+        s = self.scalar(t)
+        if s is None:
+            return None
+        return "f%d" % -s if s < 0 else "i%d" % s
+
+    def is_devptr(self, t):
+        _, name = self.resolve(t)
+        return name in ("CUdeviceptr", "CUdeviceptr_v2", "CUdeviceptr_v1") and self.scalar(t) is not None
+
+    def is_handle(self, t):
+        """A typedef'd pointer to a struct that cuda.h never completes."""
+        if not (isinstance(t, c_ast.TypeDecl) and isinstance(t.type, c_ast.IdentifierType)):
+            return False
+        r, _ = self.resolve(t)
+        if not isinstance(r, c_ast.PtrDecl):
+            return False
+        inner = r.type
+        return (isinstance(inner, c_ast.TypeDecl) and isinstance(inner.type, c_ast.Struct)
+                and inner.type.decls is None and not inner.quals)
+
+    def kind(self, t):
+        k = self.kind_by_value(t)
+        if k:
+            return k
+        if isinstance(t, c_ast.PtrDecl) and not t.quals:
+            inner = t.type
+            if isinstance(inner, c_ast.TypeDecl) and "const" in inner.quals:
+                return None  # an input through a pointer: an array, or a struct
+            k = self.kind_by_value(inner)
+            if k and k[0] in "ifd":
+                return "o" + (k[1:] if k[0] in "if" else "d")
+            if k == "h":
+                return "oh"
+        return None
+
+
+def array_like(params, kinds):
+    """Whether a pointer the kinds call an out-value may be an array or a
+    buffer: a char (a string, a LUID's bytes), or an out-value beside a count
+    (numNodes, count, a buffer's size, by value or through a pointer), which
+    says how many it holds.  Such a call is manual: the executor must never
+    let the driver write past one value."""
+    def counts(name):
+        n = (name or "").lower()
+        return n.startswith("num") or n in ("count", "buffersize", "size") or n.endswith("count")
+    outs = [(p, k) for p, k in zip(params, kinds) if k and k.startswith("o")]
+    if any(k == "o1" for _, k in outs):
+        return True
+    values = [p for p, k in outs if not counts(p.name)]
+    return bool(values) and any(counts(p.name) for p in params)
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cc", default="cc")
+    ap.add_argument("--cuda-h", required=True)
+    ap.add_argument("--symbols", required=True)
+    a = ap.parse_args()
+    text = preprocess(a.cc, a.cuda_h)
+    ast = c_parser.CParser().parse(text, a.cuda_h)
+    types = Types(ast)
+    protos = {}
+    for d in ast.ext:
+        if isinstance(d, c_ast.Decl) and isinstance(d.type, c_ast.FuncDecl):
+            protos[d.name] = d
+    exports = []
+    with open(a.symbols) as f:
+        for line in f:
+            line = line.split("#", 1)[0].split()
+            if len(line) == 2 and line[1] == "func":
+                exports.append(line[0])
+    out = ["# Generated by tools/generate/gen_remote_abi.py from %s (CUDA %s): do not edit."
+           % (os.path.basename(a.cuda_h), cuda_version(a.cc, a.cuda_h)),
+           "# NAME carried KIND... | NAME manual PROTOTYPE | NAME absent (see the generator's docstring)"]
+    counts = {"carried": 0, "manual": 0, "absent": 0}
+    for name in sorted(exports):
+        d = protos.get(name)
+        if d is None:
+            out.append("%s absent" % name)
+            counts["absent"] += 1
+            continue
+        fd = d.type
+        ret = GEN.visit(fd.type)
+        params = [p for p in (fd.args.params if fd.args else []) if not isinstance(p, c_ast.EllipsisParam)]
+        if len(params) == 1 and GEN.visit(params[0].type) == "void":
+            params = []
+        kinds = [types.kind(p.type) for p in params]
+        if array_like(params, kinds):
+            kinds.append(None)
+        _, rname = types.resolve(fd.type)
+        if (fd.type.type.names == ["CUresult"] if isinstance(fd.type, c_ast.TypeDecl)
+                and isinstance(fd.type.type, c_ast.IdentifierType) else False) and all(kinds) \
+                and not any(isinstance(p, c_ast.EllipsisParam) for p in (fd.args.params if fd.args else [])):
+            out.append("%s carried%s" % (name, "".join(" " + k for k in kinds)))
+            counts["carried"] += 1
+        else:
+            out.append("%s manual %s" % (name, " ".join(GEN.visit(d).split())))
+            counts["manual"] += 1
+    sys.stdout.write("\n".join(out) + "\n")
+    sys.stderr.write("gen_remote_abi: %d carried, %d manual, %d absent\n"
+                     % (counts["carried"], counts["manual"], counts["absent"]))
+
+
+def cuda_version(cc, header):
+    r = subprocess.run(shlex.split(cc) + ["-E", "-dM", header], stdout=subprocess.PIPE, text=True,
+                       stderr=subprocess.DEVNULL)
+    for line in r.stdout.splitlines():
+        if line.startswith("#define CUDA_VERSION "):
+            return line.split()[2]
+    return "?"
+
+
+if __name__ == "__main__":
+    main()
