@@ -4,9 +4,11 @@
 #include "common/log.h"
 #include "common/operator.h"
 #include "forwarder/pathfinder.h"
+#include "forwarder/remote/client.h"
 
 #include <dlfcn.h>
 #include <stdint.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -75,7 +77,16 @@ static void resolve(struct vgpu_dispatch *d)
     struct vgpu_found found = { 0 };
     char looked[4096];
 
-    if (vgpu_pathfind(d->spec, &found, looked, sizeof(looked)) == 0) {
+    if (d->remote && vgpu_remote_wanted()) {
+        /* A remote GPU: the executor's driver, through the socket; no
+         * driver of this machine is looked for, or loaded. */
+        for (unsigned i = 0; i < d->count; i++)
+            d->real[i] = d->remote[i];
+        d->handle = (void *)d->remote;
+        snprintf(d->path, sizeof(d->path), "remote:%s", vgpu_remote_where());
+        build_revmap(d);
+        vgpu_info("forwarding to the remote %s at %s", d->spec->what, vgpu_remote_where());
+    } else if (vgpu_pathfind(d->spec, &found, looked, sizeof(looked)) == 0) {
         d->handle = found.handle;
         memcpy(d->path, found.path, sizeof(d->path));
         unsigned missing = 0;

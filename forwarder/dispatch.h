@@ -33,11 +33,12 @@ struct vgpu_dispatch {
     void *const *stubs;           /* per slot: the lazy (and tracing) stub */
     void **dispatch;              /* per slot: where the trampoline jumps */
     void **real;                  /* per slot: the driver's function or a fallback */
+    void *const *remote;          /* per slot: the remote driver's function (docs/remote.md); NULL: none */
 
     /* Runtime state, owned by forwarder/dispatch.c. */
     int state;                    /* enum in dispatch.c; atomic */
     pthread_mutex_t lock;
-    void *handle;                 /* real driver; never closed */
+    void *handle;                 /* the real driver (for a remote one, its table); never closed */
     char path[4096];              /* where it was found */
     struct vgpu_revmap *revmap;   /* real function address -> slot */
 };

@@ -2362,6 +2362,28 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
     return CUDA_SUCCESS;
 }
 
+/* Parameter index of f: where it lies in the parameter buffer (each at its
+ * natural alignment) and how long it is; past the last, INVALID_VALUE. */
+CUresult cuFuncGetParamInfo(CUfunction f, size_t index, size_t *offset, size_t *size)
+{
+    ENTER();
+    const struct CUfunc_st *k = kernel_of(f);
+    if (!k)
+        return CUDA_ERROR_INVALID_HANDLE;
+    if (!offset || !size || index >= k->nargs)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t at = 0;
+    for (size_t i = 0;; i++) {
+        at = (at + k->arg_size[i] - 1) / k->arg_size[i] * k->arg_size[i];
+        if (i == index)
+            break;
+        at += k->arg_size[i];
+    }
+    *offset = at;
+    *size = k->arg_size[index];
+    return CUDA_SUCCESS;
+}
+
 /* Libraries are context-independent: no current context needed. */
 static CUresult library_new(CUlibrary *library, const void *code)
 {

@@ -38,6 +38,7 @@ def main():
     ap.add_argument('--symbols', required=True)
     ap.add_argument('--hooks', required=True)
     ap.add_argument('--extra-exports', default='', help='comma separated non-driver exports (dlopen)')
+    ap.add_argument('--remote-table', default='', help='the remote driver\'s table of this library, if it has one')
     ap.add_argument('--out-asm', required=True)
     ap.add_argument('--out-c', required=True)
     ap.add_argument('--out-h', required=True)
@@ -145,12 +146,16 @@ def main():
         c.write('};\n\n')
         c.write('/* The real driver\'s functions, per slot; written once by forwarder/dispatch.c. */\n')
         c.write('static void *real[%d];\n\n' % len(funcs))
-        c.write('extern const struct vgpu_driver_spec %s_spec;\n\n' % pfx)
+        c.write('extern const struct vgpu_driver_spec %s_spec;\n' % pfx)
+        if a.remote_table:
+            c.write('extern void *const %s[];\n' % a.remote_table)
+        c.write('\n')
         c.write('/* Owned by forwarder/dispatch.c, which initialises it once, lazily. */\n')
         c.write('struct vgpu_dispatch %s = {\n' % pfx)
         c.write('\t.spec = &%s_spec,\n\t.count = %d,\n\t.names = names,\n\t.hooks = hooks,\n'
-                '\t.stubs = %s_stubs,\n\t.dispatch = %s_dispatch,\n\t.real = real,\n\t.lock = PTHREAD_MUTEX_INITIALIZER,\n};\n\n'
-                % (pfx, len(funcs), pfx, pfx))
+                '\t.stubs = %s_stubs,\n\t.dispatch = %s_dispatch,\n\t.real = real,\n\t.remote = %s,\n'
+                '\t.lock = PTHREAD_MUTEX_INITIALIZER,\n};\n\n'
+                % (pfx, len(funcs), pfx, pfx, a.remote_table or 'NULL'))
         c.write('__attribute__((visibility("hidden"))) void *%s_stub_target(unsigned slot);\n' % pfx)
         c.write('void *%s_stub_target(unsigned slot)\n{\n\treturn vgpu_dispatch_stub_target(&%s, slot);\n}\n'
                 % (pfx, pfx))

@@ -1,0 +1,150 @@
+/* The guest's connection to its executor (client.h, docs/remote.md). */
+#define _GNU_SOURCE
+#include "forwarder/remote/client.h"
+
+#include "common/log.h"
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/wire.h"
+#include "vgpu_remote_cuda.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The connection, owned by this file: one call at a time under lock.  fd
+ * -1: not made yet; -2: it failed or broke, every call fails. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int fd = -1;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork does not share its parent's executor: it makes its own
+ * connection at its first call (the parent's stays the parent's). */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    if (fd >= 0)
+        close(fd);
+    fd = -1;
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+/* Under lock: connects and says hello; the fd, or -2. */
+static int connect_locked(void)
+{
+    const char *path = vgpu_remote_where();
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        vgpu_error("remote GPU: VGPU_REMOTE=%s is longer than a socket path may be", path);
+        return -2;
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        vgpu_error("remote GPU: cannot connect to the executor at %s (%s): every CUDA call fails as if no GPU "
+                   "were present. Is vgpu-executor (or the mediator) serving that socket, and may this user "
+                   "open it?",
+                   path, strerror(errno));
+        if (s >= 0)
+            close(s);
+        return -2;
+    }
+    uint64_t hello[2] = { VGPU_REMOTE_ABI_HASH, (uint64_t)getpid() };
+    struct iovec v = { hello, sizeof(hello) };
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
+        h.type != VGPU_REMOTE_REPLY || h.len != 0) {
+        vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every CUDA call fails", path);
+        close(s);
+        return -2;
+    }
+    if (h.call != CUDA_SUCCESS) {
+        vgpu_error("remote GPU: the executor at %s speaks another version of the driver's ABI (this guest's "
+                   "is %016llx): use the same vgpu build on both sides",
+                   path, (unsigned long long)VGPU_REMOTE_ABI_HASH);
+        close(s);
+        return -2;
+    }
+    vgpu_info("remote GPU: connected to the executor at %s", path);
+    return s;
+}
+
+/* Under lock: the connection broke mid-call; every later call fails. */
+static CUresult broken(const char *what)
+{
+    vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later CUDA call fails",
+               vgpu_remote_where(), what, errno ? strerror(errno) : "end of file");
+    close(fd);
+    fd = -2;
+    return CUDA_ERROR_DEVICE_UNAVAILABLE;
+}
+
+CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
+                          size_t *got)
+{
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&lock);
+    if (fd == -1)
+        fd = connect_locked();
+    CUresult r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    struct vgpu_remote_hdr h;
+    if (fd < 0)
+        goto out;
+    if (vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, req, nreq) != 0) {
+        r = broken("sending");
+        goto out;
+    }
+    if (vgpu_wire_read_hdr(fd, &h) != 0 || h.type != VGPU_REMOTE_REPLY) {
+        r = broken("reading the reply");
+        goto out;
+    }
+    size_t left = h.len;
+    if (got)
+        *got = left;
+    for (int i = 0; i < nreply && left; i++) {
+        size_t n = reply[i].iov_len < left ? reply[i].iov_len : left;
+        if (vgpu_wire_read(fd, reply[i].iov_base, n) != 0) {
+            r = broken("reading the reply");
+            goto out;
+        }
+        left -= n;
+    }
+    if (left) {
+        errno = EPROTO;
+        r = broken("a reply longer than the call's");
+        goto out;
+    }
+    r = (CUresult)h.call;
+out:
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint64_t *out, unsigned nout)
+{
+    struct iovec q = { (void *)in, nin * sizeof(uint64_t) }, a = { out, nout * sizeof(uint64_t) };
+    size_t got = 0;
+    CUresult r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+    if (r == CUDA_SUCCESS && got != nout * sizeof(uint64_t))
+        return CUDA_ERROR_UNKNOWN;
+    return r;
+}
+
+/* Which slots were refused already, to log each once.  Owned by this file. */
+static unsigned char refused[VGPU_REMOTE_CUDA_COUNT];
+
+CUresult vgpu_remote_refuse(unsigned slot)
+{
+    if (slot < VGPU_REMOTE_CUDA_COUNT && !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
+        vgpu_warn("remote GPU: %s is not carried to the host yet: it returns CUDA_ERROR_NOT_SUPPORTED "
+                  "(docs/remote.md)",
+                  vgpu_cuda.names[slot]);
+    return CUDA_ERROR_NOT_SUPPORTED;
+}

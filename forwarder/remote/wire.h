@@ -1,0 +1,39 @@
+/*
+ * The remote driver's wire format (docs/remote.md): every message is a
+ * header and len bytes.  A guest sends HELLO once, then CALLs; the
+ * executor answers each with a REPLY whose `call` is the CUresult.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define VGPU_REMOTE_MAGIC 0x4d524756u /* "VGRM" */
+#define VGPU_REMOTE_VERSION 1
+/* No message is longer: bulk copies go in chunks of VGPU_REMOTE_CHUNK. */
+#define VGPU_REMOTE_MAX_LEN (64u << 20)
+#define VGPU_REMOTE_CHUNK (16u << 20)
+
+enum vgpu_remote_type {
+    VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid */
+    VGPU_REMOTE_CALL = 2,  /* call: the slot; payload: the call's arguments */
+    VGPU_REMOTE_REPLY = 3, /* call: the CUresult; payload: what the call returns */
+};
+
+struct vgpu_remote_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t call;
+    uint32_t flags; /* none yet: 0 */
+    uint64_t len;
+};
+
+/* Sends a header of type and call with the iovecs as payload.  0, or -1
+ * with errno (the peer is gone: EPIPE, ECONNRESET). */
+int vgpu_wire_send(int fd, uint16_t type, uint32_t call, const struct iovec *iov, int n);
+/* Reads exactly len bytes.  0, or -1 (errno; 0 at end of file). */
+int vgpu_wire_read(int fd, void *p, size_t len);
+/* Reads a header and checks magic, version and length.  0, or -1. */
+int vgpu_wire_read_hdr(int fd, struct vgpu_remote_hdr *h);

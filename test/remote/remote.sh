@@ -1,0 +1,113 @@
+#!/usr/bin/env bash
+# Remote GPUs on the fake driver: remote.sh SCENARIO BUILD_DIR
+#
+# An executor (build/tools/vgpu-executor) runs under vgpu on the fake GPU, as
+# the meson test environment loads it; a guest runs with VGPU_REMOTE naming
+# the executor's socket and nothing of the driver's: no VGPU_REAL_LIBCUDA,
+# no fake on its library path, only libvgpu-cuda.so preloaded.
+set -u
+scenario=$1
+build=$2
+client=$build/test/remote/remote_client
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-remote.XXXXXX") || exit 1
+execpid=
+cleanup() {
+    [ -n "$execpid" ] && kill "$execpid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do
+        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
+    done
+    exit 1
+}
+
+unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE
+export FAKEGPU_STATE=$tmp/fake.state
+
+# executor [VAR=VALUE...]: the executor, under vgpu on the fake GPU, with those settings.
+executor() {
+    env VGPU_BAR0="$tmp/host.bar0" "$@" "$build/tools/vgpu-executor" --listen "$tmp/sock" \
+        >"$tmp/executor.out" 2>"$tmp/executor.err" &
+    execpid=$!
+    for _ in $(seq 1 200); do
+        [ -S "$tmp/sock" ] && return
+        sleep 0.02
+    done
+    fail "the executor never listened"
+}
+
+# The guest's preload: libvgpu-cuda.so (after a sanitizer's runtime, in
+# a sanitized build), not NVML, which has no remote driver.
+guest_preload=
+for lib in ${LD_PRELOAD:-}; do
+    case $lib in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $lib" ;; esac
+done
+
+# guest ARGS...: remote_client with only vgpu's library and the socket.
+guest() {
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$client" "$@"
+}
+
+case $scenario in
+paths-match-a-local-run)
+    # Every path of the client gives what it gives on the local driver.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor
+    guest paths >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    grep -q "elements wrong after the kernel 0" "$tmp/remote.out" || fail "the kernel did not run remotely"
+    # The guest never loaded a driver: only vgpu.
+    guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
+    grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
+    ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
+    grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
+    ;;
+
+quota-holds-for-a-guest)
+    # The executor's vGPU has a quota of 1 GiB: the guest is refused past it.
+    executor VGPU_MEMORY_LIMIT=1G
+    guest quota 536870912 >"$tmp/small.out" 2>"$tmp/small.err"
+    grep -q "cuMemAlloc_v2: 0" "$tmp/small.out" || fail "512 MiB within a 1 GiB quota was refused"
+    guest quota 2147483648 >"$tmp/big.out" 2>"$tmp/big.err"
+    grep -q "cuMemAlloc_v2: 2$" "$tmp/big.out" || fail "2 GiB past a 1 GiB quota was not refused (out of memory, 2)"
+    ;;
+
+forged-handles-are-refused)
+    # Handles the guest was never given are refused before the driver sees
+    # them (400: CUDA_ERROR_INVALID_HANDLE), and a call that is not carried
+    # is refused (801: CUDA_ERROR_NOT_SUPPORTED), the executor serving on.
+    executor
+    guest forged >"$tmp/forged.out" 2>"$tmp/forged.err"
+    for call in cuStreamSynchronize cuCtxSetCurrent cuLaunchKernel; do
+        grep -q "$call forged: 400" "$tmp/forged.out" || fail "$call with a forged handle was not refused"
+    done
+    grep -q "cuGetExportTable: 801" "$tmp/forged.out" || fail "cuGetExportTable was not refused"
+    grep -q "cuGetExportTable is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
+    guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "the executor did not serve on after the forgery"
+    ;;
+
+executor-gone-gives-errors)
+    # The executor killed: the guest's next call fails cleanly, with no hang.
+    executor
+    guest quota 1048576 >"$tmp/first.out" 2>&1 || fail "the first guest failed"
+    kill -9 "$execpid"
+    wait "$execpid" 2>/dev/null
+    execpid=
+    timeout 20 env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH LD_PRELOAD="$guest_preload" \
+        VGPU_REMOTE="$tmp/sock" "$client" quota 1048576 >"$tmp/gone.out" 2>"$tmp/gone.err"
+    [ $? -ne 124 ] || fail "the guest hung"
+    grep -q "cannot connect to the executor" "$tmp/gone.err" || fail "the guest did not say why"
+    ;;
+
+*)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+echo "ok $scenario"

@@ -1,0 +1,184 @@
+/*
+ * remote_client: the paths a CUDA program takes, printed line by line so that
+ * a run on a local driver and one on a remote GPU can be compared
+ * (test/remote/remote.sh).  It loads the driver as applications do
+ * (dlopen("libcuda.so.1"), which is vgpu) on the fake GPU's kernels.
+ *
+ *   remote_client paths          devices, memory, copies, a module and a
+ *                                launch, streams, events, errors
+ *   remote_client quota BYTES    allocates BYTES at once: prints the result
+ *   remote_client forged         calls with handles it was never given
+ *   remote_client maps           prints the driver libraries it has mapped
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static void *driver;
+#define F(name) ((__typeof__(&name))sym(#name))
+
+static void *sym(const char *name)
+{
+    void *p = dlsym(driver, name);
+    if (!p) {
+        fprintf(stderr, "remote_client: %s missing\n", name);
+        exit(1);
+    }
+    return p;
+}
+
+#define SHOW(what, call)                                                                                               \
+    do {                                                                                                               \
+        CUresult r_ = (call);                                                                                          \
+        printf("%s: %d\n", what, (int)r_);                                                                             \
+        if (r_ != CUDA_SUCCESS && strict)                                                                              \
+            exit(1);                                                                                                   \
+    } while (0)
+
+static int strict = 1;
+
+static void paths(void)
+{
+    int n = 0, v = 0;
+    SHOW("cuInit", F(cuInit)(0));
+    SHOW("cuDriverGetVersion", F(cuDriverGetVersion)(&v));
+    printf("driver version %d\n", v);
+    SHOW("cuDeviceGetCount", F(cuDeviceGetCount)(&n));
+    printf("devices %d\n", n);
+    /* The runtime's way: a function by name, version and flags. */
+    CUresult (*get_count)(int *) = NULL;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
+    SHOW("cuGetProcAddress_v2", F(cuGetProcAddress_v2)("cuDeviceGetCount", (void **)&get_count, 13000, 0, &status));
+    printf("status %d\n", (int)status);
+    n = 0;
+    SHOW("cuDeviceGetCount by its address", get_count(&n));
+    printf("devices %d\n", n);
+    void *none = &n;
+    SHOW("cuGetProcAddress_v2 missing", (strict = 0, F(cuGetProcAddress_v2)("cuNoSuchCall", &none, 13000, 0, &status)));
+    strict = 1;
+    printf("status %d, pointer %p\n", (int)status, none);
+    CUdevice dev;
+    SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+    char name[64];
+    SHOW("cuDeviceGetName", F(cuDeviceGetName)(name, sizeof(name), dev));
+    printf("name %s\n", name);
+    CUuuid u;
+    SHOW("cuDeviceGetUuid_v2", F(cuDeviceGetUuid_v2)(&u, dev));
+    printf("uuid %02x%02x..%02x\n", (unsigned char)u.bytes[0], (unsigned char)u.bytes[1], (unsigned char)u.bytes[15]);
+    size_t total = 0;
+    SHOW("cuDeviceTotalMem_v2", F(cuDeviceTotalMem_v2)(&total, dev));
+    printf("total memory %zu\n", total);
+    int major = 0;
+    SHOW("cuDeviceGetAttribute", F(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    printf("compute capability major %d\n", major);
+    CUcontext ctx;
+    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+    CUcontext cur = NULL;
+    SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
+    printf("current is retained %d\n", cur == ctx);
+
+    enum { N = 1 << 20 };
+    float *host = malloc(N * sizeof(float));
+    for (int i = 0; i < N; i++)
+        host[i] = (float)i;
+    CUdeviceptr d;
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, N * sizeof(float)));
+    SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(d, host, N * sizeof(float)));
+    CUmodule mod;
+    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
+    CUfunction add_one;
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+    SHOW("cuModuleGetFunction missing", (strict = 0, F(cuModuleGetFunction)(&add_one, mod, "no_such_kernel")));
+    strict = 1;
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+    int count = N;
+    void *params[] = { &d, &count };
+    CUstream s;
+    SHOW("cuStreamCreate", F(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING));
+    CUevent e0, e1;
+    SHOW("cuEventCreate", F(cuEventCreate)(&e0, CU_EVENT_DEFAULT));
+    SHOW("cuEventCreate", F(cuEventCreate)(&e1, CU_EVENT_DEFAULT));
+    SHOW("cuEventRecord", F(cuEventRecord)(e0, s));
+    SHOW("cuLaunchKernel", F(cuLaunchKernel)(add_one, N / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
+    SHOW("cuEventRecord", F(cuEventRecord)(e1, s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+    float ms = -1;
+    SHOW("cuEventElapsedTime", F(cuEventElapsedTime)(&ms, e0, e1));
+    printf("elapsed is a time %d\n", ms >= 0);
+    SHOW("cuMemsetD32_v2", F(cuMemsetD32_v2)(d + 4, 0x40400000u /* 3.0f */, 1));
+    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+    memset(host, 0, N * sizeof(float));
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(host, d, N * sizeof(float)));
+    int wrong = 0;
+    for (int i = 0; i < N; i++)
+        wrong += host[i] != (i == 1 ? 3.0f : (float)i + 1);
+    printf("elements wrong after the kernel %d\n", wrong);
+    size_t free_b = 0, total_b = 0;
+    SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));
+    printf("memory info total %zu\n", total_b);
+    const char *str = NULL;
+    SHOW("cuGetErrorString", F(cuGetErrorString)(CUDA_ERROR_INVALID_VALUE, &str));
+    printf("error string %s\n", str);
+    SHOW("cuGetErrorName", F(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &str));
+    printf("error name %s\n", str);
+    SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(e0));
+    SHOW("cuStreamDestroy_v2", F(cuStreamDestroy_v2)(s));
+    SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));
+    SHOW("cuDevicePrimaryCtxRelease_v2", F(cuDevicePrimaryCtxRelease_v2)(dev));
+    free(host);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2)
+        return 2;
+    driver = dlopen("libcuda.so.1", RTLD_NOW);
+    if (!driver) {
+        fprintf(stderr, "remote_client: %s\n", dlerror());
+        return 1;
+    }
+    if (strcmp(argv[1], "paths") == 0) {
+        paths();
+    } else if (strcmp(argv[1], "quota") == 0 && argc == 3) {
+        CUdevice dev;
+        CUcontext ctx;
+        CUdeviceptr d;
+        SHOW("cuInit", F(cuInit)(0));
+        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        strict = 0;
+        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
+    } else if (strcmp(argv[1], "forged") == 0) {
+        CUdevice dev;
+        CUcontext ctx;
+        SHOW("cuInit", F(cuInit)(0));
+        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        strict = 0;
+        /* Handles of the executor's own address space, never given to this process. */
+        SHOW("cuStreamSynchronize forged", F(cuStreamSynchronize)((CUstream)(uintptr_t)0x7f0000001000ull));
+        SHOW("cuCtxSetCurrent forged", F(cuCtxSetCurrent)((CUcontext)(uintptr_t)0x7f0000002000ull));
+        SHOW("cuLaunchKernel forged",
+             F(cuLaunchKernel)((CUfunction)(uintptr_t)0x7f0000003000ull, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+        void *table = NULL;
+        CUuuid id = { { 0 } };
+        SHOW("cuGetExportTable", F(cuGetExportTable)((const void **)&table, &id));
+    } else if (strcmp(argv[1], "maps") == 0) {
+        FILE *f = fopen("/proc/self/maps", "r");
+        char line[4096];
+        while (f && fgets(line, sizeof(line), f))
+            if (strstr(line, "libcuda") || strstr(line, "libvgpu-cuda"))
+                printf("%s", strrchr(line, ' ') + 1);
+        if (f)
+            fclose(f);
+    } else {
+        return 2;
+    }
+    return 0;
+}

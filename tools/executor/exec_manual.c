@@ -1,0 +1,216 @@
+/*
+ * The remote driver's hand-written calls, the executor's side (the guest's:
+ * forwarder/remote/guest_manual.c; what crosses: docs/remote.md).  Each
+ * checks its request's length and handles before the driver sees them, and
+ * replies itself; a request that does not parse closes the connection.
+ */
+#define _GNU_SOURCE
+#include "tools/executor/exec_manual.h"
+
+#include "common/log.h"
+#include "forwarder/remote/wire.h"
+
+#include <dlfcn.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A request that is not what its call sends: the guest is broken or hostile. */
+static int malformed(const char *call, size_t len)
+{
+    vgpu_error("executor: a malformed %s (%zu bytes): closing", call, len);
+    return -1;
+}
+
+static uint64_t word(const void *req, unsigned i)
+{
+    uint64_t w;
+    memcpy(&w, (const char *)req + i * sizeof(w), sizeof(w));
+    return w;
+}
+
+static int error_text(struct vgpu_exec *x, void *fn, const void *req, size_t len, const char *call)
+{
+    if (len != 8)
+        return malformed(call, len);
+    const char *s = NULL;
+    CUresult r = ((CUresult(*)(CUresult, const char **))fn)((CUresult)word(req, 0), &s);
+    struct iovec v = { (void *)s, r == CUDA_SUCCESS && s ? strnlen(s, 511) : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
+}
+
+int vgpu_exec_cuGetErrorName(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return error_text(x, fn, req, len, "cuGetErrorName");
+}
+
+int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return error_text(x, fn, req, len, "cuGetErrorString");
+}
+
+int vgpu_exec_cuDeviceGetName(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len != 16)
+        return malformed("cuDeviceGetName", len);
+    char name[256] = { 0 };
+    uint64_t want = word(req, 0);
+    int n = want < sizeof(name) ? (int)want : (int)sizeof(name);
+    CUresult r = ((CUresult(*)(char *, int, CUdevice))fn)(name, n, (CUdevice)word(req, 1));
+    struct iovec v = { name, r == CUDA_SUCCESS ? (size_t)n : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
+}
+
+static int uuid(struct vgpu_exec *x, void *fn, const void *req, size_t len, const char *call)
+{
+    if (len != 8)
+        return malformed(call, len);
+    CUuuid u;
+    CUresult r = ((CUresult(*)(CUuuid *, CUdevice))fn)(&u, (CUdevice)word(req, 0));
+    struct iovec v = { &u, r == CUDA_SUCCESS ? sizeof(u) : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
+}
+
+int vgpu_exec_cuDeviceGetUuid(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return uuid(x, fn, req, len, "cuDeviceGetUuid");
+}
+
+int vgpu_exec_cuDeviceGetUuid_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return uuid(x, fn, req, len, "cuDeviceGetUuid_v2");
+}
+
+/* A handle the call returns: given to the guest, and replied. */
+static int reply_handle(struct vgpu_exec *x, CUresult r, uint64_t h)
+{
+    if (r == CUDA_SUCCESS)
+        vgpu_exec_handle_add(x, h);
+    struct iovec v = { &h, r == CUDA_SUCCESS ? sizeof(h) : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
+}
+
+int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 8 || word(req, 0) != len - 8)
+        return malformed("cuModuleLoadData", len);
+    /* The image as the guest sent it, with a NUL after it: PTX is read as a
+     * string, and must not run past what was sent. */
+    char *image = malloc(len - 8 + 1);
+    if (!image)
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    memcpy(image, (const char *)req + 8, len - 8);
+    image[len - 8] = 0;
+    CUmodule m = NULL;
+    CUresult r = ((CUresult(*)(CUmodule *, const void *))fn)(&m, image);
+    free(image);
+    return reply_handle(x, r, (uint64_t)(uintptr_t)m);
+}
+
+int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 8 || len - 8 >= 4096)
+        return malformed("cuModuleGetFunction", len);
+    uint64_t mod = word(req, 0);
+    if (!vgpu_exec_handle_known(x, mod))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
+    char name[4096];
+    memcpy(name, (const char *)req + 8, len - 8);
+    name[len - 8] = 0;
+    CUfunction f = NULL;
+    CUresult r = ((CUresult(*)(CUfunction *, CUmodule, const char *))fn)(&f, (CUmodule)(uintptr_t)mod, name);
+    return reply_handle(x, r, (uint64_t)(uintptr_t)f);
+}
+
+int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 16 || word(req, 1) != len - 16)
+        return malformed("cuMemcpyHtoD_v2", len);
+    CUresult r = ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(word(req, 0), (const char *)req + 16, len - 16);
+    return vgpu_exec_reply(x, r, NULL, 0);
+}
+
+int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len != 16 || word(req, 1) > VGPU_REMOTE_CHUNK)
+        return malformed("cuMemcpyDtoH_v2", len);
+    size_t n = word(req, 1);
+    void *buf = malloc(n ? n : 1);
+    if (!buf)
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    CUresult r = ((CUresult(*)(void *, CUdeviceptr, size_t))fn)(buf, word(req, 0), n);
+    struct iovec v = { buf, r == CUDA_SUCCESS ? n : 0 };
+    int sent = vgpu_exec_reply(x, r, &v, 1);
+    free(buf);
+    return sent;
+}
+
+#define MAX_PARAMS 256
+
+int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 80 || word(req, 9) > MAX_PARAMS || len < (10 + word(req, 9)) * 8)
+        return malformed("cuLaunchKernel", len);
+    unsigned n = (unsigned)word(req, 9);
+    size_t at = (10 + n) * 8;
+    void *params[MAX_PARAMS];
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t size = word(req, 10 + i);
+        size_t padded = (size + 7) & ~(size_t)7;
+        if (size > 4096 || at + padded > len)
+            return malformed("cuLaunchKernel", len);
+        params[i] = (char *)req + at; /* 8-aligned: the request buffer is malloc's, each parameter padded to 8 */
+        at += padded;
+    }
+    if (at != len)
+        return malformed("cuLaunchKernel", len);
+    uint64_t f = word(req, 0), stream = word(req, 8);
+    if (!f || !vgpu_exec_handle_known(x, f) || !vgpu_exec_handle_known(x, stream))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
+    CUresult r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+                               CUstream, void **, void **))fn)(
+        (CUfunction)(uintptr_t)f, (unsigned)word(req, 1), (unsigned)word(req, 2), (unsigned)word(req, 3),
+        (unsigned)word(req, 4), (unsigned)word(req, 5), (unsigned)word(req, 6), (unsigned)word(req, 7),
+        (CUstream)(uintptr_t)stream, params, NULL);
+    return vgpu_exec_reply(x, r, NULL, 0);
+}
+
+/* cuGetProcAddress (v1 and v2): the name of the exported function the
+ * driver's lookup found, which the guest maps to its own slot; none when
+ * it found nothing (success, as the driver says it: a NULL function).  A
+ * pointer that is not exactly an exported function's is not found. */
+static int proc_address(struct vgpu_exec *x, void *fn, const void *req, size_t len, bool v2)
+{
+    if (len < 16 || len - 16 > 255)
+        return malformed(v2 ? "cuGetProcAddress_v2" : "cuGetProcAddress", len);
+    char symbol[256];
+    memcpy(symbol, (const char *)req + 16, len - 16);
+    symbol[len - 16] = 0;
+    void *p = NULL;
+    CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+    CUresult r =
+        v2 ? ((CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))fn)(
+                 symbol, &p, (int)word(req, 0), word(req, 1), &status)
+           : ((CUresult(*)(const char *, void **, int, cuuint64_t))fn)(symbol, &p, (int)word(req, 0), word(req, 1));
+    Dl_info info;
+    const char *name = "";
+    if (r == CUDA_SUCCESS && p) {
+        if (dladdr(p, &info) && info.dli_saddr == p && info.dli_sname)
+            name = info.dli_sname;
+        else
+            status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    }
+    uint64_t st = (uint64_t)status;
+    struct iovec v[2] = { { &st, sizeof(st) }, { (void *)name, strnlen(name, 256) } };
+    return vgpu_exec_reply(x, r, v, 2);
+}
+
+int vgpu_exec_cuGetProcAddress_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return proc_address(x, fn, req, len, true);
+}
+
+int vgpu_exec_cuGetProcAddress(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return proc_address(x, fn, req, len, false);
+}

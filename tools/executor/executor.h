@@ -1,0 +1,50 @@
+/*
+ * The executor: the host's side of a remote GPU (docs/remote.md).  It
+ * serves one guest process over one connection, calling the host's driver
+ * (vgpu's own, when it runs under vgpu, so the vGPU's quota and share hold)
+ * for it, and trusts nothing the guest sends: every handle is checked
+ * against those it gave this guest, every length is bounded.
+ */
+#pragma once
+
+#include "vgpu_remote_cuda.h"
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+/* One guest's state, owned by its executor process. */
+struct vgpu_exec {
+    int fd;                           /* the guest's connection */
+    void *driver;                     /* dlopen("libcuda.so.1") */
+    void *fn[VGPU_REMOTE_CUDA_COUNT]; /* the driver's function of each slot, looked up at first use */
+    uint64_t *handles;                /* the handles given to this guest: an open-addressing set */
+    size_t handles_cap, handles_used;
+};
+
+/* How the executor serves a slot: a generated call of words (nin words
+ * in, nout back), or a manual one that reads its own request and replies
+ * itself (returning -1 when the connection is to be closed). */
+struct vgpu_exec_call {
+    CUresult (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
+    unsigned nin, nout;
+    int (*manual)(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+};
+
+extern const char *const vgpu_exec_cuda_names[VGPU_REMOTE_CUDA_COUNT];
+extern const struct vgpu_exec_call vgpu_exec_cuda_table[VGPU_REMOTE_CUDA_COUNT];
+
+/* Whether h is a handle this guest was given (0 and the default streams'
+ * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD always are: the driver checks
+ * what they mean where they are passed). */
+bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h);
+void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
+void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
+
+/* Replies r with the iovecs as payload; 0, or -1 (the guest is gone). */
+int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, int n);
+
+/* Serves the guest on fd until it goes; the process's exit status. */
+int vgpu_exec_serve(int fd);

@@ -1,0 +1,87 @@
+/*
+ * vgpu-executor: runs the CUDA calls of remote guests on this host's GPU
+ * (docs/remote.md).
+ *
+ *   vgpu-executor --listen SOCKET   serves each connection to SOCKET in a
+ *                                   process of its own, until killed
+ *   vgpu-executor --fd N            serves the connection on descriptor N
+ *
+ * Each guest process gets an executor process: what it allocated goes
+ * with it when the guest's connection does.  Run it under vgpu
+ * (LD_PRELOAD, or the vGPU's settings) and the guests' calls are held to
+ * that vGPU's quota and share by vgpu's own backend.
+ */
+#define _GNU_SOURCE
+#include "tools/executor/executor.h"
+
+#include "common/log.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+static int usage(void)
+{
+    fprintf(stderr, "usage: vgpu-executor --listen SOCKET | --fd N\n");
+    return 2;
+}
+
+static int listen_on(const char *path)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        vgpu_error("executor: socket path too long: %s", path);
+        return 1;
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    unlink(path);
+    if (s < 0 || bind(s, (struct sockaddr *)&a, sizeof(a)) != 0 || listen(s, 64) != 0) {
+        vgpu_error("executor: cannot listen on %s: %s", path, strerror(errno));
+        return 1;
+    }
+    /* Children are not waited for: each ends with its guest. */
+    struct sigaction sa = { .sa_handler = SIG_DFL, .sa_flags = SA_NOCLDWAIT };
+    sigaction(SIGCHLD, &sa, NULL);
+    vgpu_info("executor: listening on %s", path);
+    for (;;) {
+        int c = accept4(s, NULL, NULL, SOCK_CLOEXEC);
+        if (c < 0) {
+            if (errno == EINTR || errno == ECONNABORTED)
+                continue;
+            vgpu_error("executor: accept on %s: %s", path, strerror(errno));
+            return 1;
+        }
+        pid_t pid = fork();
+        if (pid == 0) {
+            close(s);
+            _exit(vgpu_exec_serve(c));
+        }
+        if (pid < 0)
+            vgpu_error("executor: cannot start a process for a guest: %s", strerror(errno));
+        close(c);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    vgpu_log_set_program("vgpu-executor");
+    if (argc != 3)
+        return usage();
+    if (strcmp(argv[1], "--listen") == 0)
+        return listen_on(argv[2]);
+    if (strcmp(argv[1], "--fd") == 0) {
+        char *end;
+        long fd = strtol(argv[2], &end, 10);
+        if (*end || fd < 0)
+            return usage();
+        return vgpu_exec_serve((int)fd);
+    }
+    return usage();
+}
