@@ -5,6 +5,8 @@
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/wire.h"
+#include "vgpu_backend/contract/protocol/mediator_client.h"
+#include "vgpu_backend/contract/protocol/protocol.h"
 #include "vgpu_remote_cuda.h"
 
 #include <errno.h>
@@ -36,26 +38,79 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-/* Under lock: connects and says hello; the fd, or -2. */
-static int connect_locked(void)
+/* The mediator's socket, asked for an executor of this process's vGPU
+ * (VGPU_NAME, or the one the mediator picks): the connection, which the
+ * executor serves once the mediator says REMOTE_READY; -1 when refused. */
+static int ask_mediator(const char *path)
 {
-    const char *path = vgpu_remote_where();
+    int s = -1, e = vgpu_mediator_connect(path, &s);
+    if (e != 0) {
+        vgpu_error("remote GPU: cannot connect to vgpu-mediatord at %s (%s): every CUDA call fails as if no GPU "
+                   "were present. Is the mediator running, and is its socket mounted here?", path, strerror(e));
+        return -1;
+    }
+    struct vgpu_msg_hello h = { .flags = 0, .slot = UINT32_MAX };
+    const char *name = getenv("VGPU_NAME");
+    vgpu_proto_copy_string(h.vgpu, sizeof(h.vgpu), name ? name : "");
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    struct vgpu_msg m;
+    char why[256];
+    int nfds = 0;
+    if (vgpu_proto_send(s, VGPU_MSG_REMOTE, &h, sizeof(h), NULL, 0) != 0 ||
+        vgpu_proto_recv(s, &buf, &cap, VGPU_PROTO_MAX_REPLY, 30000, &m, NULL, &nfds, why, sizeof(why)) != 0) {
+        vgpu_error("remote GPU: vgpu-mediatord at %s did not answer: every CUDA call fails", path);
+        free(buf);
+        close(s);
+        return -1;
+    }
+    free(buf);
+    if (m.type == VGPU_MSG_REMOTE_READY) {
+        vgpu_info("remote GPU: vgpu-mediatord at %s gave this process an executor of vGPU %s", path, m.u.admit.vgpu);
+        return s;
+    }
+    if (m.type == VGPU_MSG_REFUSE)
+        vgpu_error("remote GPU: vgpu-mediatord refused this process a remote GPU: %s", m.u.refuse.reason);
+    else
+        vgpu_error("remote GPU: vgpu-mediatord at %s answered REMOTE with message type %u: is it older than this "
+                   "vgpu?", path, (unsigned)m.type);
+    close(s);
+    return -1;
+}
+
+/* The executor's own socket (VGPU_REMOTE=PATH); -1 when it cannot be reached. */
+static int connect_executor(const char *path)
+{
     struct sockaddr_un a = { .sun_family = AF_UNIX };
     if (strlen(path) >= sizeof(a.sun_path)) {
         vgpu_error("remote GPU: VGPU_REMOTE=%s is longer than a socket path may be", path);
-        return -2;
+        return -1;
     }
     strcpy(a.sun_path, path);
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
         vgpu_error("remote GPU: cannot connect to the executor at %s (%s): every CUDA call fails as if no GPU "
-                   "were present. Is vgpu-executor (or the mediator) serving that socket, and may this user "
-                   "open it?",
+                   "were present. Is vgpu-executor serving that socket, and may this user open it?",
                    path, strerror(errno));
         if (s >= 0)
             close(s);
-        return -2;
+        return -1;
     }
+    return s;
+}
+
+/* Under lock: connects (through the mediator, or to the executor's socket)
+ * and says hello; the fd, or -2. */
+static int connect_locked(void)
+{
+    const char *path = vgpu_remote_where();
+    if (strcmp(path, "mediator") == 0) {
+        const char *m = getenv("VGPU_MEDIATOR_SOCKET");
+        path = m && *m && strcmp(m, "none") != 0 ? m : VGPU_MEDIATOR_DEFAULT_SOCKET;
+    }
+    int s = strcmp(vgpu_remote_where(), "mediator") == 0 ? ask_mediator(path) : connect_executor(path);
+    if (s < 0)
+        return -2;
     uint64_t hello[2] = { VGPU_REMOTE_ABI_HASH, (uint64_t)getpid() };
     struct iovec v = { hello, sizeof(hello) };
     struct vgpu_remote_hdr h;

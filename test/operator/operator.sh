@@ -103,6 +103,13 @@ environment-cannot-redirect-the-socket)
     mediator mine 12G
     VGPU_MEDIATOR_SOCKET=$tmp/mine.sock run admitted $((2 * GiB))
     ;;
+environment-cannot-pick-a-remote-executor)
+    # An executor the user started outside any vGPU, named by VGPU_REMOTE:
+    # only the mediator may give a remote GPU here.
+    operator "require = mediator" "mediator_socket = $tmp/op.sock"
+    mediator op 2G
+    VGPU_REMOTE=$tmp/mine.sock expect_refused "VGPU_REMOTE=$tmp/mine.sock" "VGPU_REMOTE=mediator" /etc/vgpu/vgpu.conf
+    ;;
 missing-mediator-refused)
     operator "require = mediator" "mediator_socket = $tmp/op.sock"
     VGPU_MEDIATOR_SOCKET=none VGPU_MEMORY_LIMIT=12G expect_refused \

@@ -13,6 +13,7 @@ tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-remote.XXXXXX") || exit 1
 execpid=
 cleanup() {
     [ -n "$execpid" ] && kill "$execpid" 2>/dev/null
+    [ -n "$medpid" ] && kill "$medpid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -53,7 +54,59 @@ guest() {
         LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$client" "$@"
 }
 
+# mediator VGPU-SECTION-LINES...: vgpu-mediatord on $tmp/sock with those vGPUs.
+medpid=
+mediator() {
+    {
+        printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
+        for line in "$@"; do printf '%s\n' "$line"; done
+    } >"$tmp/conf"
+    env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
+    medpid=$!
+    for _ in $(seq 1 500); do
+        [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0
+        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
+        sleep 0.02
+    done
+    fail "the mediator did not start within 10 s"
+}
+me=$(id -u)
+
+# mediated_guest NAME ARGS...: remote_client asking the mediator for an executor of vGPU NAME.
+mediated_guest() {
+    local name=$1
+    shift
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME="$name" \
+        "$client" "$@"
+}
+
 case $scenario in
+mediator-serves-a-remote-vgpu)
+    # The mediator starts an executor for a guest of a vGPU configured
+    # remote = yes, admitted to that vGPU like any process: the guest sees
+    # its 1 GiB and is refused past it.  A vGPU without remote = yes is
+    # refused, saying why.  The executor ends with its guest.
+    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 50" "uids = $me" "remote = yes" \
+             "[vgpu.near]" "devices = 0" "memory = 1G" "compute = 50" "uids = $me"
+    mediated_guest far paths >"$tmp/paths.out" 2>"$tmp/paths.err" || fail "the guest's paths failed"
+    grep -q "total memory 1073741824" "$tmp/paths.out" || fail "the guest did not see its vGPU's 1 GiB"
+    grep -q "elements wrong after the kernel 0" "$tmp/paths.out" || fail "the kernel did not run"
+    grep -q "has a remote GPU of vGPU far" "$tmp/med.err" || fail "the mediator did not say it served the guest"
+    grep -q "admitted pid [0-9]* (vgpu-executor" "$tmp/med.err" || fail "the executor was not admitted to the vGPU"
+    mediated_guest far quota 2147483648 >"$tmp/big.out" 2>"$tmp/big.err"
+    grep -q "cuMemAlloc_v2: 2$" "$tmp/big.out" || fail "2 GiB past the vGPU's 1 GiB was not refused"
+    mediated_guest near quota 1048576 >"$tmp/near.out" 2>"$tmp/near.err"
+    grep -q "cuInit: 46" "$tmp/near.out" || fail "a guest of a vGPU not offered remotely was not refused"
+    grep -q "sets remote = yes" "$tmp/near.err" || fail "the refusal did not say why"
+    # Each executor exits with its guest: none is left once the guests are gone.
+    for _ in $(seq 1 250); do
+        pgrep -u "$me" -f "vgpu-executor --fd" >/dev/null || break
+        sleep 0.02
+    done
+    ! pgrep -u "$me" -f "vgpu-executor --fd" >/dev/null || fail "an executor outlived its guest"
+    ;;
+
 paths-match-a-local-run)
     # Every path of the client gives what it gives on the local driver.
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

@@ -7,6 +7,7 @@
 
 #include <dlfcn.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +44,10 @@ static int hello(struct vgpu_exec *x)
 int vgpu_exec_serve(int fd)
 {
     struct vgpu_exec x = { .fd = fd };
+    /* A connection handed over by the mediator comes non-blocking (its loop's). */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK))
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
     x.driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
     if (!x.driver) {
         vgpu_error("executor: cannot load the CUDA driver (libcuda.so.1): %s", dlerror());

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "common/operator.h"
 #include "forwarder/real_nvml.h"
+#include "forwarder/remote/client.h"
 #include "vgpu_backend/contract/window/user_dir.h"
 #include "vgpu_backend/join/pci_window.h"
 #include "vgpu_backend/join/status_publish.h"
@@ -183,6 +184,19 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
     if (op->refused) {
         refuse("%s", op->why);
         return -1;
+    }
+    if (vgpu_remote_wanted()) {
+        /* A remote GPU (docs/remote.md): the executor is in the vGPU, and
+         * holds this process to it; this process has no GPU of its own.
+         * On a machine whose operator requires a source, only the
+         * mediator may give it an executor. */
+        if (op->require != VGPU_REQUIRE_NONE && strcmp(vgpu_remote_where(), "mediator") != 0) {
+            refuse("VGPU_REMOTE=%s: the operator requires this machine's processes to get their vGPU from %s "
+                   "(%s); ask it for a remote GPU with VGPU_REMOTE=mediator", vgpu_remote_where(),
+                   op->require == VGPU_REQUIRE_MEDIATOR ? "vgpu-mediatord" : "a VM's window", VGPU_OPERATOR_CONFIG);
+            return -1;
+        }
+        return 0;
     }
     if (op->require == VGPU_REQUIRE_MEDIATOR)
         snprintf(self.link.required, sizeof(self.link.required), "%s", op->mediator_socket);

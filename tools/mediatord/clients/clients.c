@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "tools/mediatord/clients/status.h"
+#include "tools/mediatord/remote/executor.h"
 #include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/watch/watch.h"
 
@@ -170,44 +171,89 @@ static bool admit(struct med_client *c, struct med_world *w, struct med_vgpu *v,
     return send_or_drop(c, VGPU_MSG_ADMIT, &a, sizeof(a), fds, 2);
 }
 
-/* A new process asks to be admitted. */
-static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+/* The vGPU a process asking for name ("": the mediator picks) is to be
+ * in: the named one if it admits the process, else the first in the file
+ * that does.  NULL when none: refused (the connection is to close). */
+static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const char *name)
 {
     struct med_vgpus *all = w->vgpus;
     struct med_vgpu *v = NULL;
-    if (h->vgpu[0]) {
-        v = med_vgpus_find(all, h->vgpu);
+    if (name[0]) {
+        v = med_vgpus_find(all, name);
         if (!v || v->retired || v->conf.guest) {
             all->refused_admissions++;
-            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "VGPU_NAME=%s: vgpu-mediatord has no such vGPU for host "
-                          "processes (%s)", h->vgpu, w->config->path);
+            refuse(c, VGPU_REFUSE_NOT_ADMITTED, "VGPU_NAME=%s: vgpu-mediatord has no such vGPU for host processes (%s)",
+                   name, w->config->path);
+            return NULL;
         }
         if (!admits(v, c)) {
             char list[256];
             describe_admits(&v->conf, list, sizeof(list));
             v->refused_admissions++;
             all->refused_admissions++;
-            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
-                          v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
+            refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
+                   v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
+            return NULL;
         }
-    } else {
-        /* The first in the file that admits it. */
-        for (int i = 0; i < w->config->nvgpus && !v; i++) {
-            struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
-            if (candidate && admits(candidate, c))
-                v = candidate;
-        }
-        if (!v) {
-            all->refused_admissions++;
-            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users "
-                          "in uids = or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid,
-                          med_client_user(c), (unsigned)c->gid, w->config->path);
-        }
+        return v;
     }
+    /* The first in the file that admits it. */
+    for (int i = 0; i < w->config->nvgpus && !v; i++) {
+        struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
+        if (candidate && admits(candidate, c))
+            v = candidate;
+    }
+    if (!v) {
+        all->refused_admissions++;
+        refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users in uids = "
+               "or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid, med_client_user(c), (unsigned)c->gid,
+               w->config->path);
+    }
+    return v;
+}
+
+/* A new process asks to be admitted. */
+static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpu *v = pick(c, w, h->vgpu);
+    if (!v)
+        return false;
     if (!admit(c, w, v, NULL))
         return false;
     vgpu_info("admitted pid %d (%s, uid %u) to vGPU %s", (int)c->pid, c->comm, (unsigned)c->uid, v->conf.name);
     return true;
+}
+
+/* A process with no GPU asks for an executor of its vGPU (docs/remote.md):
+ * told REMOTE_READY, its connection goes to an executor started as its
+ * user, which is admitted to that vGPU by HELLO like any process.  The
+ * mediator then lets the connection go (false: closed here, kept there). */
+static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
+{
+    struct med_vgpu *v = pick(c, w, h->vgpu);
+    if (!v)
+        return false;
+    if (!v->conf.remote)
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s is not offered to processes with no GPU: an operator "
+                      "sets remote = yes in its section of %s", v->conf.name, w->config->path);
+    struct vgpu_msg_admit a = { .slot = UINT32_MAX, .epoch = w->vgpus->epoch };
+    vgpu_proto_copy_string(a.vgpu, sizeof(a.vgpu), v->conf.name);
+    /* Said before the executor starts, and not queued: once it runs, the
+     * connection's next bytes are the executor's. */
+    if (vgpu_proto_send(c->fd, VGPU_MSG_REMOTE_READY, &a, sizeof(a), NULL, 0) != 0) {
+        vgpu_warn("pid %d (%s): could not say REMOTE_READY: %s", (int)c->pid, c->comm, strerror(errno));
+        return false;
+    }
+    struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket };
+    char why[512];
+    if (med_executor_start(&f, why, sizeof(why)) != 0) {
+        vgpu_error("pid %d (%s, uid %u) asked for a remote GPU of vGPU %s: %s", (int)c->pid, c->comm,
+                   (unsigned)c->uid, v->conf.name, why);
+        return false;
+    }
+    vgpu_info("pid %d (%s, uid %u) has a remote GPU of vGPU %s: an executor serves it", (int)c->pid, c->comm,
+              (unsigned)c->uid, v->conf.name);
+    return false;
 }
 
 /* A running process takes its slot back after a mediator restart: only
@@ -259,6 +305,10 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
         if (c->vgpu)
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "HELLO on a connection already admitted");
         return m->u.hello.flags & VGPU_HELLO_REATTACH ? reattach(c, w, &m->u.hello) : hello(c, w, &m->u.hello);
+    case VGPU_MSG_REMOTE:
+        if (c->vgpu)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "REMOTE on a connection already admitted");
+        return remote(c, w, &m->u.hello);
     case VGPU_MSG_ENTER:
         if (!c->vgpu || c->adm->slot >= 0)
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "ENTER %s", c->vgpu ? "twice" : "before HELLO");

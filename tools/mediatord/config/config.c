@@ -365,14 +365,14 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         int *line;
     } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
                  { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
-                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line } };
+                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest, enforce", name, v->name);
+                        "uids, gids, guest, enforce, remote", name, v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -411,6 +411,9 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
     } else if (line == &v->guest_line) {
         if (!parse_bool(value, &v->guest))
             return error_at(p, p->line, "guest = %s: yes or no", value);
+    } else if (line == &v->remote_line) {
+        if (!parse_bool(value, &v->remote))
+            return error_at(p, p->line, "remote = %s: yes or no", value);
     } else if (line == &v->enforce_line) {
         if (!parse_enforce(value, &v->kill_over_quota))
             return error_at(p, p->line, "enforce = %s: report or kill", value);
@@ -448,6 +451,9 @@ static int check(struct parse *p)
         if (v->guest && (v->nuids || v->ngids))
             return error_at(p, v->line, "vGPU %s is a guest's: its processes are the VM's, so uids and gids do not "
                             "apply", v->name);
+        if (v->guest && v->remote)
+            return error_at(p, v->remote_line, "vGPU %s is a guest's: a VM reaches it through its window, not "
+                            "through the mediator's socket, so remote does not apply", v->name);
         if (v->guest && v->enforce_line)
             return error_at(p, v->enforce_line, "vGPU %s is a guest's: its processes run in the VM, where the "
                             "mediator's watch cannot see them, so enforce does not apply", v->name);

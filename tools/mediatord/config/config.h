@@ -46,6 +46,8 @@ struct med_vgpu_conf {
     int guest_line;
     bool kill_over_quota;         /* enforce = kill: the watch ends its processes over quota */
     int enforce_line;
+    bool remote;                  /* remote = yes: processes with no GPU may have an executor of it */
+    int remote_line;
 };
 
 struct med_config {

@@ -167,19 +167,22 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
     msg->length = h.length;
     switch (h.type) {
     case VGPU_MSG_HELLO:
+    case VGPU_MSG_REMOTE:
         if (!fixed(h.length, sizeof(msg->u.hello), h.type, err, errlen))
             return -1;
         memcpy(&msg->u.hello, p, sizeof(msg->u.hello));
-        if (!TERMINATED(msg->u.hello.vgpu) || (msg->u.hello.flags & ~VGPU_HELLO_REATTACH) ||
+        if (!TERMINATED(msg->u.hello.vgpu) ||
+            (msg->u.hello.flags & ~(h.type == VGPU_MSG_HELLO ? VGPU_HELLO_REATTACH : 0u)) ||
             (!(msg->u.hello.flags & VGPU_HELLO_REATTACH) && msg->u.hello.slot != UINT32_MAX))
-            return vgpu_fail(err, errlen, "malformed HELLO");
+            return vgpu_fail(err, errlen, "malformed %s", h.type == VGPU_MSG_HELLO ? "HELLO" : "REMOTE");
         break;
     case VGPU_MSG_ADMIT:
+    case VGPU_MSG_REMOTE_READY:
         if (!fixed(h.length, sizeof(msg->u.admit), h.type, err, errlen))
             return -1;
         memcpy(&msg->u.admit, p, sizeof(msg->u.admit));
         if (!TERMINATED(msg->u.admit.vgpu))
-            return vgpu_fail(err, errlen, "malformed ADMIT");
+            return vgpu_fail(err, errlen, "malformed %s", h.type == VGPU_MSG_ADMIT ? "ADMIT" : "REMOTE_READY");
         break;
     case VGPU_MSG_REFUSE:
         if (!fixed(h.length, sizeof(msg->u.refuse), h.type, err, errlen))

@@ -49,6 +49,10 @@ enum vgpu_msg_type {
                                       STATUS says VGPU_STATUS_HAS_COMPUTE) */
     VGPU_MSG_COMPUTE = 11,       /* mediator: each vGPU device's share, GPU time and utilization, and
                                     each process's utilization */
+    VGPU_MSG_REMOTE = 12,        /* client with no GPU: carry my CUDA calls to an executor of my vGPU
+                                    (docs/remote.md); payload as HELLO's, flags 0 */
+    VGPU_MSG_REMOTE_READY = 13,  /* mediator: an executor serves this connection from here on, in the
+                                    remote driver's protocol; payload as ADMIT's */
 };
 
 struct vgpu_proto_header {

@@ -1,0 +1,27 @@
+/*
+ * The mediator's side of remote GPUs (docs/remote.md): an executor started
+ * for a process that asked for one (REMOTE), serving its connection.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <sys/types.h>
+
+struct med_executor_for {
+    int fd;    /* the process's connection, handed to the executor */
+    uid_t uid; /* the process's credentials: the executor's */
+    gid_t gid;
+    const gid_t *groups;
+    int ngroups;
+    const char *vgpu;   /* the vGPU it is admitted to, by HELLO like any process */
+    const char *socket; /* the mediator's socket */
+};
+
+/*
+ * Starts vgpu-executor --fd on f->fd, in a process of its own (not the
+ * mediator's child: it is never waited for), as f's user and groups, with
+ * vgpu's libraries preloaded and VGPU_NAME and VGPU_MEDIATOR_SOCKET naming
+ * f's vGPU and this mediator.  0, or -1 with err saying why (the mediator
+ * cannot become that user, no vgpu-executor or libraries were found).
+ */
+int med_executor_start(const struct med_executor_for *f, char *err, size_t errlen);
