@@ -46,7 +46,8 @@ static int ask_mediator(const char *path)
     int s = -1, e = vgpu_mediator_connect(path, &s);
     if (e != 0) {
         vgpu_error("remote GPU: cannot connect to vgpu-mediatord at %s (%s): every CUDA call fails as if no GPU "
-                   "were present. Is the mediator running, and is its socket mounted here?", path, strerror(e));
+                   "were present. Is the mediator running, and is its socket mounted here?",
+                   path, strerror(e));
         return -1;
     }
     struct vgpu_msg_hello h = { .flags = 0, .slot = UINT32_MAX };
@@ -73,7 +74,8 @@ static int ask_mediator(const char *path)
         vgpu_error("remote GPU: vgpu-mediatord refused this process a remote GPU: %s", m.u.refuse.reason);
     else
         vgpu_error("remote GPU: vgpu-mediatord at %s answered REMOTE with message type %u: is it older than this "
-                   "vgpu?", path, (unsigned)m.type);
+                   "vgpu?",
+                   path, (unsigned)m.type);
     close(s);
     return -1;
 }
@@ -114,7 +116,7 @@ static int connect_locked(void)
     uint64_t hello[2] = { VGPU_REMOTE_ABI_HASH, (uint64_t)getpid() };
     struct iovec v = { hello, sizeof(hello) };
     struct vgpu_remote_hdr h;
-    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
+    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || h.len != 0) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every CUDA call fails", path);
         close(s);
@@ -152,7 +154,7 @@ CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, cons
     struct vgpu_remote_hdr h;
     if (fd < 0)
         goto out;
-    if (vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, req, nreq) != 0) {
+    if (vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, 0, req, nreq) != 0) {
         r = broken("sending");
         goto out;
     }
@@ -180,6 +182,26 @@ CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, cons
 out:
     pthread_mutex_unlock(&lock);
     return r;
+}
+
+CUresult vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
+{
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&lock);
+    if (fd == -1)
+        fd = connect_locked();
+    CUresult r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    if (fd >= 0)
+        r = vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? CUDA_SUCCESS
+                                                                                          : broken("sending");
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+CUresult vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin)
+{
+    struct iovec q = { (void *)in, nin * sizeof(uint64_t) };
+    return vgpu_remote_send(slot, &q, 1);
 }
 
 CUresult vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint64_t *out, unsigned nout)

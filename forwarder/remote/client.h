@@ -29,6 +29,12 @@ CUresult vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin,
 CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
                           size_t *got);
 
+/* An asynchronous call (a launch, an event record, an asynchronous
+ * memset): sent, not waited for; CUDA_SUCCESS once sent.  Its error, if
+ * any, is returned by the next synchronizing call (docs/remote.md). */
+CUresult vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq);
+CUresult vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin);
+
 /* What a slot the remote driver does not carry returns: refused, logged
  * once per slot. */
 CUresult vgpu_remote_refuse(unsigned slot);

@@ -279,7 +279,7 @@ CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy
     for (unsigned i = 0, at = 0; i < l->n; at += (l->size[i] + 7) & ~7u, i++)
         memcpy(packed + at, params[i], l->size[i]);
     struct iovec q[2] = { { head, (10 + l->n) * sizeof(uint64_t) }, { packed, bytes } };
-    r = vgpu_remote_call(SLOT(cuLaunchKernel), q, 2, NULL, 0, NULL);
+    r = vgpu_remote_send(SLOT(cuLaunchKernel), q, 2);
     free(packed);
     return r;
 }

@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/socket.h>
 
-int vgpu_wire_send(int fd, uint16_t type, uint32_t call, const struct iovec *iov, int n)
+int vgpu_wire_send(int fd, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov, int n)
 {
-    struct vgpu_remote_hdr h = { VGPU_REMOTE_MAGIC, VGPU_REMOTE_VERSION, type, call, 0, 0 };
+    struct vgpu_remote_hdr h = { VGPU_REMOTE_MAGIC, VGPU_REMOTE_VERSION, type, call, flags, 0 };
     struct iovec v[9];
     if (n > 8) {
         errno = EINVAL;
@@ -63,7 +63,8 @@ int vgpu_wire_read_hdr(int fd, struct vgpu_remote_hdr *h)
 {
     if (vgpu_wire_read(fd, h, sizeof(*h)) != 0)
         return -1;
-    if (h->magic != VGPU_REMOTE_MAGIC || h->version != VGPU_REMOTE_VERSION || h->len > VGPU_REMOTE_MAX_LEN) {
+    if (h->magic != VGPU_REMOTE_MAGIC || h->version != VGPU_REMOTE_VERSION || h->len > VGPU_REMOTE_MAX_LEN ||
+        (h->flags & ~VGPU_REMOTE_ASYNC)) {
         errno = EPROTO;
         return -1;
     }

@@ -21,18 +21,21 @@ enum vgpu_remote_type {
     VGPU_REMOTE_REPLY = 3, /* call: the CUresult; payload: what the call returns */
 };
 
+/* A CALL's flags. */
+#define VGPU_REMOTE_ASYNC 1u /* no reply: an error surfaces at the next synchronizing call */
+
 struct vgpu_remote_hdr {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
     uint32_t call;
-    uint32_t flags; /* none yet: 0 */
+    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC; else 0 */
     uint64_t len;
 };
 
-/* Sends a header of type and call with the iovecs as payload.  0, or -1
- * with errno (the peer is gone: EPIPE, ECONNRESET). */
-int vgpu_wire_send(int fd, uint16_t type, uint32_t call, const struct iovec *iov, int n);
+/* Sends a header of type, call and flags with the iovecs as payload.  0,
+ * or -1 with errno (the peer is gone: EPIPE, ECONNRESET). */
+int vgpu_wire_send(int fd, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov, int n);
 /* Reads exactly len bytes.  0, or -1 (errno; 0 at end of file). */
 int vgpu_wire_read(int fd, void *p, size_t len);
 /* Reads a header and checks magic, version and length.  0, or -1. */

@@ -72,6 +72,13 @@ mediator() {
 }
 me=$(id -u)
 
+# used_of NAME: the bytes vGPU NAME's processes hold, as vgpu-smi says.
+used_of() {
+    env -u LD_PRELOAD "$build/tools/vgpu-smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
+s = json.load(sys.stdin)
+print(sum(d['memory_used'] for v in s['vgpus'] if v['name'] == sys.argv[1] for d in v['devices']))" "$1"
+}
+
 # mediated_guest NAME ARGS...: remote_client asking the mediator for an executor of vGPU NAME.
 mediated_guest() {
     local name=$1
@@ -99,6 +106,23 @@ mediator-serves-a-remote-vgpu)
     mediated_guest near quota 1048576 >"$tmp/near.out" 2>"$tmp/near.err"
     grep -q "cuInit: 46" "$tmp/near.out" || fail "a guest of a vGPU not offered remotely was not refused"
     grep -q "sets remote = yes" "$tmp/near.err" || fail "the refusal did not say why"
+    # A guest killed with what it holds: its executor ends, and the vGPU has
+    # the memory back (the time it took is printed; the bound is loose, for
+    # a loaded machine).
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=far \
+        "$client" hold 536870912 >"$tmp/hold.out" 2>"$tmp/hold.err" &
+    holder=$!
+    for _ in $(seq 1 500); do grep -q held "$tmp/hold.out" && break; sleep 0.02; done
+    grep -q held "$tmp/hold.out" || fail "the holding guest never allocated"
+    used=$(used_of far)
+    [ "$used" -ge 536870912 ] || fail "the vGPU shows $used bytes used while the guest holds 512 MiB"
+    t0=$(date +%s%N)
+    kill -9 "$holder"
+    for _ in $(seq 1 500); do [ "$(used_of far)" -lt 536870912 ] && break; sleep 0.01; done
+    ms=$(( ($(date +%s%N) - t0) / 1000000 ))
+    [ "$(used_of far)" -lt 536870912 ] || fail "the vGPU did not get the killed guest's memory back in 5 s"
+    echo "a killed guest's 512 MiB were back in $ms ms"
     # Each executor exits with its guest: none is left once the guests are gone.
     for _ in $(seq 1 250); do
         pgrep -u "$me" -f "vgpu-executor --fd" >/dev/null || break
@@ -120,6 +144,40 @@ paths-match-a-local-run)
     grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
     ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
     grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
+    ;;
+
+guest-in-a-mount-namespace-with-no-driver)
+    # The guest in a mount namespace where the fake driver's directory is an
+    # empty tmpfs (and any NVIDIA library directory of the machine too): it
+    # could not load a driver if it tried.  Its paths still equal a local run.
+    unshare -m --propagation private true 2>/dev/null || { echo "SKIP: unshare -m refused here"; exit 77; }
+    env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor
+    fakedir=$(dirname "$(realpath "$build/test/fake/libcuda.so.1")")
+    hide="mount -t tmpfs none '$fakedir'"
+    for d in /usr/local/nvidia /usr/lib/nvidia; do
+        [ -d "$d" ] && hide="$hide && mount -t tmpfs none $d"
+    done
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" \
+        unshare -m --propagation private sh -c "$hide && ! ls '$fakedir'/libcuda* 2>/dev/null && \
+            ! ls /usr/lib/x86_64-linux-gnu/libcuda.so* 2>/dev/null && exec '$client' paths" \
+        >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the guest in its own mount namespace failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    ;;
+
+launch-errors-come-back-at-the-next-synchronize)
+    # A launch is sent without waiting for its answer: the driver's refusal
+    # (ILLEGAL_ADDRESS, 700, at once on a local driver) comes back from the
+    # next synchronizing call, once, and from no call that does not synchronize.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" late-error >"$tmp/local.out" 2>"$tmp/local.err"
+    grep -q "cuLaunchKernel: 700" "$tmp/local.out" || fail "the local driver did not refuse the launch"
+    executor
+    guest late-error >"$tmp/remote.out" 2>"$tmp/remote.err"
+    for want in "cuLaunchKernel: 0" "cuDeviceGetCount: 0" "cuCtxSynchronize: 700" "cuCtxSynchronize again: 0"; do
+        grep -qx "$want" "$tmp/remote.out" || fail "remotely, want \"$want\""
+    done
     ;;
 
 quota-holds-for-a-guest)

@@ -7,6 +7,8 @@
  *   remote_client paths          devices, memory, copies, a module and a
  *                                launch, streams, events, errors
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
+ *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
+ *   remote_client late-error     a launch the driver refuses, then synchronizes
  *   remote_client forged         calls with handles it was never given
  *   remote_client maps           prints the driver libraries it has mapped
  */
@@ -16,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 static void *driver;
 #define F(name) ((__typeof__(&name))sym(#name))
@@ -153,6 +156,42 @@ int main(int argc, char **argv)
         SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
         strict = 0;
         SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
+    } else if (strcmp(argv[1], "hold") == 0 && argc == 3) {
+        /* Allocates BYTES, says so, and waits to be killed. */
+        CUdevice dev;
+        CUcontext ctx;
+        CUdeviceptr d;
+        SHOW("cuInit", F(cuInit)(0));
+        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
+        printf("held\n");
+        fflush(stdout);
+        for (;;)
+            pause();
+    } else if (strcmp(argv[1], "late-error") == 0) {
+        /* A launch the driver refuses (add_one over memory that is not
+         * there): said at once by a local driver, by the next synchronize
+         * of a remote one, never by a call that does not synchronize. */
+        CUdevice dev;
+        CUcontext ctx;
+        CUmodule mod;
+        CUfunction add_one;
+        SHOW("cuInit", F(cuInit)(0));
+        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
+        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+        strict = 0;
+        CUdeviceptr nowhere = 0x10000;
+        int count = 1024, n = 0;
+        void *params[] = { &nowhere, &count };
+        SHOW("cuLaunchKernel", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+        SHOW("cuDeviceGetCount", F(cuDeviceGetCount)(&n));
+        SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+        SHOW("cuCtxSynchronize again", F(cuCtxSynchronize)());
     } else if (strcmp(argv[1], "forged") == 0) {
         CUdevice dev;
         CUcontext ctx;

@@ -22,6 +22,9 @@ struct vgpu_exec {
     void *fn[VGPU_REMOTE_CUDA_COUNT]; /* the driver's function of each slot, looked up at first use */
     uint64_t *handles;                /* the handles given to this guest: an open-addressing set */
     size_t handles_cap, handles_used;
+    bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
+    bool sync;                        /* the call being served synchronizes: it returns a deferred error */
+    CUresult deferred;                /* the first error of an asynchronous call since the last synchronizing one */
 };
 
 /* How the executor serves a slot: a generated call of words (nin words
@@ -31,6 +34,8 @@ struct vgpu_exec_call {
     CUresult (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
     unsigned nin, nout;
     int (*manual)(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+    bool async; /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
+    bool sync;  /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
 };
 
 extern const char *const vgpu_exec_cuda_names[VGPU_REMOTE_CUDA_COUNT];
@@ -43,7 +48,9 @@ bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
 
-/* Replies r with the iovecs as payload; 0, or -1 (the guest is gone). */
+/* Replies r with the iovecs as payload; 0, or -1 (the guest is gone).  To
+ * an asynchronous call, nothing: an error is kept for the next
+ * synchronizing call's reply, which carries it instead of its own success. */
 int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, int n);
 
 /* Serves the guest on fd until it goes; the process's exit status. */

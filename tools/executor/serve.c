@@ -82,6 +82,13 @@ int vgpu_exec_serve(int fd)
         if (h.len && vgpu_wire_read(fd, buf, h.len) != 0)
             return 1;
         const struct vgpu_exec_call *c = &vgpu_exec_cuda_table[h.call];
+        if ((h.flags & VGPU_REMOTE_ASYNC) && !c->async) {
+            vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing",
+                       vgpu_exec_cuda_names[h.call]);
+            return 1;
+        }
+        x.async = (h.flags & VGPU_REMOTE_ASYNC) != 0;
+        x.sync = c->sync;
         void *fn = function_of(&x, h.call);
         int sent;
         if (!c->words && !c->manual) {

@@ -23,6 +23,9 @@ those of the dispatch table (the sorted function names of the symbol list).
        given, calls the driver and registers the handles it returns (and
        forgets the one a ...Destroy or ...Unload call ended); a manual
        one named in the executor's list is vgpu_exec_NAME (tools/executor/exec_manual.h).
+       Launches, records, waits and asynchronous memsets (ASYNC below) are
+       sent without waiting for a reply; their errors come back with the
+       next synchronizing call (SYNC).
   H.h  VGPU_REMOTE_CUDA_COUNT and VGPU_REMOTE_ABI_HASH (FNV-1a of the ABI
        file and the slot order: guest and executor must agree on both).
 """
@@ -50,6 +53,27 @@ def fnv1a(data):
         h ^= b
         h = (h * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
     return h
+
+
+# Calls the guest sends without waiting (they return nothing but an error,
+# which the driver too may report later): launches, event records and
+# waits, asynchronous memsets and frees, graph launches.
+ASYNC = re.compile(r"^(cuLaunchKernel|cuGraphLaunch|cuEventRecord|cuEventRecordWithFlags|cuStreamWaitEvent"
+                   r"|cuMemsetD(8|16|32|2D8|2D16|2D32)Async|cuMemFreeAsync)(_v2)?(_ptsz|_ptds)?$")
+# Calls that synchronize: an asynchronous call's error comes back with them.
+SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(_v2)?(_ptds)?$")
+
+
+def is_async(name, outs):
+    return not outs and bool(ASYNC.match(name))
+
+
+def syncs(name):
+    return bool(SYNC.search(name))
+
+
+def flag(b):
+    return "true" if b else "false"
 
 
 def main():
@@ -108,7 +132,11 @@ def main():
                     g.append("    in[%d] = (uint64_t)(uintptr_t)a%d;" % (j + 1, i))
                 else:
                     g.append("    in[%d] = (uint64_t)a%d;" % (j + 1, i))
-            g.append("    CUresult r = vgpu_remote_call_words(%d, in, %d, out, %d);" % (slot, 1 + len(ins), len(outs)))
+            if is_async(name, outs):
+                g.append("    (void)out;")
+                g.append("    CUresult r = vgpu_remote_send_words(%d, in, %d);" % (slot, 1 + len(ins)))
+            else:
+                g.append("    CUresult r = vgpu_remote_call_words(%d, in, %d, out, %d);" % (slot, 1 + len(ins), len(outs)))
             for j, (i, k) in enumerate(outs):
                 size = 8 if k in ("oh", "od") else int(k[1:])
                 g.append("    if (r == CUDA_SUCCESS && a%d)\n        memcpy(a%d, &out[%d], %d);" % (i, i, j, size))
@@ -153,7 +181,8 @@ def main():
             e.append("    return r;")
             e.append("}")
             e.append("")
-            etable.append("    [%d] = { x_%s, %d, %d }," % (slot, name, 1 + len(ins), len(outs)))
+            etable.append("    [%d] = { x_%s, %d, %d, NULL, %s, %s }," % (slot, name, 1 + len(ins), len(outs),
+                                                                         flag(is_async(name, outs)), flag(syncs(name))))
         else:
             if name in guest_manual:
                 gtable.append("    [%d] = (void *)vgpu_remote_guest_%s," % (slot, name))
@@ -161,7 +190,8 @@ def main():
                 g.append("static CUresult u_%s(void)\n{\n    return vgpu_remote_refuse(%d);\n}\n" % (name, slot))
                 gtable.append("    [%d] = (void *)u_%s," % (slot, name))
             if name in exec_manual:
-                etable.append("    [%d] = { NULL, 0, 0, vgpu_exec_%s }," % (slot, name))
+                etable.append("    [%d] = { NULL, 0, 0, vgpu_exec_%s, %s, %s }," % (slot, name, flag(is_async(name, [])),
+                                                                               flag(syncs(name))))
     g.append("/* The remote driver's function of each slot. */")
     g.append("void *const vgpu_remote_cuda_table[%d] = {" % len(funcs))
     g.extend(gtable)
