@@ -22,9 +22,9 @@ struct vgpu_exec {
     void *fn[VGPU_REMOTE_CUDA_COUNT]; /* the driver's function of each slot, looked up at first use */
     uint64_t *handles;                /* the handles given to this guest: an open-addressing set */
     size_t handles_cap, handles_used;
-    bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
-    bool sync;                        /* the call being served synchronizes: it returns a deferred error */
-    CUresult deferred;                /* the first error of an asynchronous call since the last synchronizing one */
+    bool async;        /* the call being served came VGPU_REMOTE_ASYNC: no reply */
+    bool sync;         /* the call being served synchronizes: it returns a deferred error */
+    CUresult deferred; /* the first error of an asynchronous call since the last synchronizing one */
 };
 
 /* How the executor serves a slot: a generated call of words (nin words
@@ -52,6 +52,14 @@ void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
  * an asynchronous call, nothing: an error is kept for the next
  * synchronizing call's reply, which carries it instead of its own success. */
 int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, int n);
+
+/* One call, its header read and checked (vgpu_wire_read_hdr) and its
+ * payload read: served and replied to.  0; -1 when the reply could not be
+ * sent (errno: the guest is gone); VGPU_EXEC_CLOSE when the message breaks
+ * the protocol, said in the log (the connection is to close). */
+#define VGPU_EXEC_CLOSE (-2)
+struct vgpu_remote_hdr;
+int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload);
 
 /* Serves the guest on fd until it goes; the process's exit status. */
 int vgpu_exec_serve(int fd);

@@ -41,6 +41,43 @@ static int hello(struct vgpu_exec *x)
     return vgpu_exec_reply(x, CUDA_SUCCESS, NULL, 0);
 }
 
+int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload)
+{
+    if (h->type != VGPU_REMOTE_CALL || h->call >= VGPU_REMOTE_CUDA_COUNT) {
+        vgpu_error("executor: a message that is not a call of the driver (type %u, call %u): closing",
+                   (unsigned)h->type, (unsigned)h->call);
+        return VGPU_EXEC_CLOSE;
+    }
+    const struct vgpu_exec_call *c = &vgpu_exec_cuda_table[h->call];
+    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async) {
+        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing",
+                   vgpu_exec_cuda_names[h->call]);
+        return VGPU_EXEC_CLOSE;
+    }
+    x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
+    x->sync = c->sync;
+    void *fn = function_of(x, h->call);
+    int sent;
+    if (!c->words && !c->manual) {
+        sent = vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
+    } else if (!fn) {
+        sent = vgpu_exec_reply(x, CUDA_ERROR_NOT_FOUND, NULL, 0);
+    } else if (c->manual) {
+        sent = c->manual(x, fn, payload, h->len);
+    } else {
+        if (h->len != c->nin * sizeof(uint64_t)) {
+            vgpu_error("executor: %s with %llu bytes of arguments, not %u: closing", vgpu_exec_cuda_names[h->call],
+                       (unsigned long long)h->len, c->nin * 8);
+            return VGPU_EXEC_CLOSE;
+        }
+        uint64_t out[8] = { 0 };
+        CUresult r = c->words(x, fn, payload, out);
+        struct iovec v = { out, r == CUDA_SUCCESS ? c->nout * sizeof(uint64_t) : 0 };
+        sent = vgpu_exec_reply(x, r, &v, 1);
+    }
+    return sent;
+}
+
 int vgpu_exec_serve(int fd)
 {
     struct vgpu_exec x = { .fd = fd };
@@ -65,11 +102,6 @@ int vgpu_exec_serve(int fd)
             vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
             return 1;
         }
-        if (h.type != VGPU_REMOTE_CALL || h.call >= VGPU_REMOTE_CUDA_COUNT) {
-            vgpu_error("executor: a message that is not a call of the driver (type %u, call %u): closing",
-                       (unsigned)h.type, (unsigned)h.call);
-            return 1;
-        }
         if (h.len > cap) {
             void *grown = realloc(buf, h.len);
             if (!grown) {
@@ -81,33 +113,9 @@ int vgpu_exec_serve(int fd)
         }
         if (h.len && vgpu_wire_read(fd, buf, h.len) != 0)
             return 1;
-        const struct vgpu_exec_call *c = &vgpu_exec_cuda_table[h.call];
-        if ((h.flags & VGPU_REMOTE_ASYNC) && !c->async) {
-            vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing",
-                       vgpu_exec_cuda_names[h.call]);
+        int sent = vgpu_exec_one(&x, &h, buf);
+        if (sent == VGPU_EXEC_CLOSE)
             return 1;
-        }
-        x.async = (h.flags & VGPU_REMOTE_ASYNC) != 0;
-        x.sync = c->sync;
-        void *fn = function_of(&x, h.call);
-        int sent;
-        if (!c->words && !c->manual) {
-            sent = vgpu_exec_reply(&x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
-        } else if (!fn) {
-            sent = vgpu_exec_reply(&x, CUDA_ERROR_NOT_FOUND, NULL, 0);
-        } else if (c->manual) {
-            sent = c->manual(&x, fn, buf, h.len);
-        } else {
-            if (h.len != c->nin * sizeof(uint64_t)) {
-                vgpu_error("executor: %s with %llu bytes of arguments, not %u: closing", vgpu_exec_cuda_names[h.call],
-                           (unsigned long long)h.len, c->nin * 8);
-                return 1;
-            }
-            uint64_t out[8] = { 0 };
-            CUresult r = c->words(&x, fn, buf, out);
-            struct iovec v = { out, r == CUDA_SUCCESS ? c->nout * sizeof(uint64_t) : 0 };
-            sent = vgpu_exec_reply(&x, r, &v, 1);
-        }
         if (sent != 0)
             return errno == EPIPE || errno == ECONNRESET ? 0 : 1;
     }

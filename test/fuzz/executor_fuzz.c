@@ -1,0 +1,87 @@
+/*
+ * libFuzzer target: the executor's side of the remote driver's protocol
+ * (tools/executor/serve.c, exec_manual.c and the generated dispatchers), as
+ * a hostile guest meets it.  The input is a run of messages, each a header
+ * (its call taken modulo the slots, its length cut to what is left) and its
+ * payload, served one after another against a driver whose every entry
+ * point succeeds and writes nothing, until one breaks the protocol.  What
+ * the executor reads of a message (lengths, handles, a launch's parameters,
+ * names, images) must stay within it whatever the bytes say.  Built with
+ * clang's -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
+ */
+#include "forwarder/remote/wire.h"
+#include "tools/executor/executor.h"
+
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+static CUresult succeed(void)
+{
+    return CUDA_SUCCESS;
+}
+
+/* The executor's replies go to a socket pair whose other end is emptied
+ * after each message. */
+static int sink = -1, drain = -1;
+
+static void empty_drain(void)
+{
+    char buf[65536];
+    while (read(drain, buf, sizeof(buf)) > 0)
+        ;
+}
+
+int LLVMFuzzerInitialize(int *argc, char ***argv);
+int LLVMFuzzerInitialize(int *argc, char ***argv)
+{
+    (void)argc;
+    (void)argv;
+    /* Every refused message is logged: not a line a run. */
+    setenv("VGPU_LOG_FILE", "/dev/null", 1);
+    return 0;
+}
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+    if (sink < 0) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK, 0, sv) != 0)
+            abort();
+        sink = sv[0];
+        drain = sv[1];
+    }
+    struct vgpu_exec x = { .fd = sink };
+    for (unsigned i = 0; i < VGPU_REMOTE_CUDA_COUNT; i++)
+        x.fn[i] = (void *)succeed;
+    /* Handles the guest was given: some inputs name them. */
+    for (uint64_t h = 0x1000; h < 0x1010; h++)
+        vgpu_exec_handle_add(&x, h);
+    while (size >= sizeof(struct vgpu_remote_hdr)) {
+        struct vgpu_remote_hdr h;
+        memcpy(&h, data, sizeof(h));
+        data += sizeof(h);
+        size -= sizeof(h);
+        h.magic = VGPU_REMOTE_MAGIC;
+        h.version = VGPU_REMOTE_VERSION;
+        h.type = VGPU_REMOTE_CALL;
+        h.call %= VGPU_REMOTE_CUDA_COUNT;
+        h.flags &= VGPU_REMOTE_ASYNC;
+        if (h.len > size)
+            h.len = size;
+        /* Exactly the payload's bytes, so that reading past them is caught. */
+        void *payload = malloc(h.len ? h.len : 1);
+        memcpy(payload, data, h.len);
+        int r = vgpu_exec_one(&x, &h, payload);
+        free(payload);
+        empty_drain();
+        if (r == VGPU_EXEC_CLOSE)
+            break;
+        data += h.len;
+        size -= h.len;
+    }
+    free(x.handles);
+    return 0;
+}
