@@ -89,6 +89,28 @@ mediated_guest() {
 }
 
 case $scenario in
+shares-hold-for-remote-guests)
+    # Two guests of remote vGPUs of 25% and 75% of the fake GPU, each a
+    # loop of 200 us kernels: their executors are arbitrated as any
+    # processes, so the guests get their shares of the GPU.
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" "remote = yes" \
+             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me" "remote = yes"
+    at=$(( $(date +%s%3N) + 1500 ))
+    for v in a b; do
+        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+            LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=$v \
+            "$build/test/compute/compute_client" matmul 4 --start-at "$at" >"$tmp/$v.out" 2>"$tmp/$v.err" &
+        eval "pid_$v=\$!"
+    done
+    wait "$pid_a" || fail "guest a failed"
+    wait "$pid_b" || fail "guest b failed"
+    a=$(sed -n 's/^workload .* share=\([^ ]*\).*/\1/p' "$tmp/a.out")
+    b=$(sed -n 's/^workload .* share=\([^ ]*\).*/\1/p' "$tmp/b.out")
+    echo "guest a had $a of the GPU, guest b $b"
+    awk -v a="$a" -v b="$b" 'BEGIN { p = a / (a + b); exit !(p >= 0.18 && p <= 0.32 && a + b >= 0.6) }' ||
+        fail "guest a had $a and guest b $b of the GPU: want a 25% part of at least 0.6 together"
+    ;;
+
 mediator-serves-a-remote-vgpu)
     # The mediator starts an executor for a guest of a vGPU configured
     # remote = yes, admitted to that vGPU like any process: the guest sees
