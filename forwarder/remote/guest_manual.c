@@ -84,25 +84,6 @@ CUresult vgpu_remote_guest_cuDeviceGetName(char *name, int len, CUdevice dev)
     return vgpu_remote_call(SLOT(cuDeviceGetName), &q, 1, &a, 1, NULL);
 }
 
-static CUresult uuid(unsigned slot, CUuuid *out, CUdevice dev)
-{
-    if (!out)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t w = (uint64_t)(uint32_t)dev;
-    struct iovec q = { &w, sizeof(w) }, a = { out, sizeof(*out) };
-    return vgpu_remote_call(slot, &q, 1, &a, 1, NULL);
-}
-
-CUresult vgpu_remote_guest_cuDeviceGetUuid(CUuuid *out, CUdevice dev)
-{
-    return uuid(SLOT(cuDeviceGetUuid), out, dev);
-}
-
-CUresult vgpu_remote_guest_cuDeviceGetUuid_v2(CUuuid *out, CUdevice dev)
-{
-    return uuid(SLOT(cuDeviceGetUuid_v2), out, dev);
-}
-
 /* How long a module image is: a fatbin says it in its header, an ELF cubin
  * in its section table (which ends it), and PTX is text that ends at its
  * NUL.  0: longer than a message may be. */

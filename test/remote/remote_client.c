@@ -128,6 +128,14 @@ static void paths(void)
     printf("error string %s\n", str);
     SHOW("cuGetErrorName", F(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &str));
     printf("error name %s\n", str);
+    /* A struct the call reads (its descriptor), and one it writes back. */
+    CUDA_ARRAY_DESCRIPTOR desc = { 256, 64, CU_AD_FORMAT_FLOAT, 4 }, back;
+    CUarray array;
+    SHOW("cuArrayCreate_v2", F(cuArrayCreate_v2)(&array, &desc));
+    memset(&back, 0, sizeof(back));
+    SHOW("cuArrayGetDescriptor_v2", F(cuArrayGetDescriptor_v2)(&back, array));
+    printf("array %zux%zu, %u channels\n", back.Width, back.Height, back.NumChannels);
+    SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
     SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(e0));
     SHOW("cuStreamDestroy_v2", F(cuStreamDestroy_v2)(s));
     SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));

@@ -15,13 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* A request that is not what its call sends: the guest is broken or hostile. */
-static int malformed(const char *call, size_t len)
-{
-    vgpu_error("executor: a malformed %s (%zu bytes): closing", call, len);
-    return -1;
-}
-
 static uint64_t word(const void *req, unsigned i)
 {
     uint64_t w;
@@ -32,7 +25,7 @@ static uint64_t word(const void *req, unsigned i)
 static int error_text(struct vgpu_exec *x, void *fn, const void *req, size_t len, const char *call)
 {
     if (len != 8)
-        return malformed(call, len);
+        return vgpu_exec_malformed(call, len);
     const char *s = NULL;
     CUresult r = ((CUresult(*)(CUresult, const char **))fn)((CUresult)word(req, 0), &s);
     struct iovec v = { (void *)s, r == CUDA_SUCCESS && s ? strnlen(s, 511) : 0 };
@@ -52,33 +45,13 @@ int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, s
 int vgpu_exec_cuDeviceGetName(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len != 16)
-        return malformed("cuDeviceGetName", len);
+        return vgpu_exec_malformed("cuDeviceGetName", len);
     char name[256] = { 0 };
     uint64_t want = word(req, 0);
     int n = want < sizeof(name) ? (int)want : (int)sizeof(name);
     CUresult r = ((CUresult(*)(char *, int, CUdevice))fn)(name, n, (CUdevice)word(req, 1));
     struct iovec v = { name, r == CUDA_SUCCESS ? (size_t)n : 0 };
     return vgpu_exec_reply(x, r, &v, 1);
-}
-
-static int uuid(struct vgpu_exec *x, void *fn, const void *req, size_t len, const char *call)
-{
-    if (len != 8)
-        return malformed(call, len);
-    CUuuid u;
-    CUresult r = ((CUresult(*)(CUuuid *, CUdevice))fn)(&u, (CUdevice)word(req, 0));
-    struct iovec v = { &u, r == CUDA_SUCCESS ? sizeof(u) : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
-}
-
-int vgpu_exec_cuDeviceGetUuid(struct vgpu_exec *x, void *fn, const void *req, size_t len)
-{
-    return uuid(x, fn, req, len, "cuDeviceGetUuid");
-}
-
-int vgpu_exec_cuDeviceGetUuid_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
-{
-    return uuid(x, fn, req, len, "cuDeviceGetUuid_v2");
 }
 
 /* A handle the call returns: given to the guest, and replied. */
@@ -93,7 +66,7 @@ static int reply_handle(struct vgpu_exec *x, CUresult r, uint64_t h)
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len < 8 || word(req, 0) != len - 8)
-        return malformed("cuModuleLoadData", len);
+        return vgpu_exec_malformed("cuModuleLoadData", len);
     /* The image as the guest sent it, with a NUL after it: PTX is read as a
      * string, and must not run past what was sent. */
     char *image = malloc(len - 8 + 1);
@@ -110,7 +83,7 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
 int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len < 8 || len - 8 >= 4096)
-        return malformed("cuModuleGetFunction", len);
+        return vgpu_exec_malformed("cuModuleGetFunction", len);
     uint64_t mod = word(req, 0);
     if (!vgpu_exec_handle_known(x, mod))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
@@ -125,7 +98,7 @@ int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req
 int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len < 16 || word(req, 1) != len - 16)
-        return malformed("cuMemcpyHtoD_v2", len);
+        return vgpu_exec_malformed("cuMemcpyHtoD_v2", len);
     CUresult r = ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(word(req, 0), (const char *)req + 16, len - 16);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
@@ -133,7 +106,7 @@ int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, si
 int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len != 16 || word(req, 1) > VGPU_REMOTE_CHUNK)
-        return malformed("cuMemcpyDtoH_v2", len);
+        return vgpu_exec_malformed("cuMemcpyDtoH_v2", len);
     size_t n = word(req, 1);
     void *buf = malloc(n ? n : 1);
     if (!buf)
@@ -150,7 +123,7 @@ int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, si
 int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     if (len < 80 || word(req, 9) > MAX_PARAMS || len < (10 + word(req, 9)) * 8)
-        return malformed("cuLaunchKernel", len);
+        return vgpu_exec_malformed("cuLaunchKernel", len);
     unsigned n = (unsigned)word(req, 9);
     size_t at = (10 + n) * 8;
     void *params[MAX_PARAMS];
@@ -158,12 +131,12 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
         uint64_t size = word(req, 10 + i);
         size_t padded = (size + 7) & ~(size_t)7;
         if (size > 4096 || at + padded > len)
-            return malformed("cuLaunchKernel", len);
+            return vgpu_exec_malformed("cuLaunchKernel", len);
         params[i] = (char *)req + at; /* 8-aligned: the request buffer is malloc's, each parameter padded to 8 */
         at += padded;
     }
     if (at != len)
-        return malformed("cuLaunchKernel", len);
+        return vgpu_exec_malformed("cuLaunchKernel", len);
     uint64_t f = word(req, 0), stream = word(req, 8);
     if (!f || !vgpu_exec_handle_known(x, f) || !vgpu_exec_handle_known(x, stream))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
@@ -182,7 +155,7 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
 static int proc_address(struct vgpu_exec *x, void *fn, const void *req, size_t len, bool v2)
 {
     if (len < 16 || len - 16 > 255)
-        return malformed(v2 ? "cuGetProcAddress_v2" : "cuGetProcAddress", len);
+        return vgpu_exec_malformed(v2 ? "cuGetProcAddress_v2" : "cuGetProcAddress", len);
     char symbol[256];
     memcpy(symbol, (const char *)req + 16, len - 16);
     symbol[len - 16] = 0;

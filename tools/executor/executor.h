@@ -15,6 +15,10 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+/* What a handler returns when the message breaks the protocol: the
+ * connection is to close. */
+#define VGPU_EXEC_CLOSE (-2)
+
 /* One guest's state, owned by its executor process. */
 struct vgpu_exec {
     int fd;                           /* the guest's connection */
@@ -48,6 +52,10 @@ bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
 
+/* A request that is not what its call sends (the guest is broken or
+ * hostile): logged; VGPU_EXEC_CLOSE, for a handler to return. */
+int vgpu_exec_malformed(const char *call, size_t len);
+
 /* Replies r with the iovecs as payload; 0, or -1 (the guest is gone).  To
  * an asynchronous call, nothing: an error is kept for the next
  * synchronizing call's reply, which carries it instead of its own success. */
@@ -57,7 +65,6 @@ int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, in
  * payload read: served and replied to.  0; -1 when the reply could not be
  * sent (errno: the guest is gone); VGPU_EXEC_CLOSE when the message breaks
  * the protocol, said in the log (the connection is to close). */
-#define VGPU_EXEC_CLOSE (-2)
 struct vgpu_remote_hdr;
 int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload);
 

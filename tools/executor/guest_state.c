@@ -84,3 +84,9 @@ int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, in
     }
     return vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);
 }
+
+int vgpu_exec_malformed(const char *call, size_t len)
+{
+    vgpu_error("executor: a malformed %s (%zu bytes): closing", call, len);
+    return VGPU_EXEC_CLOSE;
+}

@@ -25,7 +25,10 @@ those of the dispatch table (the sorted function names of the symbol list).
        one named in the executor's list is vgpu_exec_NAME (tools/executor/exec_manual.h).
        Launches, records, waits and asynchronous memsets (ASYNC below) are
        sent without waiting for a reply; their errors come back with the
-       next synchronizing call (SYNC).
+       next synchronizing call (SYNC).  A call with structs of plain data
+       (bN, sN) carries their bytes after its words (struct_call).  Calls
+       that reach beyond the executor (REFUSED) are refused whatever the
+       ABI says.
   H.h  VGPU_REMOTE_CUDA_COUNT and VGPU_REMOTE_ABI_HASH (FNV-1a of the ABI
        file and the slot order: guest and executor must agree on both).
 """
@@ -62,6 +65,101 @@ ASYNC = re.compile(r"^(cuLaunchKernel|cuGraphLaunch|cuEventRecord|cuEventRecordW
                    r"|cuMemsetD(8|16|32|2D8|2D16|2D32)Async|cuMemFreeAsync)(_v2)?(_ptsz|_ptds)?$")
 # Calls that synchronize: an asynchronous call's error comes back with them.
 SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(_v2)?(_ptds)?$")
+
+
+# Calls no guest may make whatever their arguments: they reach beyond its
+# executor (other processes by pid, IPC handles of other processes, the
+# profiler of the host).
+REFUSED = re.compile(r"^(cuCheckpoint|cuIpc|cuProfiler)")
+
+
+def struct_call(g, gtable, e, etable, slot, name, params):
+    """A carried call with structs of plain data (bN read, sN read and\n    written): the words as for any carried call (the NULL mask covering the\n    out-values and the structs, in order), then each struct's bytes; the\n    reply, the out-words then each written struct's bytes.  The executor's\n    side replies itself."""
+    ins = [(i, k) for i, k in enumerate(params) if k[0] not in "obs"]
+    outs = [(i, k) for i, k in enumerate(params) if k[0] == "o"]
+    ptrs = [(i, k) for i, k in enumerate(params) if k[0] in "obs"]  # the NULL mask's order
+    structs = [(i, k, int(k[1:])) for i, k in enumerate(params) if k[0] in "bs"]
+    written = [(i, k, n) for i, k, n in structs if k[0] == "s"]
+    nin = 1 + len(ins)
+    total = nin * 8 + sum(n for _, _, n in structs)
+    bit = {i: j for j, (i, k) in enumerate(ptrs)}
+    decl = ", ".join("%s a%d" % (RAW.get(k, "void *"), i) for i, k in enumerate(params))
+    g.append("static CUresult g_%s(%s)" % (name, decl))
+    g.append("{")
+    g.append("    static const unsigned char none[%d];" % max(n for _, _, n in structs))
+    g.append("    unsigned char scratch[%d];" % max([n for _, _, n in written] + [1]))
+    g.append("    uint64_t in[%d], out[%d];" % (nin, max(1, len(outs))))
+    g.append("    in[0] = 0;")
+    for i, k in ptrs:
+        g.append("    if (!a%d)\n        in[0] |= 1ull << %d;" % (i, bit[i]))
+    for j, (i, k) in enumerate(ins):
+        if k in ("f4", "f8"):
+            g.append("    in[%d] = 0;\n    memcpy(&in[%d], &a%d, %s);" % (j + 1, j + 1, i, k[1]))
+        elif k == "h":
+            g.append("    in[%d] = (uint64_t)(uintptr_t)a%d;" % (j + 1, i))
+        else:
+            g.append("    in[%d] = (uint64_t)a%d;" % (j + 1, i))
+    q = ["{ in, sizeof(in) }"] + ["{ a%d ? (void *)a%d : (void *)none, %d }" % (i, i, n) for i, k, n in structs]
+    r = ["{ out, %d }" % (len(outs) * 8)] + ["{ a%d ? (void *)a%d : (void *)scratch, %d }" % (i, i, n)
+                                             for i, k, n in written]
+    g.append("    struct iovec q[%d] = { %s };" % (len(q), ", ".join(q)))
+    g.append("    struct iovec a[%d] = { %s };" % (len(r), ", ".join(r)))
+    g.append("    size_t got = 0;")
+    g.append("    (void)scratch;")
+    g.append("    CUresult r = vgpu_remote_call(%d, q, %d, a, %d, &got);" % (slot, len(q), len(r)))
+    g.append("    if (r == CUDA_SUCCESS && got != %d)\n        return CUDA_ERROR_UNKNOWN;"
+             % (len(outs) * 8 + sum(n for _, _, n in written)))
+    for j, (i, k) in enumerate(outs):
+        size = 8 if k in ("oh", "od") else int(k[1:])
+        g.append("    if (r == CUDA_SUCCESS && a%d)\n        memcpy(a%d, &out[%d], %d);" % (i, i, j, size))
+    g.append("    return r;")
+    g.append("}")
+    g.append("")
+    gtable.append("    [%d] = (void *)g_%s," % (slot, name))
+
+    e.append("static int x_%s(struct vgpu_exec *x, void *fn, const void *req, size_t len)" % name)
+    e.append("{")
+    e.append("    if (len != %d)\n        return vgpu_exec_malformed(\"%s\", len);" % (total, name))
+    e.append("    uint64_t in[%d], out[%d] = { 0 };" % (nin, max(1, len(outs))))
+    e.append("    memcpy(in, req, sizeof(in));")
+    at = nin * 8
+    for i, k, n in structs:
+        e.append("    _Alignas(16) unsigned char s%d[%d];\n    memcpy(s%d, (const char *)req + %d, %d);" % (i, n, i, at, n))
+        at += n
+    ii = {i: j for j, (i, k) in enumerate(ins)}
+    oi = {i: j for j, (i, k) in enumerate(outs)}
+    for i, k in ins:
+        if k == "h":
+            e.append("    if (!vgpu_exec_handle_known(x, in[%d]))\n"
+                     "        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);" % (ii[i] + 1))
+    args = []
+    for i, k in enumerate(params):
+        null = "(in[0] >> %d) & 1 ? NULL : " % bit[i] if i in bit else ""
+        if k[0] == "o":
+            args.append(null + "(void *)&out[%d]" % oi[i])
+        elif k[0] in "bs":
+            args.append(null + "(void *)s%d" % i)
+        elif k in ("f4", "f8"):
+            e.append("    %s v%d;\n    memcpy(&v%d, &in[%d], %s);" % ("float" if k == "f4" else "double", i, i,
+                                                                     ii[i] + 1, k[1]))
+            args.append("v%d" % i)
+        elif k == "h":
+            args.append("(void *)(uintptr_t)in[%d]" % (ii[i] + 1))
+        else:
+            args.append("(%s)in[%d]" % (RAW[k], ii[i] + 1))
+    ftype = "CUresult (*)(%s)" % ", ".join(RAW.get(k, "void *") for k in params)
+    e.append("    CUresult r = ((%s)fn)(%s);" % (ftype, ", ".join(args)))
+    for j, (i, k) in enumerate(outs):
+        if k == "oh":
+            e.append("    if (r == CUDA_SUCCESS && !((in[0] >> %d) & 1))\n"
+                     "        vgpu_exec_handle_add(x, out[%d]);" % (bit[i], j))
+    v = ["{ out, r == CUDA_SUCCESS ? %d : 0 }" % (len(outs) * 8)] + \
+        ["{ s%d, r == CUDA_SUCCESS ? %d : 0 }" % (i, n) for i, k, n in written]
+    e.append("    struct iovec v[%d] = { %s };" % (len(v), ", ".join(v)))
+    e.append("    return vgpu_exec_reply(x, r, v, %d);" % len(v))
+    e.append("}")
+    e.append("")
+    etable.append("    [%d] = { NULL, 0, 0, x_%s, false, %s }," % (slot, name, flag(syncs(name))))
 
 
 def is_async(name, outs):
@@ -113,7 +211,11 @@ def main():
     gtable, etable = [], []
     for slot, name in enumerate(funcs):
         kind, params = abi[name]
-        if kind == "carried":
+        if kind == "carried" and REFUSED.match(name):
+            kind = "refused"
+        if kind == "carried" and any(k[0] in "bs" for k in params):
+            struct_call(g, gtable, e, etable, slot, name, params)
+        elif kind == "carried":
             ins = [(i, k) for i, k in enumerate(params) if not k.startswith("o")]
             outs = [(i, k) for i, k in enumerate(params) if k.startswith("o")]
             decl = ", ".join("%s a%d" % (RAW.get(k, "void *"), i) for i, k in enumerate(params)) or "void"

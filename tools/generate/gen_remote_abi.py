@@ -18,6 +18,11 @@ boundary needs:
   d             a device pointer (CUdeviceptr), by value
   o2 o4 o8      a pointer to one integer or float the call writes (its size;
                 not a char, which is a string or a buffer)
+  bN            a pointer to one struct of plain data (integers, floats, enums,
+                device pointers, arrays of them: no pointer, no handle) the call
+                reads (const), N bytes
+  sN            a pointer to one such struct the call reads and writes (an
+                NVML-style versioned struct, a CUuuid), N bytes
   oh od         a pointer to one handle or device pointer the call writes
 
 A function all of whose parameters are of these kinds, returning CUresult,
@@ -33,6 +38,7 @@ is `absent`.  Output, one line per export, sorted:
   NAME absent
 """
 import argparse
+import copy
 import os
 import shlex
 import subprocess
@@ -74,9 +80,49 @@ def preprocess(cc, header):
 class Types:
     def __init__(self, ast):
         self.typedefs = {}
+        self.records = {}  # struct/union name -> its node with members
+        self.structs = {}  # the C text of each struct type a parameter points to -> whether it is plain data
         for d in ast.ext:
             if isinstance(d, c_ast.Typedef):
                 self.typedefs[d.name] = d.type
+
+        class Records(c_ast.NodeVisitor):
+            def visit_Struct(v, node):
+                if node.name and node.decls is not None:
+                    self.records[("struct", node.name)] = node
+                v.generic_visit(node)
+
+            def visit_Union(v, node):
+                if node.name and node.decls is not None:
+                    self.records[("union", node.name)] = node
+                v.generic_visit(node)
+        Records().visit(ast)
+
+    def record(self, t):
+        """The struct or union (with its members) a type is, or None."""
+        t, _ = self.resolve(t)
+        if not isinstance(t, c_ast.TypeDecl) or not isinstance(t.type, (c_ast.Struct, c_ast.Union)):
+            return None
+        r = t.type
+        if r.decls is None:
+            r = self.records.get(("struct" if isinstance(r, c_ast.Struct) else "union", r.name))
+        return r
+
+    def plain(self, t, depth=0):
+        """Whether a type is plain data: integers, floats, enums, device
+        pointers, and arrays, structs and unions of them; no pointer and no
+        handle, whose values mean something in one process only."""
+        if depth > 16:
+            return False
+        if isinstance(t, c_ast.ArrayDecl):
+            return self.plain(t.type, depth + 1)
+        k = self.kind_by_value(t)
+        if k:
+            return k != "h"
+        r = self.record(t)
+        if r is None or not r.decls:
+            return False
+        return all(self.plain(m.type, depth + 1) for m in r.decls)
 
     def resolve(self, t):
         """Follows typedef names to the type; returns (node, the last typedef name seen)."""
@@ -134,14 +180,44 @@ class Types:
             return k
         if isinstance(t, c_ast.PtrDecl) and not t.quals:
             inner = t.type
+            if self.record(inner) is not None and self.plain(inner):
+                # One struct of plain data: read (const), or read and written.
+                text = GEN.visit(c_ast.Typename(None, [], None, strip_quals(inner)))
+                self.structs[text] = True
+                return ("b:" if "const" in inner.quals else "s:") + text
             if isinstance(inner, c_ast.TypeDecl) and "const" in inner.quals:
-                return None  # an input through a pointer: an array, or a struct
+                return None  # an input through a pointer: an array, a string
             k = self.kind_by_value(inner)
             if k and k[0] in "ifd":
                 return "o" + (k[1:] if k[0] in "if" else "d")
             if k == "h":
                 return "oh"
         return None
+
+
+def strip_quals(t):
+    t = copy.deepcopy(t)
+    if isinstance(t, c_ast.TypeDecl):
+        t.quals = []
+        t.declname = None
+    return t
+
+
+def sizes(cc, cuda_h, types):
+    """sizeof of each struct type text, from a program compiled against cuda_h."""
+    if not types:
+        return {}
+    with tempfile.TemporaryDirectory() as d:
+        src = os.path.join(d, "sizes.c")
+        with open(src, "w") as f:
+            f.write("#include <stdio.h>\n#include \"%s\"\nint main(void)\n{\n" % os.path.abspath(cuda_h))
+            for t in types:
+                f.write('    printf("%%zu\\n", sizeof(%s));\n' % t)
+            f.write("    return 0;\n}\n")
+        exe = os.path.join(d, "sizes")
+        subprocess.run(shlex.split(cc) + ["-D__CUDA_API_VERSION_INTERNAL", src, "-o", exe], check=True)
+        out = subprocess.run([exe], check=True, stdout=subprocess.PIPE, text=True).stdout.split()
+    return dict(zip(types, (int(x) for x in out)))
 
 
 def array_like(params, kinds):
@@ -153,7 +229,7 @@ def array_like(params, kinds):
     def counts(name):
         n = (name or "").lower()
         return n.startswith("num") or n in ("count", "buffersize", "size") or n.endswith("count")
-    outs = [(p, k) for p, k in zip(params, kinds) if k and k.startswith("o")]
+    outs = [(p, k) for p, k in zip(params, kinds) if k and k[0] in "osb"]
     if any(k == "o1" for _, k in outs):
         return True
     values = [p for p, k in outs if not counts(p.name)]
@@ -201,12 +277,20 @@ def main():
         if (fd.type.type.names == ["CUresult"] if isinstance(fd.type, c_ast.TypeDecl)
                 and isinstance(fd.type.type, c_ast.IdentifierType) else False) and all(kinds) \
                 and not any(isinstance(p, c_ast.EllipsisParam) for p in (fd.args.params if fd.args else [])):
-            out.append("%s carried%s" % (name, "".join(" " + k for k in kinds)))
+            out.append((name, kinds))
             counts["carried"] += 1
         else:
             out.append("%s manual %s" % (name, " ".join(GEN.visit(d).split())))
             counts["manual"] += 1
-    sys.stdout.write("\n".join(out) + "\n")
+    size = sizes(a.cc, a.cuda_h, sorted(types.structs))
+    lines = []
+    for o in out:
+        if isinstance(o, tuple):
+            name, kinds = o
+            kinds = [k[0] + str(size[k[2:]]) if k[0] in "bs" and k[1] == ":" else k for k in kinds]
+            o = "%s carried%s" % (name, "".join(" " + k for k in kinds))
+        lines.append(o)
+    sys.stdout.write("\n".join(lines) + "\n")
     sys.stderr.write("gen_remote_abi: %d carried, %d manual, %d absent\n"
                      % (counts["carried"], counts["manual"], counts["absent"]))
 
