@@ -7,7 +7,6 @@
 #include "forwarder/remote/wire.h"
 #include "vgpu_backend/contract/protocol/mediator_client.h"
 #include "vgpu_backend/contract/protocol/protocol.h"
-#include "vgpu_remote_cuda.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -113,7 +112,7 @@ static int connect_locked(void)
     int s = strcmp(vgpu_remote_where(), "mediator") == 0 ? ask_mediator(path) : connect_executor(path);
     if (s < 0)
         return -2;
-    uint64_t hello[2] = { VGPU_REMOTE_ABI_HASH, (uint64_t)getpid() };
+    uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
     struct iovec v = { hello, sizeof(hello) };
     struct vgpu_remote_hdr h;
     if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
@@ -122,10 +121,10 @@ static int connect_locked(void)
         close(s);
         return -2;
     }
-    if (h.call != CUDA_SUCCESS) {
+    if (h.call != 0) {
         vgpu_error("remote GPU: the executor at %s speaks another version of the driver's ABI (this guest's "
                    "is %016llx): use the same vgpu build on both sides",
-                   path, (unsigned long long)VGPU_REMOTE_ABI_HASH);
+                   path, (unsigned long long)vgpu_remote_library.hash);
         close(s);
         return -2;
     }
@@ -134,23 +133,23 @@ static int connect_locked(void)
 }
 
 /* Under lock: the connection broke mid-call; every later call fails. */
-static CUresult broken(const char *what)
+static int broken(const char *what)
 {
     vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later CUDA call fails",
                vgpu_remote_where(), what, errno ? strerror(errno) : "end of file");
     close(fd);
     fd = -2;
-    return CUDA_ERROR_DEVICE_UNAVAILABLE;
+    return vgpu_remote_library.unavailable;
 }
 
-CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
-                          size_t *got)
+int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
+                     size_t *got)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     if (fd == -1)
         fd = connect_locked();
-    CUresult r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    int r = vgpu_remote_library.unavailable;
     struct vgpu_remote_hdr h;
     if (fd < 0)
         goto out;
@@ -178,50 +177,50 @@ CUresult vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, cons
         r = broken("a reply longer than the call's");
         goto out;
     }
-    r = (CUresult)h.call;
+    r = (int)h.call;
 out:
     pthread_mutex_unlock(&lock);
     return r;
 }
 
-CUresult vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
+int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
     if (fd == -1)
         fd = connect_locked();
-    CUresult r = CUDA_ERROR_DEVICE_UNAVAILABLE;
+    int r = vgpu_remote_library.unavailable;
     if (fd >= 0)
-        r = vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? CUDA_SUCCESS
-                                                                                          : broken("sending");
+        r = vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? 0 : broken("sending");
     pthread_mutex_unlock(&lock);
     return r;
 }
 
-CUresult vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin)
+int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin)
 {
     struct iovec q = { (void *)in, nin * sizeof(uint64_t) };
     return vgpu_remote_send(slot, &q, 1);
 }
 
-CUresult vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint64_t *out, unsigned nout)
+int vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint64_t *out, unsigned nout)
 {
     struct iovec q = { (void *)in, nin * sizeof(uint64_t) }, a = { out, nout * sizeof(uint64_t) };
     size_t got = 0;
-    CUresult r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
-    if (r == CUDA_SUCCESS && got != nout * sizeof(uint64_t))
-        return CUDA_ERROR_UNKNOWN;
+    int r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+    if (r == 0 && got != nout * sizeof(uint64_t))
+        return vgpu_remote_library.unknown;
     return r;
 }
 
 /* Which slots were refused already, to log each once.  Owned by this file. */
-static unsigned char refused[VGPU_REMOTE_CUDA_COUNT];
+static unsigned char refused[2048];
 
-CUresult vgpu_remote_refuse(unsigned slot)
+int vgpu_remote_refuse(unsigned slot)
 {
-    if (slot < VGPU_REMOTE_CUDA_COUNT && !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
-        vgpu_warn("remote GPU: %s is not carried to the host yet: it returns CUDA_ERROR_NOT_SUPPORTED "
+    if (slot < vgpu_remote_library.count && slot < sizeof(refused) &&
+        !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
+        vgpu_warn("remote GPU: %s is not carried to the host yet: it is refused as not supported "
                   "(docs/remote.md)",
-                  vgpu_cuda.names[slot]);
-    return CUDA_ERROR_NOT_SUPPORTED;
+                  vgpu_remote_library.dispatch->names[slot]);
+    return vgpu_remote_library.not_supported;
 }

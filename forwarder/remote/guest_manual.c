@@ -75,15 +75,6 @@ CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr)
     return error_text(SLOT(cuGetErrorString), error, pStr);
 }
 
-CUresult vgpu_remote_guest_cuDeviceGetName(char *name, int len, CUdevice dev)
-{
-    if (!name || len <= 0)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t w[2] = { (uint64_t)(uint32_t)len, (uint64_t)(uint32_t)dev };
-    struct iovec q = { w, sizeof(w) }, a = { name, (size_t)len };
-    return vgpu_remote_call(SLOT(cuDeviceGetName), &q, 1, &a, 1, NULL);
-}
-
 /* How long a module image is: a fatbin says it in its header, an ELF cubin
  * in its section table (which ends it), and PTX is text that ends at its
  * NUL.  0: longer than a message may be. */

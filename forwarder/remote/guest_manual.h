@@ -6,7 +6,6 @@
 
 CUresult vgpu_remote_guest_cuGetErrorName(CUresult error, const char **pStr);
 CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr);
-CUresult vgpu_remote_guest_cuDeviceGetName(char *name, int len, CUdevice dev);
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image);
 CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 CUresult vgpu_remote_guest_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);

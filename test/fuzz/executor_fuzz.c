@@ -3,7 +3,8 @@
  * (tools/executor/serve.c, exec_manual.c and the generated dispatchers), as
  * a hostile guest meets it.  The input is a run of messages, each a header
  * (its call taken modulo the slots, its length cut to what is left) and its
- * payload, served one after another against a driver whose every entry
+ * payload, served one after another, for CUDA or NVML as the first byte
+ * says, against a driver whose every entry
  * point succeeds and writes nothing, until one breaks the protocol.  What
  * the executor reads of a message (lengths, handles, a launch's parameters,
  * names, images) must stay within it whatever the bytes say.  Built with
@@ -18,9 +19,9 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-static CUresult succeed(void)
+static int succeed(void)
 {
-    return CUDA_SUCCESS;
+    return 0;
 }
 
 /* The executor's replies go to a socket pair whose other end is emptied
@@ -53,9 +54,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         sink = sv[0];
         drain = sv[1];
     }
-    struct vgpu_exec x = { .fd = sink };
-    for (unsigned i = 0; i < VGPU_REMOTE_CUDA_COUNT; i++)
-        x.fn[i] = (void *)succeed;
+    /* The first byte picks the library. */
+    if (size < 1)
+        return 0;
+    const struct vgpu_exec_library *lib = data[0] & 1 ? &vgpu_exec_nvml : &vgpu_exec_cuda;
+    data++;
+    size--;
+    void *fn[2048];
+    for (unsigned i = 0; i < lib->count && i < 2048; i++)
+        fn[i] = (void *)succeed;
+    struct vgpu_exec x = { .fd = sink, .lib = lib, .fn = fn };
     /* Handles the guest was given: some inputs name them. */
     for (uint64_t h = 0x1000; h < 0x1010; h++)
         vgpu_exec_handle_add(&x, h);
@@ -67,7 +75,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h.magic = VGPU_REMOTE_MAGIC;
         h.version = VGPU_REMOTE_VERSION;
         h.type = VGPU_REMOTE_CALL;
-        h.call %= VGPU_REMOTE_CUDA_COUNT;
+        h.call %= lib->count;
         h.flags &= VGPU_REMOTE_ASYNC;
         if (h.len > size)
             h.len = size;

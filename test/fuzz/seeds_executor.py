@@ -1,6 +1,7 @@
 """Writes a seed corpus for executor_fuzz: runs of well-formed remote calls
 (a carried call's words, a module image, a function's name, copies, a
-launch with its parameters), each message a 24-byte header and its payload.
+launch with its parameters), each message a 24-byte header and its payload,
+after a first byte that picks the library (0: CUDA).
 Usage: seeds_executor.py DIR ABI SYMBOLS (forwarder/remote/cuda.remote,
 interpose/cuda.symbols: the slots)."""
 import os
@@ -46,4 +47,4 @@ seeds = {
 }
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
-        f.write(data)
+        f.write(b"\0" + data)  # the first byte picks CUDA

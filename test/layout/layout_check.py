@@ -25,8 +25,9 @@ import sys
 MAX_FLAT = 16
 SOURCE_EXT = ('.c', '.h', '.S', '.py', '.sh', '.go')
 SKIP_DIRS = {'.git', 'docs', 'shared'}
-# Generated tables and stubs: data that names every hook, not calls.
-GENERATED = re.compile(r'vgpu_(cuda|nvml)_(table\.c|dispatch\.S)$')
+# Generated tables and stubs: data that names every hook (the remote
+# drivers': every stub, and their library's description), not calls.
+GENERATED = re.compile(r'vgpu_(cuda|nvml)_(table\.c|dispatch\.S)$|vgpu_remote_(cuda|nvml)_(guest|exec)\.c$')
 # Symbols whose address is taken, never called, by the files that name
 # them: the dlopen thunks, which interpose/rebind.c writes into other
 # objects' GOTs (the thunks call the C that decides, not the other way).

@@ -202,6 +202,25 @@ launch-errors-come-back-at-the-next-synchronize)
     done
     ;;
 
+nvml-through-an-executor-matches-a-local-run)
+    # NVML through an executor under a 1 GiB vGPU: the same devices, names,
+    # UUIDs, PCI bus ids and driver version as a local NVML under the same
+    # vGPU, its memory the vGPU's; a handle it was never given is refused
+    # (NVML_ERROR_INVALID_ARGUMENT, 2).
+    nvml_client=$build/test/remote/remote_nvml_client
+    env VGPU_BAR0="$tmp/local.bar0" VGPU_MEMORY_LIMIT=1G "$nvml_client" >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor VGPU_MEMORY_LIMIT=1G
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload $build/libvgpu-nvml.so" VGPU_REMOTE="$tmp/sock" "$nvml_client" forged \
+        >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    grep -v "^forged" "$tmp/remote.out" | diff "$tmp/local.out" - >"$tmp/diff.out" ||
+        fail "NVML through the executor differs from a local run"
+    grep -q "memory 0 total 1073741824" "$tmp/remote.out" || fail "NVML did not show the vGPU's 1 GiB"
+    grep -qx "forged handle: 2" "$tmp/remote.out" || fail "a forged device handle was not refused"
+    grep -q "forwarding to the remote NVML library" "$tmp/remote.err" || fail "NVML did not say it is remote"
+    ;;
+
 quota-holds-for-a-guest)
     # The executor's vGPU has a quota of 1 GiB: the guest is refused past it.
     executor VGPU_MEMORY_LIMIT=1G

@@ -27,7 +27,7 @@ static int error_text(struct vgpu_exec *x, void *fn, const void *req, size_t len
     if (len != 8)
         return vgpu_exec_malformed(call, len);
     const char *s = NULL;
-    CUresult r = ((CUresult(*)(CUresult, const char **))fn)((CUresult)word(req, 0), &s);
+    int r = ((CUresult(*)(CUresult, const char **))fn)((CUresult)word(req, 0), &s);
     struct iovec v = { (void *)s, r == CUDA_SUCCESS && s ? strnlen(s, 511) : 0 };
     return vgpu_exec_reply(x, r, &v, 1);
 }
@@ -40,18 +40,6 @@ int vgpu_exec_cuGetErrorName(struct vgpu_exec *x, void *fn, const void *req, siz
 int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     return error_text(x, fn, req, len, "cuGetErrorString");
-}
-
-int vgpu_exec_cuDeviceGetName(struct vgpu_exec *x, void *fn, const void *req, size_t len)
-{
-    if (len != 16)
-        return vgpu_exec_malformed("cuDeviceGetName", len);
-    char name[256] = { 0 };
-    uint64_t want = word(req, 0);
-    int n = want < sizeof(name) ? (int)want : (int)sizeof(name);
-    CUresult r = ((CUresult(*)(char *, int, CUdevice))fn)(name, n, (CUdevice)word(req, 1));
-    struct iovec v = { name, r == CUDA_SUCCESS ? (size_t)n : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
 }
 
 /* A handle the call returns: given to the guest, and replied. */
@@ -75,7 +63,7 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
     memcpy(image, (const char *)req + 8, len - 8);
     image[len - 8] = 0;
     CUmodule m = NULL;
-    CUresult r = ((CUresult(*)(CUmodule *, const void *))fn)(&m, image);
+    int r = ((CUresult(*)(CUmodule *, const void *))fn)(&m, image);
     free(image);
     return reply_handle(x, r, (uint64_t)(uintptr_t)m);
 }
@@ -91,7 +79,7 @@ int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req
     memcpy(name, (const char *)req + 8, len - 8);
     name[len - 8] = 0;
     CUfunction f = NULL;
-    CUresult r = ((CUresult(*)(CUfunction *, CUmodule, const char *))fn)(&f, (CUmodule)(uintptr_t)mod, name);
+    int r = ((CUresult(*)(CUfunction *, CUmodule, const char *))fn)(&f, (CUmodule)(uintptr_t)mod, name);
     return reply_handle(x, r, (uint64_t)(uintptr_t)f);
 }
 
@@ -99,7 +87,7 @@ int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, si
 {
     if (len < 16 || word(req, 1) != len - 16)
         return vgpu_exec_malformed("cuMemcpyHtoD_v2", len);
-    CUresult r = ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(word(req, 0), (const char *)req + 16, len - 16);
+    int r = ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(word(req, 0), (const char *)req + 16, len - 16);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
@@ -111,7 +99,7 @@ int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, si
     void *buf = malloc(n ? n : 1);
     if (!buf)
         return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
-    CUresult r = ((CUresult(*)(void *, CUdeviceptr, size_t))fn)(buf, word(req, 0), n);
+    int r = ((CUresult(*)(void *, CUdeviceptr, size_t))fn)(buf, word(req, 0), n);
     struct iovec v = { buf, r == CUDA_SUCCESS ? n : 0 };
     int sent = vgpu_exec_reply(x, r, &v, 1);
     free(buf);
@@ -140,11 +128,11 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
     uint64_t f = word(req, 0), stream = word(req, 8);
     if (!f || !vgpu_exec_handle_known(x, f) || !vgpu_exec_handle_known(x, stream))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
-    CUresult r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
-                               CUstream, void **, void **))fn)(
-        (CUfunction)(uintptr_t)f, (unsigned)word(req, 1), (unsigned)word(req, 2), (unsigned)word(req, 3),
-        (unsigned)word(req, 4), (unsigned)word(req, 5), (unsigned)word(req, 6), (unsigned)word(req, 7),
-        (CUstream)(uintptr_t)stream, params, NULL);
+    int r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                          void **, void **))fn)((CUfunction)(uintptr_t)f, (unsigned)word(req, 1),
+                                                (unsigned)word(req, 2), (unsigned)word(req, 3), (unsigned)word(req, 4),
+                                                (unsigned)word(req, 5), (unsigned)word(req, 6), (unsigned)word(req, 7),
+                                                (CUstream)(uintptr_t)stream, params, NULL);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 

@@ -3,9 +3,10 @@
 
 #include "tools/executor/executor.h"
 
+#include <cuda.h>
+
 int vgpu_exec_cuGetErrorName(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, size_t len);
-int vgpu_exec_cuDeviceGetName(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);

@@ -1,15 +1,14 @@
 /*
  * The executor: the host's side of a remote GPU (docs/remote.md).  It
- * serves one guest process over one connection, calling the host's driver
- * (vgpu's own, when it runs under vgpu, so the vGPU's quota and share hold)
- * for it, and trusts nothing the guest sends: every handle is checked
- * against those it gave this guest, every length is bounded.
+ * serves one guest process's library (CUDA or NVML, as its HELLO says) over
+ * one connection, calling the host's library (vgpu's own, when it runs
+ * under vgpu, so the vGPU's quota and share hold) for it, and trusts
+ * nothing the guest sends: every handle is checked against those it gave
+ * this guest, every length is bounded.  Codes are the library's (CUresult,
+ * nvmlReturn_t), 0 for success.
  */
 #pragma once
 
-#include "vgpu_remote_cuda.h"
-
-#include <cuda.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -19,31 +18,44 @@
  * connection is to close. */
 #define VGPU_EXEC_CLOSE (-2)
 
-/* One guest's state, owned by its executor process. */
-struct vgpu_exec {
-    int fd;                           /* the guest's connection */
-    void *driver;                     /* dlopen("libcuda.so.1") */
-    void *fn[VGPU_REMOTE_CUDA_COUNT]; /* the driver's function of each slot, looked up at first use */
-    uint64_t *handles;                /* the handles given to this guest: an open-addressing set */
-    size_t handles_cap, handles_used;
-    bool async;        /* the call being served came VGPU_REMOTE_ASYNC: no reply */
-    bool sync;         /* the call being served synchronizes: it returns a deferred error */
-    CUresult deferred; /* the first error of an asynchronous call since the last synchronizing one */
-};
+struct vgpu_exec;
 
 /* How the executor serves a slot: a generated call of words (nin words
- * in, nout back), or a manual one that reads its own request and replies
- * itself (returning -1 when the connection is to be closed). */
+ * in, nout back, returning the call's code), or one that reads its own
+ * request and replies itself (returning 0, -1 when the reply could not be
+ * sent, or VGPU_EXEC_CLOSE). */
 struct vgpu_exec_call {
-    CUresult (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
+    int (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
     unsigned nin, nout;
     int (*manual)(struct vgpu_exec *x, void *fn, const void *req, size_t len);
     bool async; /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
     bool sync;  /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
 };
 
-extern const char *const vgpu_exec_cuda_names[VGPU_REMOTE_CUDA_COUNT];
-extern const struct vgpu_exec_call vgpu_exec_cuda_table[VGPU_REMOTE_CUDA_COUNT];
+/* One library as the executor serves it (generated, tools/generate/gen_remote.py). */
+struct vgpu_exec_library {
+    unsigned id;                        /* as HELLO names it: 0 CUDA, 1 NVML */
+    uint64_t hash;                      /* the ABI's, which the guest's must equal */
+    const char *driver;                 /* the library to load: libcuda.so.1, libnvidia-ml.so.1 */
+    const char *const *names;           /* each slot's */
+    const struct vgpu_exec_call *table; /* each slot's handler (none: refused) */
+    unsigned count;
+    int bad_handle, not_supported, not_found; /* its codes */
+};
+extern const struct vgpu_exec_library vgpu_exec_cuda, vgpu_exec_nvml;
+
+/* One guest's state, owned by its executor process. */
+struct vgpu_exec {
+    int fd;                              /* the guest's connection */
+    const struct vgpu_exec_library *lib; /* the library it drives */
+    void *driver;                        /* dlopen(lib->driver) */
+    void **fn;                           /* the driver's function of each slot, looked up at first use */
+    uint64_t *handles;                   /* the handles given to this guest: an open-addressing set */
+    size_t handles_cap, handles_used;
+    bool async;   /* the call being served came VGPU_REMOTE_ASYNC: no reply */
+    bool sync;    /* the call being served synchronizes: it returns a deferred error */
+    int deferred; /* the first error of an asynchronous call since the last synchronizing one */
+};
 
 /* Whether h is a handle this guest was given (0 and the default streams'
  * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD always are: the driver checks
@@ -59,7 +71,7 @@ int vgpu_exec_malformed(const char *call, size_t len);
 /* Replies r with the iovecs as payload; 0, or -1 (the guest is gone).  To
  * an asynchronous call, nothing: an error is kept for the next
  * synchronizing call's reply, which carries it instead of its own success. */
-int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, int n);
+int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n);
 
 /* One call, its header read and checked (vgpu_wire_read_hdr) and its
  * payload read: served and replied to.  0; -1 when the reply could not be

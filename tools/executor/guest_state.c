@@ -70,16 +70,16 @@ void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h)
         }
 }
 
-int vgpu_exec_reply(struct vgpu_exec *x, CUresult r, const struct iovec *iov, int n)
+int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
 {
     if (x->async) { /* no reply: the first error waits for the next synchronizing call */
-        if (r != CUDA_SUCCESS && x->deferred == CUDA_SUCCESS)
+        if (r != 0 && x->deferred == 0)
             x->deferred = r;
         return 0;
     }
-    if (x->sync && r == CUDA_SUCCESS && x->deferred != CUDA_SUCCESS) {
+    if (x->sync && r == 0 && x->deferred != 0) {
         r = x->deferred;
-        x->deferred = CUDA_SUCCESS;
+        x->deferred = 0;
         n = 0; /* an error carries nothing back */
     }
     return vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);

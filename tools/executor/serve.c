@@ -16,42 +16,54 @@
 static void *function_of(struct vgpu_exec *x, unsigned slot)
 {
     if (!x->fn[slot])
-        x->fn[slot] = dlsym(x->driver, vgpu_exec_cuda_names[slot]);
+        x->fn[slot] = dlsym(x->driver, x->lib->names[slot]);
     return x->fn[slot];
 }
 
+/* The guest's HELLO: which library it drives, at which ABI; that library
+ * loaded.  0, or -1 having said why. */
 static int hello(struct vgpu_exec *x)
 {
     struct vgpu_remote_hdr h;
-    uint64_t words[2];
+    uint64_t words[3];
     if (vgpu_wire_read_hdr(x->fd, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) ||
         vgpu_wire_read(x->fd, words, sizeof(words)) != 0) {
         vgpu_error("executor: the guest did not say hello: closing");
         return -1;
     }
-    if (words[0] != VGPU_REMOTE_ABI_HASH) {
-        vgpu_error("executor: guest %llu speaks another version of the driver's ABI (%016llx, this executor's "
-                   "%016llx): refused",
-                   (unsigned long long)words[1], (unsigned long long)words[0],
-                   (unsigned long long)VGPU_REMOTE_ABI_HASH);
-        vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
+    const struct vgpu_exec_library *lib = words[2] == vgpu_exec_cuda.id   ? &vgpu_exec_cuda
+                                          : words[2] == vgpu_exec_nvml.id ? &vgpu_exec_nvml
+                                                                          : NULL;
+    if (!lib || words[0] != lib->hash) {
+        vgpu_error("executor: guest %llu speaks another version of the remote ABI (library %llu, %016llx): "
+                   "refused; guest and executor must come from one vgpu build",
+                   (unsigned long long)words[1], (unsigned long long)words[2], (unsigned long long)words[0]);
+        vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, lib ? (uint32_t)lib->not_supported : 1u, 0, NULL, 0);
         return -1;
     }
-    vgpu_info("executor: serving guest process %llu", (unsigned long long)words[1]);
-    return vgpu_exec_reply(x, CUDA_SUCCESS, NULL, 0);
+    x->lib = lib;
+    x->fn = calloc(lib->count, sizeof(*x->fn));
+    x->driver = x->fn ? dlopen(lib->driver, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    if (!x->driver) {
+        vgpu_error("executor: cannot load %s for guest %llu: %s", lib->driver, (unsigned long long)words[1],
+                   x->fn ? dlerror() : "out of memory");
+        vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
+        return -1;
+    }
+    vgpu_info("executor: serving guest process %llu (%s)", (unsigned long long)words[1], lib->driver);
+    return vgpu_exec_reply(x, 0, NULL, 0);
 }
 
 int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload)
 {
-    if (h->type != VGPU_REMOTE_CALL || h->call >= VGPU_REMOTE_CUDA_COUNT) {
+    if (h->type != VGPU_REMOTE_CALL || h->call >= x->lib->count) {
         vgpu_error("executor: a message that is not a call of the driver (type %u, call %u): closing",
                    (unsigned)h->type, (unsigned)h->call);
         return VGPU_EXEC_CLOSE;
     }
-    const struct vgpu_exec_call *c = &vgpu_exec_cuda_table[h->call];
+    const struct vgpu_exec_call *c = &x->lib->table[h->call];
     if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async) {
-        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing",
-                   vgpu_exec_cuda_names[h->call]);
+        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", x->lib->names[h->call]);
         return VGPU_EXEC_CLOSE;
     }
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
@@ -59,20 +71,20 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
     void *fn = function_of(x, h->call);
     int sent;
     if (!c->words && !c->manual) {
-        sent = vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
+        sent = vgpu_exec_reply(x, x->lib->not_supported, NULL, 0);
     } else if (!fn) {
-        sent = vgpu_exec_reply(x, CUDA_ERROR_NOT_FOUND, NULL, 0);
+        sent = vgpu_exec_reply(x, x->lib->not_found, NULL, 0);
     } else if (c->manual) {
         sent = c->manual(x, fn, payload, h->len);
     } else {
         if (h->len != c->nin * sizeof(uint64_t)) {
-            vgpu_error("executor: %s with %llu bytes of arguments, not %u: closing", vgpu_exec_cuda_names[h->call],
+            vgpu_error("executor: %s with %llu bytes of arguments, not %u: closing", x->lib->names[h->call],
                        (unsigned long long)h->len, c->nin * 8);
             return VGPU_EXEC_CLOSE;
         }
         uint64_t out[8] = { 0 };
-        CUresult r = c->words(x, fn, payload, out);
-        struct iovec v = { out, r == CUDA_SUCCESS ? c->nout * sizeof(uint64_t) : 0 };
+        int r = c->words(x, fn, payload, out);
+        struct iovec v = { out, r == 0 ? c->nout * sizeof(uint64_t) : 0 };
         sent = vgpu_exec_reply(x, r, &v, 1);
     }
     return sent;
@@ -85,11 +97,6 @@ int vgpu_exec_serve(int fd)
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK))
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    x.driver = dlopen("libcuda.so.1", RTLD_NOW | RTLD_GLOBAL);
-    if (!x.driver) {
-        vgpu_error("executor: cannot load the CUDA driver (libcuda.so.1): %s", dlerror());
-        return 1;
-    }
     if (hello(&x) != 0)
         return 1;
     void *buf = NULL;

@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
-"""Write the remote driver's ABI description from a toolkit's cuda.h.
+"""Write the remote driver's ABI description from a toolkit's cuda.h or nvml.h.
 
-    gen_remote_abi.py --cc CC --cuda-h /usr/local/cuda/include/cuda.h \
+    gen_remote_abi.py --cc CC --header /usr/local/cuda/include/cuda.h \
         --symbols interpose/cuda.symbols > forwarder/remote/cuda.remote
+    gen_remote_abi.py --cc CC --lib nvml --header .../nvml.h \
+        --symbols interpose/nvml.symbols > forwarder/remote/nvml.remote
 
-For every function libcuda.so.1 exports (the committed symbol list) it finds
-the prototype cuda.h declares under that exact name (read with
--D__CUDA_API_VERSION_INTERNAL, so the versioned and per-thread names are
-distinct functions) and classifies each parameter by what crossing a process
-boundary needs:
+For every function the library exports (the committed symbol list) it finds
+the prototype the header declares under that exact name (read with
+-D__CUDA_API_VERSION_INTERNAL, or NVML_NO_UNVERSIONED_FUNC_DEFS, so that
+versioned names are distinct functions) and classifies each parameter by
+what crossing a process boundary needs:
 
   i1 i2 i4 i8   an integer or enum, passed by value (its size)
   f4 f8         a float or double, by value
@@ -23,9 +25,12 @@ boundary needs:
                 reads (const), N bytes
   sN            a pointer to one such struct the call reads and writes (an
                 NVML-style versioned struct, a CUuuid), N bytes
+  t             a char buffer the call writes, whose size is the integer
+                parameter right after it (a name, a UUID, a version string)
   oh od         a pointer to one handle or device pointer the call writes
 
-A function all of whose parameters are of these kinds, returning CUresult,
+A function all of whose parameters are of these kinds, returning CUresult
+(nvmlReturn_t),
 is `carried`: tools/generate/gen_remote.py writes its guest stub and its
 executor dispatcher.  Any other parameter (a string, an array, a struct, a
 host pointer, a callback) makes the function `manual`: carried by hand-written
@@ -40,6 +45,7 @@ is `absent`.  Output, one line per export, sorted:
 import argparse
 import copy
 import os
+import re
 import shlex
 import subprocess
 import sys
@@ -67,13 +73,21 @@ BASE_SIZES = {"char": 1, "signed char": 1, "unsigned char": 1, "short": 2, "unsi
 GEN = c_generator.CGenerator()
 
 
-def preprocess(cc, header):
+# What each library's header needs defined to declare every exported name
+# under its own name, and the type its calls return.
+LIBS = {
+    "cuda": {"define": "-D__CUDA_API_VERSION_INTERNAL", "result": "CUresult"},
+    "nvml": {"define": "-DNVML_NO_UNVERSIONED_FUNC_DEFS", "result": "nvmlReturn_t"},
+}
+
+
+def preprocess(cc, header, define):
     with tempfile.TemporaryDirectory() as stubs:
         for name, text in STUBS.items():
             with open(os.path.join(stubs, name), "w") as f:
                 f.write(text)
         cmd = shlex.split(cc) + ["-E", "-P", "-nostdinc", "-I", stubs, "-U__cplusplus",
-                                 "-D__CUDA_API_VERSION_INTERNAL", "-D__attribute__(x)=", "-D_Alignas(x)=", header]
+                                 define, "-D__attribute__(x)=", "-D_Alignas(x)=", header]
         return subprocess.run(cmd, check=True, stdout=subprocess.PIPE, text=True).stdout
 
 
@@ -203,21 +217,25 @@ def strip_quals(t):
     return t
 
 
-def sizes(cc, cuda_h, types):
-    """sizeof of each struct type text, from a program compiled against cuda_h."""
+def sizes(cc, header, define, types):
+    """sizeof of each struct type text, from a program compiled against header."""
     if not types:
         return {}
     with tempfile.TemporaryDirectory() as d:
         src = os.path.join(d, "sizes.c")
         with open(src, "w") as f:
-            f.write("#include <stdio.h>\n#include \"%s\"\nint main(void)\n{\n" % os.path.abspath(cuda_h))
+            f.write("#include <stdio.h>\n#include \"%s\"\nint main(void)\n{\n" % os.path.abspath(header))
             for t in types:
                 f.write('    printf("%%zu\\n", sizeof(%s));\n' % t)
             f.write("    return 0;\n}\n")
         exe = os.path.join(d, "sizes")
-        subprocess.run(shlex.split(cc) + ["-D__CUDA_API_VERSION_INTERNAL", src, "-o", exe], check=True)
+        subprocess.run(shlex.split(cc) + [define, src, "-o", exe], check=True)
         out = subprocess.run([exe], check=True, stdout=subprocess.PIPE, text=True).stdout.split()
     return dict(zip(types, (int(x) for x in out)))
+
+
+# The name of a char buffer's size parameter.
+BUFFER_SIZE = re.compile(r"^(len|length|size|bufferSize|nameLength|bufSize)$")
 
 
 def array_like(params, kinds):
@@ -239,11 +257,13 @@ def array_like(params, kinds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--cc", default="cc")
-    ap.add_argument("--cuda-h", required=True)
+    ap.add_argument("--header", required=True, help="the toolkit's cuda.h, or nvml.h")
+    ap.add_argument("--lib", choices=sorted(LIBS), default="cuda")
     ap.add_argument("--symbols", required=True)
     a = ap.parse_args()
-    text = preprocess(a.cc, a.cuda_h)
-    ast = c_parser.CParser().parse(text, a.cuda_h)
+    lib = LIBS[a.lib]
+    text = preprocess(a.cc, a.header, lib["define"])
+    ast = c_parser.CParser().parse(text, a.header)
     types = Types(ast)
     protos = {}
     for d in ast.ext:
@@ -255,8 +275,8 @@ def main():
             line = line.split("#", 1)[0].split()
             if len(line) == 2 and line[1] == "func":
                 exports.append(line[0])
-    out = ["# Generated by tools/generate/gen_remote_abi.py from %s (CUDA %s): do not edit."
-           % (os.path.basename(a.cuda_h), cuda_version(a.cc, a.cuda_h)),
+    out = ["# Generated by tools/generate/gen_remote_abi.py from %s (%s): do not edit."
+           % (os.path.basename(a.header), header_version(a.cc, a.header)),
            "# NAME carried KIND... | NAME manual PROTOTYPE | NAME absent (see the generator's docstring)"]
     counts = {"carried": 0, "manual": 0, "absent": 0}
     for name in sorted(exports):
@@ -271,10 +291,13 @@ def main():
         if len(params) == 1 and GEN.visit(params[0].type) == "void":
             params = []
         kinds = [types.kind(p.type) for p in params]
+        for i in range(len(params) - 1):
+            if kinds[i] == "o1" and kinds[i + 1] in ("i4", "i8") and BUFFER_SIZE.match(params[i + 1].name or ""):
+                kinds[i] = "t"
         if array_like(params, kinds):
             kinds.append(None)
         _, rname = types.resolve(fd.type)
-        if (fd.type.type.names == ["CUresult"] if isinstance(fd.type, c_ast.TypeDecl)
+        if (fd.type.type.names == [lib["result"]] if isinstance(fd.type, c_ast.TypeDecl)
                 and isinstance(fd.type.type, c_ast.IdentifierType) else False) and all(kinds) \
                 and not any(isinstance(p, c_ast.EllipsisParam) for p in (fd.args.params if fd.args else [])):
             out.append((name, kinds))
@@ -282,7 +305,7 @@ def main():
         else:
             out.append("%s manual %s" % (name, " ".join(GEN.visit(d).split())))
             counts["manual"] += 1
-    size = sizes(a.cc, a.cuda_h, sorted(types.structs))
+    size = sizes(a.cc, a.header, lib["define"], sorted(types.structs))
     lines = []
     for o in out:
         if isinstance(o, tuple):
@@ -295,12 +318,13 @@ def main():
                      % (counts["carried"], counts["manual"], counts["absent"]))
 
 
-def cuda_version(cc, header):
+def header_version(cc, header):
     r = subprocess.run(shlex.split(cc) + ["-E", "-dM", header], stdout=subprocess.PIPE, text=True,
                        stderr=subprocess.DEVNULL)
     for line in r.stdout.splitlines():
-        if line.startswith("#define CUDA_VERSION "):
-            return line.split()[2]
+        p = line.split()
+        if len(p) >= 3 and p[1] in ("CUDA_VERSION", "NVML_API_VERSION"):
+            return "%s %s" % (p[1], p[2])
     return "?"
 
 

@@ -6,11 +6,12 @@
 # GPU-bound rate is at least 90% of a local run's; it gets 4 GiB and is
 # refused 16 GiB; forged handles are refused; it maps no driver.  Prints the
 # launch-bound rate beside the local one.  Prints "ok ..." or "FAIL ..." lines.
-# Usage: remote.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
+# Usage: gpu.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU; fails when a check printed FAIL.
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: no NVIDIA GPU"; exit 77
+fi
 mkdir -p "$out"
 compute=$build/test/compute/compute_client remote=$build/test/remote/remote_client
 rate() { sed -n 's/^workload .* kernels_per_s=\([^ ]*\).*/\1/p' "$1"; }
@@ -22,6 +23,7 @@ trap 'kill $executor 2>/dev/null' EXIT
 for _ in $(seq 1 100); do [ -S "$out/sock" ] && break; sleep 0.05; done
 guest() { env -u LD_LIBRARY_PATH LD_PRELOAD="$build/libvgpu-cuda.so" VGPU_REMOTE="$out/sock" "$@"; }
 
+exec > >(tee "$out/checks.txt")
 for mode in matmul launch; do
     LD_PRELOAD="$build/libvgpu-cuda.so" VGPU_BAR0=$out/local.bar0 "$compute" $mode 3 >"$out/$mode.local" 2>&1
     guest "$compute" $mode 3 >"$out/$mode.remote" 2>&1 || echo "FAIL $mode through the executor: $(tail -1 "$out/$mode.remote")"
@@ -45,3 +47,4 @@ if grep -v libvgpu-cuda "$out/maps" | grep -q libcuda; then
 else
     echo "ok the guest maps no driver"
 fi
+! grep -q '^FAIL' "$out/checks.txt"
