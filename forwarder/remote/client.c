@@ -37,6 +37,12 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
+/* The library's name, for messages. */
+static const char *what_library(void)
+{
+    return vgpu_remote_library.id == 1 ? "NVML" : "CUDA";
+}
+
 /* The mediator's socket, asked for an executor of this process's vGPU
  * (VGPU_NAME, or the one the mediator picks): the connection, which the
  * executor serves once the mediator says REMOTE_READY; -1 when refused. */
@@ -44,9 +50,9 @@ static int ask_mediator(const char *path)
 {
     int s = -1, e = vgpu_mediator_connect(path, &s);
     if (e != 0) {
-        vgpu_error("remote GPU: cannot connect to vgpu-mediatord at %s (%s): every CUDA call fails as if no GPU "
+        vgpu_error("remote GPU: cannot connect to vgpu-mediatord at %s (%s): every %s call fails as if no GPU "
                    "were present. Is the mediator running, and is its socket mounted here?",
-                   path, strerror(e));
+                   path, strerror(e), what_library());
         return -1;
     }
     struct vgpu_msg_hello h = { .flags = 0, .slot = UINT32_MAX };
@@ -59,7 +65,7 @@ static int ask_mediator(const char *path)
     int nfds = 0;
     if (vgpu_proto_send(s, VGPU_MSG_REMOTE, &h, sizeof(h), NULL, 0) != 0 ||
         vgpu_proto_recv(s, &buf, &cap, VGPU_PROTO_MAX_REPLY, 30000, &m, NULL, &nfds, why, sizeof(why)) != 0) {
-        vgpu_error("remote GPU: vgpu-mediatord at %s did not answer: every CUDA call fails", path);
+        vgpu_error("remote GPU: vgpu-mediatord at %s did not answer: every %s call fails", path, what_library());
         free(buf);
         close(s);
         return -1;
@@ -90,9 +96,9 @@ static int connect_executor(const char *path)
     strcpy(a.sun_path, path);
     int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
-        vgpu_error("remote GPU: cannot connect to the executor at %s (%s): every CUDA call fails as if no GPU "
+        vgpu_error("remote GPU: cannot connect to the executor at %s (%s): every %s call fails as if no GPU "
                    "were present. Is vgpu-executor serving that socket, and may this user open it?",
-                   path, strerror(errno));
+                   path, strerror(errno), what_library());
         if (s >= 0)
             close(s);
         return -1;
@@ -117,14 +123,16 @@ static int connect_locked(void)
     struct vgpu_remote_hdr h;
     if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || h.len != 0) {
-        vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every CUDA call fails", path);
+        vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
+                   what_library());
         close(s);
         return -2;
     }
     if (h.call != 0) {
-        vgpu_error("remote GPU: the executor at %s speaks another version of the driver's ABI (this guest's "
-                   "is %016llx): use the same vgpu build on both sides",
-                   path, (unsigned long long)vgpu_remote_library.hash);
+        vgpu_error("remote GPU: the executor at %s refused this guest's %s (code %u; this guest's ABI is "
+                   "%016llx): its log says why (another vgpu build, no %s on the host)",
+                   path, what_library(), (unsigned)h.call, (unsigned long long)vgpu_remote_library.hash,
+                   what_library());
         close(s);
         return -2;
     }
@@ -135,8 +143,8 @@ static int connect_locked(void)
 /* Under lock: the connection broke mid-call; every later call fails. */
 static int broken(const char *what)
 {
-    vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later CUDA call fails",
-               vgpu_remote_where(), what, errno ? strerror(errno) : "end of file");
+    vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later %s call fails",
+               vgpu_remote_where(), what, errno ? strerror(errno) : "end of file", what_library());
     close(fd);
     fd = -2;
     return vgpu_remote_library.unavailable;

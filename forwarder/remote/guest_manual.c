@@ -7,6 +7,7 @@
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/guest_manual.h"
+#include "forwarder/remote/image.h"
 #include "forwarder/remote/wire.h"
 
 #include "vgpu_cuda_slots.h"
@@ -29,8 +30,29 @@ struct cached_string {
 static struct cached_string *strings;
 static pthread_mutex_t strings_lock = PTHREAD_MUTEX_INITIALIZER;
 
+/* A child of fork may find either lock held by a thread it does not have;
+ * and its executor is another process, whose functions are not the
+ * parent's: it starts with no layouts.  Registered at the first call that
+ * takes them. */
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct layout *layouts;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&strings_lock, NULL);
+    pthread_mutex_init(&params_lock, NULL);
+    layouts = NULL; /* the parent's: left, not freed */
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
 static CUresult error_text(unsigned slot, CUresult code, const char **out)
 {
+    pthread_once(&atfork_once, register_atfork);
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     pthread_mutex_lock(&strings_lock);
@@ -75,44 +97,19 @@ CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr)
     return error_text(SLOT(cuGetErrorString), error, pStr);
 }
 
-/* How long a module image is: a fatbin says it in its header, an ELF cubin
- * in its section table (which ends it), and PTX is text that ends at its
- * NUL.  0: longer than a message may be. */
-static size_t image_size(const void *image)
-{
-    const unsigned char *p = image;
-    uint32_t magic;
-    memcpy(&magic, p, 4);
-    size_t n;
-    if (magic == 0xba55ed50u) { /* a fatbin: u32 magic, u16 version, u16 header size, u64 size after it */
-        uint16_t head;
-        uint64_t body;
-        memcpy(&head, p + 6, 2);
-        memcpy(&body, p + 8, 8);
-        n = head + body;
-    } else if (memcmp(p, "\177ELF", 4) == 0 && p[4] == 2) { /* ELF64: the section headers end it */
-        uint64_t shoff;
-        uint16_t shentsize, shnum;
-        memcpy(&shoff, p + 0x28, 8);
-        memcpy(&shentsize, p + 0x3a, 2);
-        memcpy(&shnum, p + 0x3c, 2);
-        n = shoff + (size_t)shentsize * shnum;
-    } else {
-        n = strnlen((const char *)p, VGPU_REMOTE_MAX_LEN - 64) + 1;
-    }
-    return n <= VGPU_REMOTE_MAX_LEN - 64 ? n : 0;
-}
-
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
 {
     if (!module || !image)
         return CUDA_ERROR_INVALID_VALUE;
-    size_t n = image_size(image);
+    size_t n = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64);
     if (!n)
         return CUDA_ERROR_INVALID_IMAGE;
     uint64_t w = n, h = 0;
     struct iovec q[2] = { { &w, sizeof(w) }, { (void *)image, n } }, a = { &h, sizeof(h) };
-    CUresult r = vgpu_remote_call(SLOT(cuModuleLoadData), q, 2, &a, 1, NULL);
+    size_t got = 0;
+    CUresult r = vgpu_remote_call(SLOT(cuModuleLoadData), q, 2, &a, 1, &got);
+    if (r == CUDA_SUCCESS && got != sizeof(h))
+        return CUDA_ERROR_UNKNOWN;
     if (r == CUDA_SUCCESS)
         *module = (CUmodule)(uintptr_t)h;
     return r;
@@ -127,7 +124,10 @@ CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t w = (uint64_t)(uintptr_t)hmod, h = 0;
     struct iovec q[2] = { { &w, sizeof(w) }, { (void *)name, n } }, a = { &h, sizeof(h) };
-    CUresult r = vgpu_remote_call(SLOT(cuModuleGetFunction), q, 2, &a, 1, NULL);
+    size_t got = 0;
+    CUresult r = vgpu_remote_call(SLOT(cuModuleGetFunction), q, 2, &a, 1, &got);
+    if (r == CUDA_SUCCESS && got != sizeof(h))
+        return CUDA_ERROR_UNKNOWN;
     if (r == CUDA_SUCCESS)
         *hfunc = (CUfunction)(uintptr_t)h;
     return r;
@@ -181,11 +181,9 @@ struct layout {
     unsigned n;
     uint32_t size[];
 };
-static struct layout *layouts;
-static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
-
 static CUresult layout_of(CUfunction f, const struct layout **out)
 {
+    pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&params_lock);
     for (struct layout *l = layouts; l; l = l->next)
         if (l->f == f) {
@@ -208,6 +206,8 @@ static CUresult layout_of(CUfunction f, const struct layout **out)
             return CUDA_ERROR_INVALID_VALUE;
         size[n] = (uint32_t)got[1];
     }
+    if (n == MAX_PARAMS)
+        return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
     struct layout *l = malloc(sizeof(*l) + n * sizeof(uint32_t));
     if (!l)
         return CUDA_ERROR_OUT_OF_MEMORY;

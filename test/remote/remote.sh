@@ -57,8 +57,12 @@ guest() {
 # mediator VGPU-SECTION-LINES...: vgpu-mediatord on $tmp/sock with those vGPUs.
 medpid=
 mediator() {
+    if [ "$me" = 0 ]; then
+        chmod 755 "$tmp"
+        (umask 000 && : >>"$FAKEGPU_STATE") && chmod 666 "$FAKEGPU_STATE"
+    fi
     {
-        printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
+        printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         for line in "$@"; do printf '%s\n' "$line"; done
     } >"$tmp/conf"
     env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
@@ -71,6 +75,16 @@ mediator() {
     fail "the mediator did not start within 10 s"
 }
 me=$(id -u)
+# The mediator's guests: an executor never runs as root, so where the tests
+# run as root the guests are nobody (the fake GPU's state, the temporary
+# directory and the mediator's socket open to them).
+if [ "$me" = 0 ]; then
+    guest_uid=65534
+    as_guest="setpriv --reuid=65534 --regid=65534 --clear-groups"
+else
+    guest_uid=$me
+    as_guest=
+fi
 
 # used_of NAME: the bytes vGPU NAME's processes hold, as vgpu-smi says.
 used_of() {
@@ -83,7 +97,7 @@ print(sum(d['memory_used'] for v in s['vgpus'] if v['name'] == sys.argv[1] for d
 mediated_guest() {
     local name=$1
     shift
-    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+    $as_guest env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
         LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME="$name" \
         "$client" "$@"
 }
@@ -93,11 +107,11 @@ shares-hold-for-remote-guests)
     # Two guests of remote vGPUs of 25% and 75% of the fake GPU, each a
     # loop of 200 us kernels: their executors are arbitrated as any
     # processes, so the guests get their shares of the GPU.
-    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $me" "remote = yes" \
-             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $me" "remote = yes"
+    mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 25" "uids = $guest_uid" "remote = yes" \
+             "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 75" "uids = $guest_uid" "remote = yes"
     at=$(( $(date +%s%3N) + 1500 ))
     for v in a b; do
-        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        $as_guest env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
             LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=$v \
             "$build/test/compute/compute_client" matmul 4 --start-at "$at" >"$tmp/$v.out" 2>"$tmp/$v.err" &
         eval "pid_$v=\$!"
@@ -116,8 +130,10 @@ mediator-serves-a-remote-vgpu)
     # remote = yes, admitted to that vGPU like any process: the guest sees
     # its 1 GiB and is refused past it.  A vGPU without remote = yes is
     # refused, saying why.  The executor ends with its guest.
-    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 50" "uids = $me" "remote = yes" \
-             "[vgpu.near]" "devices = 0" "memory = 1G" "compute = 50" "uids = $me"
+    far_uids=$guest_uid
+    [ "$me" = 0 ] && far_uids="$guest_uid, 0" # root admitted, and still refused an executor
+    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 50" "uids = $far_uids" "remote = yes" \
+             "[vgpu.near]" "devices = 0" "memory = 1G" "compute = 50" "uids = $guest_uid"
     mediated_guest far paths >"$tmp/paths.out" 2>"$tmp/paths.err" || fail "the guest's paths failed"
     grep -q "total memory 1073741824" "$tmp/paths.out" || fail "the guest did not see its vGPU's 1 GiB"
     grep -q "elements wrong after the kernel 0" "$tmp/paths.out" || fail "the kernel did not run"
@@ -128,10 +144,18 @@ mediator-serves-a-remote-vgpu)
     mediated_guest near quota 1048576 >"$tmp/near.out" 2>"$tmp/near.err"
     grep -q "cuInit: 46" "$tmp/near.out" || fail "a guest of a vGPU not offered remotely was not refused"
     grep -q "sets remote = yes" "$tmp/near.err" || fail "the refusal did not say why"
+    if [ "$me" = 0 ]; then
+        # A guest running as root has no executor: one would be root on the host.
+        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH LD_PRELOAD="$guest_preload" \
+            VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=far "$client" quota 1048576 \
+            >"$tmp/root.out" 2>"$tmp/root.err"
+        grep -q "cuInit: 46" "$tmp/root.out" || fail "a guest running as root was given an executor"
+        grep -q "an executor never does" "$tmp/root.err" || fail "the guest was not told why root was refused"
+    fi
     # A guest killed with what it holds: its executor ends, and the vGPU has
     # the memory back (the time it took is printed; the bound is loose, for
     # a loaded machine).
-    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+    $as_guest env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
         LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=far \
         "$client" hold 536870912 >"$tmp/hold.out" 2>"$tmp/hold.err" &
     holder=$!
@@ -147,10 +171,10 @@ mediator-serves-a-remote-vgpu)
     echo "a killed guest's 512 MiB were back in $ms ms"
     # Each executor exits with its guest: none is left once the guests are gone.
     for _ in $(seq 1 250); do
-        pgrep -u "$me" -f "vgpu-executor --fd" >/dev/null || break
+        pgrep -u "$guest_uid" -f "vgpu-executor --fd" >/dev/null || break
         sleep 0.02
     done
-    ! pgrep -u "$me" -f "vgpu-executor --fd" >/dev/null || fail "an executor outlived its guest"
+    ! pgrep -u "$guest_uid" -f "vgpu-executor --fd" >/dev/null || fail "an executor outlived its guest"
     ;;
 
 paths-match-a-local-run)
@@ -232,13 +256,20 @@ quota-holds-for-a-guest)
 
 forged-handles-are-refused)
     # Handles the guest was never given are refused before the driver sees
-    # them (400: CUDA_ERROR_INVALID_HANDLE), and a call that is not carried
+    # them (400: CUDA_ERROR_INVALID_HANDLE), and device pointers that are
+    # none of its allocations (1: CUDA_ERROR_INVALID_VALUE), and a call that is not carried
     # is refused (801: CUDA_ERROR_NOT_SUPPORTED), the executor serving on.
     executor
     guest forged >"$tmp/forged.out" 2>"$tmp/forged.err"
     for call in cuStreamSynchronize cuCtxSetCurrent cuLaunchKernel; do
         grep -q "$call forged: 400" "$tmp/forged.out" || fail "$call with a forged handle was not refused"
     done
+    for call in cuMemsetD32_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2; do
+        grep -q "$call forged pointer: 1$" "$tmp/forged.out" ||
+            fail "$call with a pointer that is none of the guest's allocations was not refused (1)"
+    done
+    grep -q "cuMemsetD32_v2 with a device pointer that is none of the guest's allocations: refused" \
+        "$tmp/executor.err" || fail "the executor did not refuse the forged pointer itself"
     grep -q "cuGetExportTable: 801" "$tmp/forged.out" || fail "cuGetExportTable was not refused"
     grep -q "cuGetExportTable is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
     guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "the executor did not serve on after the forgery"

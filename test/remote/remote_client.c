@@ -213,6 +213,13 @@ int main(int argc, char **argv)
         SHOW("cuCtxSetCurrent forged", F(cuCtxSetCurrent)((CUcontext)(uintptr_t)0x7f0000002000ull));
         SHOW("cuLaunchKernel forged",
              F(cuLaunchKernel)((CUfunction)(uintptr_t)0x7f0000003000ull, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+        /* A device pointer that is none of the guest's allocations (it might
+         * be the executor's own memory, through a unified address). */
+        CUdeviceptr elsewhere = 0x7f0000005000ull;
+        unsigned word = 0;
+        SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
+        SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
+        SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
         void *table = NULL;
         CUuuid id = { { 0 } };
         SHOW("cuGetExportTable", F(cuGetExportTable)((const void **)&table, &id));

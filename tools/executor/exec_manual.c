@@ -8,6 +8,7 @@
 #include "tools/executor/exec_manual.h"
 
 #include "common/log.h"
+#include "forwarder/remote/image.h"
 #include "forwarder/remote/wire.h"
 
 #include <dlfcn.h>
@@ -55,6 +56,11 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
 {
     if (len < 8 || word(req, 0) != len - 8)
         return vgpu_exec_malformed("cuModuleLoadData", len);
+    /* An image whose own headers say it is longer than what was sent would
+     * have the driver read past it. */
+    size_t extent = vgpu_remote_image_extent((const char *)req + 8, len - 8);
+    if (!extent || extent > len - 8)
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_IMAGE, NULL, 0);
     /* The image as the guest sent it, with a NUL after it: PTX is read as a
      * string, and must not run past what was sent. */
     char *image = malloc(len - 8 + 1);
@@ -73,7 +79,7 @@ int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req
     if (len < 8 || len - 8 >= 4096)
         return vgpu_exec_malformed("cuModuleGetFunction", len);
     uint64_t mod = word(req, 0);
-    if (!vgpu_exec_handle_known(x, mod))
+    if (!mod || !vgpu_exec_handle_known(x, mod, false))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
     char name[4096];
     memcpy(name, (const char *)req + 8, len - 8);
@@ -87,6 +93,8 @@ int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, si
 {
     if (len < 16 || word(req, 1) != len - 16)
         return vgpu_exec_malformed("cuMemcpyHtoD_v2", len);
+    if (len > 16 && !vgpu_exec_device_range(x, word(req, 0), len - 16, "cuMemcpyHtoD_v2"))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
     int r = ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(word(req, 0), (const char *)req + 16, len - 16);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
@@ -96,6 +104,8 @@ int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, si
     if (len != 16 || word(req, 1) > VGPU_REMOTE_CHUNK)
         return vgpu_exec_malformed("cuMemcpyDtoH_v2", len);
     size_t n = word(req, 1);
+    if (n && !vgpu_exec_device_range(x, word(req, 0), n, "cuMemcpyDtoH_v2"))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
     void *buf = malloc(n ? n : 1);
     if (!buf)
         return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
@@ -106,15 +116,13 @@ int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, si
     return sent;
 }
 
-#define MAX_PARAMS 256
-
 int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
-    if (len < 80 || word(req, 9) > MAX_PARAMS || len < (10 + word(req, 9)) * 8)
+    if (len < 80 || word(req, 9) > VGPU_EXEC_MAX_PARAMS || len < (10 + word(req, 9)) * 8)
         return vgpu_exec_malformed("cuLaunchKernel", len);
     unsigned n = (unsigned)word(req, 9);
     size_t at = (10 + n) * 8;
-    void *params[MAX_PARAMS];
+    void *params[VGPU_EXEC_MAX_PARAMS];
     for (unsigned i = 0; i < n; i++) {
         uint64_t size = word(req, 10 + i);
         size_t padded = (size + 7) & ~(size_t)7;
@@ -126,8 +134,14 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
     if (at != len)
         return vgpu_exec_malformed("cuLaunchKernel", len);
     uint64_t f = word(req, 0), stream = word(req, 8);
-    if (!f || !vgpu_exec_handle_known(x, f) || !vgpu_exec_handle_known(x, stream))
+    if (!f || !vgpu_exec_handle_known(x, f, false) || !vgpu_exec_handle_known(x, stream, true))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
+    /* The driver reads f's parameters at their own sizes: they must be what was sent. */
+    uint64_t sizes[VGPU_EXEC_MAX_PARAMS];
+    for (unsigned i = 0; i < n; i++)
+        sizes[i] = word(req, 10 + i);
+    if (!vgpu_exec_params_match(x, f, n, sizes))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
     int r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
                           void **, void **))fn)((CUfunction)(uintptr_t)f, (unsigned)word(req, 1),
                                                 (unsigned)word(req, 2), (unsigned)word(req, 3), (unsigned)word(req, 4),

@@ -52,17 +52,36 @@ struct vgpu_exec {
     void **fn;                           /* the driver's function of each slot, looked up at first use */
     uint64_t *handles;                   /* the handles given to this guest: an open-addressing set */
     size_t handles_cap, handles_used;
-    bool async;   /* the call being served came VGPU_REMOTE_ASYNC: no reply */
-    bool sync;    /* the call being served synchronizes: it returns a deferred error */
-    int deferred; /* the first error of an asynchronous call since the last synchronizing one */
+    bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
+    bool sync;                        /* the call being served synchronizes: it returns a deferred error */
+    int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
+    void *address_range;              /* the driver's cuMemGetAddressRange_v2, looked up at first use */
+    struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
+    bool said_pointer;                /* a refused device pointer was logged */
 };
 
-/* Whether h is a handle this guest was given (0 and the default streams'
- * CU_STREAM_LEGACY and CU_STREAM_PER_THREAD always are: the driver checks
- * what they mean where they are passed). */
-bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h);
+/* Whether h is a handle this guest was given (NULL always is, and where a
+ * stream is wanted the default streams CU_STREAM_LEGACY and
+ * CU_STREAM_PER_THREAD: the driver checks what they mean where they are
+ * passed).  Handles are not typed: one the guest was given may be passed as
+ * another kind, which the driver checks as it does a process's own. */
+bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream);
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
+
+/* Whether a launch's n parameters of these sizes are kernel f's, as
+ * cuFuncGetParamInfo says (the driver reads each of f's parameters at its
+ * own size, whatever the guest sent).  CUDA only. */
+#define VGPU_EXEC_MAX_PARAMS 256
+bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint64_t *sizes);
+
+/* Whether p lies in one of the driver's device allocations of the current
+ * context (cuMemGetAddressRange): never the executor's own memory, which a
+ * copy or a memset through a unified address would reach.  CUDA only; the
+ * first refusal of a guest is logged, naming call. */
+bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call);
+/* The same for the n bytes from p, all in one allocation. */
+bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call);
 
 /* A request that is not what its call sends (the guest is broken or
  * hostile): logged; VGPU_EXEC_CLOSE, for a handler to return. */

@@ -1,21 +1,24 @@
 /* One guest's handles, and the executor's replies to it (executor.h). */
+#define _GNU_SOURCE
 #include "tools/executor/executor.h"
 
 #include "common/log.h"
 #include "forwarder/remote/wire.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
+#include <string.h>
 
 static size_t slot_of(const struct vgpu_exec *x, uint64_t h)
 {
     return (size_t)((h * 0x9e3779b97f4a7c15ull) >> 17) & (x->handles_cap - 1);
 }
 
-bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h)
+bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream)
 {
-    if (h <= 2) /* NULL, CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
+    if (h == 0 || (stream && h <= 2)) /* NULL; CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
         return true;
-    if (!x->handles_cap)
+    if (h == UINT64_MAX || !x->handles_cap) /* the set's tombstone is nobody's handle */
         return false;
     for (size_t i = slot_of(x, h);; i = (i + 1) & (x->handles_cap - 1)) {
         if (x->handles[i] == h)
@@ -38,7 +41,7 @@ static void insert(struct vgpu_exec *x, uint64_t h)
 
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h)
 {
-    if (h <= 2 || vgpu_exec_handle_known(x, h))
+    if (h <= 2 || h == UINT64_MAX || vgpu_exec_handle_known(x, h, false))
         return;
     if ((x->handles_used + 1) * 2 > x->handles_cap) {
         size_t cap = x->handles_cap ? x->handles_cap * 2 : 256;
@@ -59,9 +62,12 @@ void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h)
     insert(x, h);
 }
 
+static void forget_layouts(struct vgpu_exec *x);
+
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h)
 {
-    if (h <= 2 || !x->handles_cap)
+    forget_layouts(x);
+    if (h <= 2 || h == UINT64_MAX || !x->handles_cap)
         return;
     for (size_t i = slot_of(x, h); x->handles[i]; i = (i + 1) & (x->handles_cap - 1))
         if (x->handles[i] == h) {
@@ -89,4 +95,88 @@ int vgpu_exec_malformed(const char *call, size_t len)
 {
     vgpu_error("executor: a malformed %s (%zu bytes): closing", call, len);
     return VGPU_EXEC_CLOSE;
+}
+
+bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
+{
+    if (x->lib->id != 0)
+        return false;
+    if (!x->address_range)
+        x->address_range = dlsym(x->driver, "cuMemGetAddressRange_v2");
+    uint64_t base = 0;
+    size_t size = 0;
+    if (x->address_range && ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p) == 0 &&
+        p >= base && p - base < size)
+        return true;
+    if (!x->said_pointer) { /* once a guest: a hostile one would fill the log */
+        x->said_pointer = true;
+        vgpu_warn("executor: %s with a device pointer that is none of the guest's allocations: refused (and "
+                  "any more such, unsaid)",
+                  call);
+    }
+    return false;
+}
+
+bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call)
+{
+    if (!vgpu_exec_device_memory(x, p, call))
+        return false;
+    uint64_t base = 0;
+    size_t size = 0;
+    ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p);
+    return n <= size - (p - base);
+}
+
+/* A kernel's parameter sizes as cuFuncGetParamInfo gave them: learnt once
+ * per function, all forgotten at any drop of a handle (a module unloaded
+ * may free functions whose values come back for others).  Owned by the
+ * guest's executor (struct vgpu_exec's layouts). */
+struct vgpu_exec_layout {
+    struct vgpu_exec_layout *next;
+    uint64_t f;
+    unsigned n;
+    uint32_t size[];
+};
+
+static void forget_layouts(struct vgpu_exec *x)
+{
+    while (x->layouts) {
+        struct vgpu_exec_layout *l = x->layouts;
+        x->layouts = l->next;
+        free(l);
+    }
+}
+
+bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint64_t *sizes)
+{
+    const struct vgpu_exec_layout *l = x->layouts;
+    while (l && l->f != f)
+        l = l->next;
+    if (!l) {
+        int (*info)(uint64_t, size_t, size_t *, size_t *) =
+            (int (*)(uint64_t, size_t, size_t *, size_t *))dlsym(x->driver, "cuFuncGetParamInfo");
+        uint32_t size[VGPU_EXEC_MAX_PARAMS];
+        unsigned count = 0;
+        for (; info && count < VGPU_EXEC_MAX_PARAMS; count++) {
+            size_t offset, bytes;
+            if (info(f, count, &offset, &bytes) != 0)
+                break;
+            size[count] = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
+        }
+        struct vgpu_exec_layout *made = info ? malloc(sizeof(*made) + count * sizeof(uint32_t)) : NULL;
+        if (!made)
+            return false;
+        made->f = f;
+        made->n = count;
+        memcpy(made->size, size, count * sizeof(uint32_t));
+        made->next = x->layouts;
+        x->layouts = made;
+        l = made;
+    }
+    if (l->n != n)
+        return false;
+    for (unsigned i = 0; i < n; i++)
+        if (sizes[i] != l->size[i])
+            return false;
+    return true;
 }

@@ -24,9 +24,11 @@ table (the sorted function names of the symbol list).
   E.c  vgpu_exec_LIB: the executor's table of the library: the driver it
        loads, each slot's name and handler.  A carried call checks each handle
        against those this guest was given, calls the driver and registers the
-       handles it returns (and forgets the one a ...Destroy or ...Unload call
-       ended); a char buffer is the executor's, of at most 4 KiB, whatever
-       size the guest says.  A manual one named in the executor's list is
+       handles it returns (and forgets the one a ...Destroy, ...Unload,
+       ...Free or ...Release call ended), and each device pointer against the
+       driver's device allocations (vgpu_exec_device_memory: never the
+       executor's own memory); a char buffer is the executor's, of at most
+       4 KiB, whatever size the guest says.  A manual one named in the executor's list is
        vgpu_exec_NAME (tools/executor/exec_manual.h).  Launches, records,
        waits and asynchronous memsets (ASYNC) are sent without waiting for a
        reply; their errors come back with the next synchronizing call (SYNC).
@@ -41,16 +43,16 @@ import re
 import sys
 
 RAW = {"i1": "uint8_t", "i2": "uint16_t", "i4": "uint32_t", "i8": "uint64_t", "f4": "float", "f8": "double",
-       "h": "void *", "d": "uint64_t"}
+       "h": "void *", "hs": "void *", "d": "uint64_t"}
 
 # Each library: its id in HELLO, and its codes for success, a handle this
 # guest was not given, a call not carried, an entry point the driver lacks,
 # no executor to be reached, and a reply that makes no sense.
 LIBS = {
     "cuda": {"id": 0, "driver": "libcuda.so.1", "bad_handle": "400", "not_supported": "801", "not_found": "500",
-             "unavailable": "46", "unknown": "999"},
+             "unavailable": "46", "unknown": "999", "invalid": "1"},
     "nvml": {"id": 1, "driver": "libnvidia-ml.so.1", "bad_handle": "2", "not_supported": "3", "not_found": "13",
-             "unavailable": "9", "unknown": "999"},
+             "unavailable": "9", "unknown": "999", "invalid": "2"},
 }
 TEXT_MAX = 4096  # the executor's char buffer: a name, a UUID, a version string
 
@@ -63,8 +65,13 @@ ASYNC = re.compile(r"^(cuLaunchKernel|cuGraphLaunch|cuEventRecord|cuEventRecordW
 SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(_v2)?(_ptds)?$")
 # Calls no guest may make whatever their arguments: they reach beyond its
 # executor (other processes by pid, IPC handles of other processes, the
-# profiler of the host).
-REFUSED = re.compile(r"^(cuCheckpoint|cuIpc|cuProfiler)")
+# profiler of the host), or change the physical GPU for every tenant (NVML's
+# setters, resets, instances; other processes' names and accounting).
+REFUSED = re.compile(r"^(cuCheckpoint|cuIpc|cuProfiler"
+                     r"|nvml\w*(Set|Clear|Reset|Create|Destroy|Remove|Modify|Register|Discover|Inject)"
+                     r"|nvmlSystemGetProcessName|nvmlDeviceGetAccounting|nvmlDeviceGetRetiredPages)")
+# The handle a call of these names ends, as its first argument.
+ENDS = re.compile(r"(Destroy|Unload|Free|Release)(_v2)?$")
 
 
 def read_list(path):
@@ -99,6 +106,8 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
     structs = [(i, k, int(k[1:])) for i, k in enumerate(params) if k[0] in "bs"]
     written = [(i, k, n) for i, k, n in structs if k[0] == "s"]
     texts = [i for i, k in enumerate(params) if k == "t"]  # each one's size is parameter i + 1
+    if len(outs) > 8:
+        sys.exit("gen_remote: %s writes %d values: the executor has room for 8" % (name, len(outs)))
     plain = not structs and not texts
     nin = 1 + len(ins)
     bit = {i: j for j, (i, k) in enumerate(ptrs)}
@@ -118,7 +127,7 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
     for j, (i, k) in enumerate(ins):
         if k in ("f4", "f8"):
             g.append("    in[%d] = 0;\n    memcpy(&in[%d], &a%d, %s);" % (j + 1, j + 1, i, k[1]))
-        elif k == "h":
+        elif k in ("h", "hs"):
             g.append("    in[%d] = (uint64_t)(uintptr_t)a%d;" % (j + 1, i))
         else:
             g.append("    in[%d] = (uint64_t)a%d;" % (j + 1, i))
@@ -136,8 +145,8 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
         r = ["{ out, %d }" % (len(outs) * 8)]
         r += ["{ a%d ? (void *)a%d : (void *)scratch, %d }" % (i, i, n) for i, k, n in written]
         for i in texts:
-            g.append("    size_t t%d = a%d ? (size_t)a%d < %d ? (size_t)a%d : %d : 0;" % (i, i, i + 1, TEXT_MAX, i + 1,
-                                                                                   TEXT_MAX))
+            g.append("    size_t t%d = a%d && (int32_t)a%d > 0 ? (size_t)a%d < %d ? (size_t)a%d : %d : 0;"
+                     % (i, i, i + 1, i + 1, TEXT_MAX, i + 1, TEXT_MAX))
             r.append("{ a%d, t%d }" % (i, i))
         g.append("    struct iovec q[%d] = { %s };" % (len(q), ", ".join(q)))
         g.append("    struct iovec a[%d] = { %s };" % (len(r), ", ".join(r)))
@@ -173,13 +182,19 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
                      % (i, n, i, at, n))
             at += n
         for i in texts:
+            w = "in[%d]" % (ii[i + 1] + 1)
             e.append("    char t%d[%d] = { 0 };" % (i, TEXT_MAX))
-            e.append("    uint64_t n%d = in[%d] < %d ? in[%d] : %d;" % (i, ii[i + 1] + 1, TEXT_MAX, ii[i + 1] + 1,
-                                                                     TEXT_MAX))
+            e.append("    if ((int32_t)%s <= 0 && %s)\n        return vgpu_exec_reply(x, %s, NULL, 0);"
+                     % (w, w, lib["invalid"]))
+            e.append("    uint64_t n%d = (in[0] >> %d) & 1 ? 0 : %s < %d ? %s : %d;" % (i, bit[i], w, TEXT_MAX, w,
+                                                                                   TEXT_MAX))
         bad = "return vgpu_exec_reply(x, %s, NULL, 0);" % lib["bad_handle"]
     for i, k in ins:
-        if k == "h":
-            e.append("    if (!vgpu_exec_handle_known(x, in[%d]))\n        %s" % (ii[i] + 1, bad))
+        if k in ("h", "hs"):
+            e.append("    if (!vgpu_exec_handle_known(x, in[%d], %s))\n        %s" % (ii[i] + 1, flag(k == "hs"), bad))
+        if k == "d":
+            e.append("    if (in[%d] && !vgpu_exec_device_memory(x, in[%d], \"%s\"))\n        %s"
+                     % (ii[i] + 1, ii[i] + 1, name, bad.replace(lib["bad_handle"], lib["invalid"])))
     args = []
     for i, k in enumerate(params):
         null = "(in[0] >> %d) & 1 ? NULL : " % bit[i] if i in bit else ""
@@ -195,7 +210,7 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
             e.append("    %s v%d;\n    memcpy(&v%d, &in[%d], %s);" % ("float" if k == "f4" else "double", i, i,
                                                                      ii[i] + 1, k[1]))
             args.append("v%d" % i)
-        elif k == "h":
+        elif k in ("h", "hs"):
             args.append("(void *)(uintptr_t)in[%d]" % (ii[i] + 1))
         else:
             args.append("(%s)in[%d]" % (RAW[k], ii[i] + 1))
@@ -204,7 +219,7 @@ def carried(g, gtable, e, etable, slot, name, params, lib):
     for j, (i, k) in enumerate(outs):
         if k == "oh":
             e.append("    if (r == 0 && !((in[0] >> %d) & 1))\n        vgpu_exec_handle_add(x, out[%d]);" % (bit[i], j))
-    if re.search(r"(Destroy|Unload)(_v2)?$", name) and params and params[0] == "h":
+    if ENDS.search(name) and params and params[0] in ("h", "hs"):
         e.append("    if (r == 0)\n        vgpu_exec_handle_drop(x, in[1]);")
     if plain:
         e.append("    return r;")

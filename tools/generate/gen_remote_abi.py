@@ -15,8 +15,10 @@ what crossing a process boundary needs:
   i1 i2 i4 i8   an integer or enum, passed by value (its size)
   f4 f8         a float or double, by value
   h             an opaque handle (a pointer to an incomplete struct: CUcontext,
-                CUstream, ...), passed by value; the executor checks it is one it
-                gave this guest
+                nvmlDevice_t, ...), passed by value; the executor checks it is one
+                it gave this guest
+  hs            a CUstream: the same, or one of the default streams (NULL,
+                CU_STREAM_LEGACY, CU_STREAM_PER_THREAD)
   d             a device pointer (CUdeviceptr), by value
   o2 o4 o8      a pointer to one integer or float the call writes (its size;
                 not a char, which is a string or a buffer)
@@ -132,7 +134,7 @@ class Types:
             return self.plain(t.type, depth + 1)
         k = self.kind_by_value(t)
         if k:
-            return k != "h"
+            return k not in ("h", "hs")
         r = self.record(t)
         if r is None or not r.decls:
             return False
@@ -167,7 +169,8 @@ class Types:
         if self.is_devptr(t):
             return "d"
         if self.is_handle(t):
-            return "h"
+            # A stream may also be one of the default streams' constants.
+            return "hs" if self.resolve(t)[1] == "CUstream" else "h"
         s = self.scalar(t)
         if s is None:
             return None
@@ -204,7 +207,7 @@ class Types:
             k = self.kind_by_value(inner)
             if k and k[0] in "ifd":
                 return "o" + (k[1:] if k[0] in "if" else "d")
-            if k == "h":
+            if k in ("h", "hs"):
                 return "oh"
         return None
 
@@ -246,7 +249,8 @@ def array_like(params, kinds):
     let the driver write past one value."""
     def counts(name):
         n = (name or "").lower()
-        return n.startswith("num") or n in ("count", "buffersize", "size") or n.endswith("count")
+        return n.startswith("num") or n in ("count", "buffersize", "size", "length", "len") or n.endswith("count") or \
+            n.endswith("setsize")  # NVML's cpuSetSize, nodeSetSize: how many words of a mask
     outs = [(p, k) for p, k in zip(params, kinds) if k and k[0] in "osb"]
     if any(k == "o1" for _, k in outs):
         return True

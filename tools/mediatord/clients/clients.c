@@ -173,8 +173,8 @@ static bool admit(struct med_client *c, struct med_world *w, struct med_vgpu *v,
 
 /* The vGPU a process asking for name ("": the mediator picks) is to be
  * in: the named one if it admits the process, else the first in the file
- * that does.  NULL when none: refused (the connection is to close). */
-static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const char *name)
+ * that does (and offers remote GPUs, when remote).  NULL when none: refused (the connection is to close). */
+static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const char *name, bool remote)
 {
     struct med_vgpus *all = w->vgpus;
     struct med_vgpu *v = NULL;
@@ -197,10 +197,10 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
         }
         return v;
     }
-    /* The first in the file that admits it. */
+    /* The first in the file that admits it (and, for a remote GPU, offers one). */
     for (int i = 0; i < w->config->nvgpus && !v; i++) {
         struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
-        if (candidate && admits(candidate, c))
+        if (candidate && admits(candidate, c) && (!remote || candidate->conf.remote))
             v = candidate;
     }
     if (!v) {
@@ -215,7 +215,7 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
 /* A new process asks to be admitted. */
 static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
 {
-    struct med_vgpu *v = pick(c, w, h->vgpu);
+    struct med_vgpu *v = pick(c, w, h->vgpu, false);
     if (!v)
         return false;
     if (!admit(c, w, v, NULL))
@@ -230,12 +230,17 @@ static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_m
  * mediator then lets the connection go (false: closed here, kept there). */
 static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_msg_hello *h)
 {
-    struct med_vgpu *v = pick(c, w, h->vgpu);
+    struct med_vgpu *v = pick(c, w, h->vgpu, true);
     if (!v)
         return false;
     if (!v->conf.remote)
         return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s is not offered to processes with no GPU: an operator "
                       "sets remote = yes in its section of %s", v->conf.name, w->config->path);
+    struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket };
+    char why[512];
+    if (med_executor_check(&f, why, sizeof(why)) != 0)
+        return refuse(c, VGPU_REFUSE_UNAVAILABLE, "no remote GPU of vGPU %s for pid %d (%s): %s", v->conf.name,
+                      (int)c->pid, c->comm, why);
     struct vgpu_msg_admit a = { .slot = UINT32_MAX, .epoch = w->vgpus->epoch };
     vgpu_proto_copy_string(a.vgpu, sizeof(a.vgpu), v->conf.name);
     /* Said before the executor starts, and not queued: once it runs, the
@@ -244,8 +249,6 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
         vgpu_warn("pid %d (%s): could not say REMOTE_READY: %s", (int)c->pid, c->comm, strerror(errno));
         return false;
     }
-    struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket };
-    char why[512];
     if (med_executor_start(&f, why, sizeof(why)) != 0) {
         vgpu_error("pid %d (%s, uid %u) asked for a remote GPU of vGPU %s: %s", (int)c->pid, c->comm,
                    (unsigned)c->uid, v->conf.name, why);

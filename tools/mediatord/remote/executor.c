@@ -6,6 +6,7 @@
 #include "tools/find_libs.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <limits.h>
 #include <signal.h>
@@ -61,13 +62,27 @@ static char **environment(const struct med_executor_for *f, const char *preload)
     return env;
 }
 
-int med_executor_start(const struct med_executor_for *f, char *err, size_t errlen)
+int med_executor_check(const struct med_executor_for *f, char *err, size_t errlen)
 {
+    if (f->uid == 0)
+        return vgpu_fail(err, errlen,
+                         "the process asking runs as root, and an executor never does: run the guest "
+                         "as another user (a user namespace maps a container's root to one)");
     if (geteuid() != 0 && f->uid != geteuid())
         return vgpu_fail(err, errlen,
                          "vgpu-mediatord runs as uid %u and cannot start an executor as uid %u: "
                          "remote vGPUs for other users need the mediator to run as root",
                          (unsigned)geteuid(), (unsigned)f->uid);
+    char exe[PATH_MAX + 32];
+    if (find_executor(exe, sizeof(exe)) != 0)
+        return vgpu_fail(err, errlen, "vgpu-executor is neither beside vgpu-mediatord nor in %s", VGPU_BINDIR);
+    return 0;
+}
+
+int med_executor_start(const struct med_executor_for *f, char *err, size_t errlen)
+{
+    if (med_executor_check(f, err, errlen) != 0)
+        return -1;
     char exe[PATH_MAX + 32];
     if (find_executor(exe, sizeof(exe)) != 0)
         return vgpu_fail(err, errlen, "vgpu-executor is neither beside vgpu-mediatord nor in %s", VGPU_BINDIR);
@@ -97,8 +112,9 @@ int med_executor_start(const struct med_executor_for *f, char *err, size_t errle
         if (geteuid() == 0 &&
             (setgroups((size_t)f->ngroups, f->groups) != 0 || setgid(f->gid) != 0 || setuid(f->uid) != 0))
             _exit(126);
-        if (dup2(f->fd, 3) != 3)
+        if (f->fd == 3 ? fcntl(3, F_SETFD, 0) != 0 : dup2(f->fd, 3) != 3)
             _exit(126);
+        close_range(4, ~0u, 0); /* nothing of the mediator's but the guest's connection */
         signal(SIGPIPE, SIG_DFL);
         sigprocmask(SIG_SETMASK, &none, NULL); /* the mediator's loop blocks them for its signalfd */
         execve(exe, argv, env);

@@ -19,9 +19,15 @@ struct med_executor_for {
 
 /*
  * Starts vgpu-executor --fd on f->fd, in a process of its own (not the
- * mediator's child: it is never waited for), as f's user and groups, with
+ * mediator's child: it is never waited for), as f's user and groups (never
+ * root: a guest running as root is refused), holding no other descriptor
+ * of the mediator's, with
  * vgpu's libraries preloaded and VGPU_NAME and VGPU_MEDIATOR_SOCKET naming
  * f's vGPU and this mediator.  0, or -1 with err saying why (the mediator
  * cannot become that user, no vgpu-executor or libraries were found).
  */
 int med_executor_start(const struct med_executor_for *f, char *err, size_t errlen);
+
+/* Whether an executor could be started for f (its user, the mediator's
+ * rights, vgpu-executor found): 0, or -1 with err, before anything is said. */
+int med_executor_check(const struct med_executor_for *f, char *err, size_t errlen);

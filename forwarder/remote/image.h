@@ -1,0 +1,14 @@
+/* How long a module image is, by its own headers (docs/remote.md). */
+#pragma once
+
+#include <stddef.h>
+
+/*
+ * The bytes a module image spans: a fatbin's header and the size it
+ * declares; an ELF64 cubin's headers, program and section tables and every
+ * section's data; PTX (any other text) to its NUL.  Only the first max
+ * bytes at image are read, and 0 means the image says it is longer (or its
+ * text has no NUL within them).  The guest sends that many bytes; the
+ * executor checks that an image it was sent spans no more than it holds.
+ */
+size_t vgpu_remote_image_extent(const void *image, size_t max);
