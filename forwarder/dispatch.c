@@ -77,7 +77,7 @@ static void resolve(struct vgpu_dispatch *d)
     struct vgpu_found found = { 0 };
     char looked[4096];
 
-    if (d->remote && vgpu_remote_wanted()) {
+    if (d->remote && vgpu_remote_wanted() && vgpu_remote_allowed()) {
         /* A remote GPU: the executor's driver, through the socket; no
          * driver of this machine is looked for, or loaded. */
         for (unsigned i = 0; i < d->count; i++)

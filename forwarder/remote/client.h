@@ -19,6 +19,11 @@
 bool vgpu_remote_wanted(void);
 /* The executor's socket, for messages. */
 const char *vgpu_remote_where(void);
+/* Whether the operator lets this process have the remote GPU it asks for:
+ * on a machine whose operator requires a source, only the mediator's.  A
+ * process it does not is given no remote driver; the backend refuses it,
+ * saying why (docs/remote.md). */
+bool vgpu_remote_allowed(void);
 
 struct vgpu_dispatch;
 

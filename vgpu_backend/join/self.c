@@ -190,7 +190,7 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
          * holds this process to it; this process has no GPU of its own.
          * On a machine whose operator requires a source, only the
          * mediator may give it an executor. */
-        if (op->require != VGPU_REQUIRE_NONE && strcmp(vgpu_remote_where(), "mediator") != 0) {
+        if (!vgpu_remote_allowed()) {
             refuse("VGPU_REMOTE=%s: the operator requires this machine's processes to get their vGPU from %s "
                    "(%s); ask it for a remote GPU with VGPU_REMOTE=mediator", vgpu_remote_where(),
                    op->require == VGPU_REQUIRE_MEDIATOR ? "vgpu-mediatord" : "a VM's window", VGPU_OPERATOR_CONFIG);
