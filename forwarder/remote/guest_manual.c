@@ -297,3 +297,68 @@ CUresult vgpu_remote_guest_cuGetProcAddress(const char *symbol, void **pfn, int 
 {
     return proc_address(SLOT(cuGetProcAddress), symbol, pfn, version, flags, NULL);
 }
+
+/* Page-locked host memory, answered in the guest: the guest's memory can
+ * never be the host GPU's to reach, so it is plain memory here, which the
+ * copies carry as they carry any (docs/remote.md).  The blocks handed out
+ * are remembered, so that cuMemFreeHost refuses any other pointer, as the
+ * driver does.  Owned by this file, under host_lock. */
+struct host_block {
+    struct host_block *next;
+    void *p;
+};
+static struct host_block *host_blocks;
+static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+
+static CUresult host_alloc(void **pp, size_t n)
+{
+    if (!pp || !n)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct host_block *b = malloc(sizeof(*b));
+    void *p = NULL;
+    if (!b || posix_memalign(&p, 4096, n) != 0) {
+        free(b);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    b->p = p;
+    pthread_mutex_lock(&host_lock);
+    b->next = host_blocks;
+    host_blocks = b;
+    pthread_mutex_unlock(&host_lock);
+    *pp = p;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemAllocHost_v2(void **pp, size_t n)
+{
+    return host_alloc(pp, n);
+}
+
+CUresult vgpu_remote_guest_cuMemAllocHost(void **pp, unsigned int n)
+{
+    return host_alloc(pp, n);
+}
+
+CUresult vgpu_remote_guest_cuMemHostAlloc(void **pp, size_t n, unsigned int flags)
+{
+    if (flags & CU_MEMHOSTALLOC_DEVICEMAP)
+        return vgpu_remote_refuse(SLOT(cuMemHostAlloc)); /* a device's view of guest memory: none */
+    return host_alloc(pp, n);
+}
+
+CUresult vgpu_remote_guest_cuMemFreeHost(void *p)
+{
+    pthread_mutex_lock(&host_lock);
+    struct host_block **at = &host_blocks;
+    while (*at && (*at)->p != p)
+        at = &(*at)->next;
+    struct host_block *b = *at;
+    if (b)
+        *at = b->next;
+    pthread_mutex_unlock(&host_lock);
+    if (!b)
+        return CUDA_ERROR_INVALID_VALUE;
+    free(b->p);
+    free(b);
+    return CUDA_SUCCESS;
+}

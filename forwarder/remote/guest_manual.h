@@ -15,3 +15,7 @@ CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy
 CUresult vgpu_remote_guest_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                                CUdriverProcAddressQueryResult *status);
 CUresult vgpu_remote_guest_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+CUresult vgpu_remote_guest_cuMemAllocHost_v2(void **pp, size_t n);
+CUresult vgpu_remote_guest_cuMemAllocHost(void **pp, unsigned int n);
+CUresult vgpu_remote_guest_cuMemHostAlloc(void **pp, size_t n, unsigned int flags);
+CUresult vgpu_remote_guest_cuMemFreeHost(void *p);

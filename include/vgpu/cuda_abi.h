@@ -59,6 +59,9 @@ typedef struct CUgraphDeviceUpdatableNode_st *CUgraphDeviceNode;
 #define CU_STREAM_LEGACY ((CUstream)0x1)
 #define CU_STREAM_PER_THREAD ((CUstream)0x2)
 
+/* cuMemHostAlloc's flag: the block is mapped into the device's address space. */
+#define CU_MEMHOSTALLOC_DEVICEMAP 0x02
+
 /* ---- Results ---- */
 
 typedef enum cudaError_enum {
@@ -1038,6 +1041,7 @@ CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, uns
 CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr);
 CUresult CUDAAPI cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr);
 CUresult CUDAAPI cuMemAllocHost(void **pp, unsigned int bytesize);
+CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount);
 CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
 CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);

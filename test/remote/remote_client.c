@@ -128,6 +128,18 @@ static void paths(void)
     printf("error string %s\n", str);
     SHOW("cuGetErrorName", F(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &str));
     printf("error name %s\n", str);
+    /* Page-locked host memory as a staging buffer. */
+    unsigned *staging = NULL;
+    SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)((void **)&staging, 4096));
+    for (int i = 0; i < 1024; i++)
+        staging[i] = 0xabc00000u + (unsigned)i;
+    SHOW("cuMemcpyHtoD_v2 from it", F(cuMemcpyHtoD_v2)(d, staging, 4096));
+    memset(staging, 0, 4096);
+    SHOW("cuMemcpyDtoH_v2 into it", F(cuMemcpyDtoH_v2)(staging, d, 4096));
+    printf("staged word %x\n", staging[1023]);
+    SHOW("cuMemFreeHost", F(cuMemFreeHost)(staging));
+    SHOW("cuMemFreeHost twice", (strict = 0, F(cuMemFreeHost)(staging)));
+    strict = 1;
     /* A struct the call reads (its descriptor), and one it writes back. */
     CUDA_ARRAY_DESCRIPTOR desc = { 256, 64, CU_AD_FORMAT_FLOAT, 4 }, back;
     CUarray array;
