@@ -97,7 +97,7 @@ int vgpu_exec_malformed(const char *call, size_t len)
     return VGPU_EXEC_CLOSE;
 }
 
-bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
+bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call)
 {
     if (x->lib->id != 0)
         return false;
@@ -107,7 +107,7 @@ bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
     size_t size = 0;
     if (x->address_range && ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p) == 0 &&
         p >= base && p - base < size)
-        return true;
+        return n <= size - (p - base);
     if (!x->said_pointer) { /* once a guest: a hostile one would fill the log */
         x->said_pointer = true;
         vgpu_warn("executor: %s with a device pointer that is none of the guest's allocations: refused (and "
@@ -117,14 +117,9 @@ bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
     return false;
 }
 
-bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call)
+bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
 {
-    if (!vgpu_exec_device_memory(x, p, call))
-        return false;
-    uint64_t base = 0;
-    size_t size = 0;
-    ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p);
-    return n <= size - (p - base);
+    return vgpu_exec_device_range(x, p, 1, call);
 }
 
 /* A kernel's parameter sizes as cuFuncGetParamInfo gave them: learnt once
