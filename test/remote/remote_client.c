@@ -155,6 +155,17 @@ static void paths(void)
     free(host);
 }
 
+/* Device 0's primary context, current: what each mode but paths starts from. */
+static void primary_context(void)
+{
+    CUdevice dev;
+    CUcontext ctx;
+    SHOW("cuInit", F(cuInit)(0));
+    SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -167,24 +178,14 @@ int main(int argc, char **argv)
     if (strcmp(argv[1], "paths") == 0) {
         paths();
     } else if (strcmp(argv[1], "quota") == 0 && argc == 3) {
-        CUdevice dev;
-        CUcontext ctx;
         CUdeviceptr d;
-        SHOW("cuInit", F(cuInit)(0));
-        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
-        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
-        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        primary_context();
         strict = 0;
         SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
     } else if (strcmp(argv[1], "hold") == 0 && argc == 3) {
         /* Allocates BYTES, says so, and waits to be killed. */
-        CUdevice dev;
-        CUcontext ctx;
         CUdeviceptr d;
-        SHOW("cuInit", F(cuInit)(0));
-        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
-        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
-        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        primary_context();
         SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
         printf("held\n");
         fflush(stdout);
@@ -194,14 +195,9 @@ int main(int argc, char **argv)
         /* A launch the driver refuses (add_one over memory that is not
          * there): said at once by a local driver, by the next synchronize
          * of a remote one, never by a call that does not synchronize. */
-        CUdevice dev;
-        CUcontext ctx;
         CUmodule mod;
         CUfunction add_one;
-        SHOW("cuInit", F(cuInit)(0));
-        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
-        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
-        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        primary_context();
         SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
         SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
         strict = 0;
@@ -213,12 +209,7 @@ int main(int argc, char **argv)
         SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
         SHOW("cuCtxSynchronize again", F(cuCtxSynchronize)());
     } else if (strcmp(argv[1], "forged") == 0) {
-        CUdevice dev;
-        CUcontext ctx;
-        SHOW("cuInit", F(cuInit)(0));
-        SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
-        SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
-        SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+        primary_context();
         strict = 0;
         /* Handles of the executor's own address space, never given to this process. */
         SHOW("cuStreamSynchronize forged", F(cuStreamSynchronize)((CUstream)(uintptr_t)0x7f0000001000ull));
