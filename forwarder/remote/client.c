@@ -111,11 +111,12 @@ static int connect_executor(const char *path)
 static int connect_locked(void)
 {
     const char *path = vgpu_remote_where();
-    if (strcmp(path, "mediator") == 0) {
+    bool mediator = strcmp(path, "mediator") == 0;
+    if (mediator) {
         const char *m = getenv("VGPU_MEDIATOR_SOCKET");
         path = m && *m && strcmp(m, "none") != 0 ? m : VGPU_MEDIATOR_DEFAULT_SOCKET;
     }
-    int s = strcmp(vgpu_remote_where(), "mediator") == 0 ? ask_mediator(path) : connect_executor(path);
+    int s = mediator ? ask_mediator(path) : connect_executor(path);
     if (s < 0)
         return -2;
     uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
