@@ -4,7 +4,7 @@
                           [--serve] [--cpu N]`
 
 LOOP is `matmul` (bf16 4096x4096 matmuls back to back: the GPU is the
-bottleneck), `matmul-syncN` (the same, synchronising after every N),
+bottleneck), `matmul32` (the same in fp32), `matmul-syncN` (the same, synchronising after every N),
 `launch` (tiny element-wise kernels: the host's launch path is), `mlp` (a
 training step of 8 x Linear(256) at batch 64, synchronising every 20 steps:
 launch-bound, as notebooks and small models are) or `decode` (32 bf16
@@ -60,6 +60,15 @@ elif loop.startswith("matmul-sync"):
         for _ in range(per_call):
             torch.mm(a, b)
         torch.cuda.synchronize()
+elif loop == "matmul32":
+    n = 4096
+    a = torch.randn(n, n, device="cuda")
+    b = torch.randn(n, n, device="cuda")
+    work_per_step, per_call = 2.0 * n ** 3 / 1e12, 8
+
+    def step():
+        for _ in range(per_call):
+            torch.mm(a, b)
 elif loop == "launch":
     x = torch.zeros(256, device="cuda")
     work_per_step, per_call = 1.0, 64  # kernels
@@ -90,7 +99,7 @@ elif loop == "decode":
             torch.mm(w, v)
         torch.cuda.synchronize()
 else:
-    sys.exit("loop: matmul, matmul-syncN, launch, mlp or decode")
+    sys.exit("loop: matmul, matmul32, matmul-syncN, launch, mlp or decode")
 
 for _ in range(20):
     step()

@@ -74,3 +74,20 @@ size_t vgpu_remote_image_extent(const void *image, size_t max)
     size_t n = strnlen((const char *)p, max);
     return n < max ? n + 1 : 0;
 }
+
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
+
+const void *vgpu_remote_image_unwrap(const void *image)
+{
+    struct {
+        uint32_t magic, version;
+        const void *data, *prelinked;
+    } w;
+    if (!image)
+        return NULL;
+    memcpy(&w, image, sizeof(w.magic));
+    if (w.magic != FATBIN_WRAPPER_MAGIC)
+        return image;
+    memcpy(&w, image, sizeof(w));
+    return w.version == 1 ? w.data : NULL;
+}

@@ -12,3 +12,13 @@
  * executor checks that an image it was sent spans no more than it holds.
  */
 size_t vgpu_remote_image_extent(const void *image, size_t max);
+
+/*
+ * The image a pointer given to the driver names: the fatbin inside the
+ * wrapper nvcc makes for each object's device code (what
+ * __cudaRegisterFatBinary and the runtime's library loads pass on, magic
+ * 0x466243b1, version 1), or the pointer itself.  NULL for a wrapper of
+ * another version (a relocatable link's, whose images the guest does not
+ * carry).  Guest only: it reads the guest's memory.
+ */
+const void *vgpu_remote_image_unwrap(const void *image);

@@ -90,6 +90,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += h.len;
         size -= h.len;
     }
-    free(x.handles);
+    free(x.handles.v);
+    free(x.kernels.v);
     return 0;
 }

@@ -5,7 +5,10 @@
 # through an executor under an 8 GiB vGPU; its kernels are correct and its
 # GPU-bound rate is at least 90% of a local run's; it gets 4 GiB and is
 # refused 16 GiB; forged handles are refused; it maps no driver.  Prints the
-# launch-bound rate beside the local one.  Prints "ok ..." or "FAIL ..." lines.
+# launch-bound rate beside the local one.  Where it runs as root, two guests
+# of a mediator's remote vGPUs of 25% and 75% (as nobody: an executor never
+# runs as root) run the GPU-bound loop at once and get their shares.
+# Prints "ok ..." or "FAIL ..." lines.
 # Usage: gpu.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU; fails when a check printed FAIL.
 set -uo pipefail
 build=$(realpath "$1"); out=${2:-$(mktemp -d)}
@@ -46,5 +49,42 @@ if grep -v libvgpu-cuda "$out/maps" | grep -q libcuda; then
     echo "FAIL the guest mapped a driver: $(grep libcuda "$out/maps" | sort -u)"
 else
     echo "ok the guest maps no driver"
+fi
+if [ "$(id -u)" = 0 ] && command -v setpriv >/dev/null; then
+    # Everything the guests and their executors (nobody) reach is open to them: the
+    # mediator's socket and state in a directory of their own under /tmp.
+    med_dir=$(mktemp -d /tmp/vgpu-remote-shares.XXXXXX) && chmod 755 "$med_dir"
+    printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n%s\n' "$med_dir/sock" "$med_dir/state" \
+        "[vgpu.a]
+devices = 0
+memory = 8G
+compute = 25
+uids = 65534
+remote = yes
+[vgpu.b]
+devices = 0
+memory = 8G
+compute = 75
+uids = 65534
+remote = yes" >"$out/med.conf"
+    env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$out/med.conf" --foreground >"$out/med.err" 2>&1 &
+    med=$!
+    for _ in $(seq 1 200); do grep -q serving "$out/med.err" 2>/dev/null && break; sleep 0.05; done
+    at=$(( $(date +%s%3N) + 3000 ))
+    for v in a b; do
+        setpriv --reuid=65534 --regid=65534 --clear-groups env -u LD_LIBRARY_PATH LD_PRELOAD="$build/libvgpu-cuda.so" \
+            VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$med_dir/sock" VGPU_NAME=$v \
+            "$compute" matmul 6 --start-at "$at" >"$out/share.$v" 2>&1 &
+        eval "g_$v=\$!"
+    done
+    wait "$g_a"; wait "$g_b"
+    kill "$med" 2>/dev/null
+    rm -rf "$med_dir"
+    a=$(sed -n 's/^workload .* share=\([^ ]*\).*/\1/p' "$out/share.a")
+    b=$(sed -n 's/^workload .* share=\([^ ]*\).*/\1/p' "$out/share.b")
+    echo "remote guests of 25% and 75%: ${a:-?} and ${b:-?} of the GPU ($(rate "$out/share.a") and $(rate "$out/share.b") kernels/s)"
+    awk -v a="${a:-0}" -v b="${b:-0}" 'BEGIN { p = a / (a + b + 1e-9); exit !(p >= 0.20 && p <= 0.30 && a + b >= 0.9) }' &&
+        echo "ok two remote guests keep their shares of 25% and 75%" ||
+        echo "FAIL two remote guests of 25% and 75% had ${a:-?} and ${b:-?}: $(tail -n 2 "$out/share.a" "$out/share.b" "$out/med.err" | tr '\n' ' ')"
 fi
 ! grep -q '^FAIL' "$out/checks.txt"

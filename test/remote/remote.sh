@@ -213,6 +213,20 @@ guest-in-a-mount-namespace-with-no-driver)
     diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
     ;;
 
+the-cuda-runtime-runs-through-an-executor)
+    # The toolkit's CUDA runtime in a guest: it starts through the private
+    # tables the guest answers, loads its kernels as a library, and every
+    # path of runtime_client checks its own results.
+    cudart=${3:-}
+    [ -f "$cudart" ] || { echo "SKIP: no libcudart.so.13 (the CUDA toolkit's) at '$cudart'"; exit 77; }
+    executor
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$build/test/remote/runtime_client" "$cudart" \
+        >"$tmp/runtime.out" 2>"$tmp/runtime.err" || fail "the runtime's paths failed remotely"
+    grep -q "all ok" "$tmp/runtime.out" || fail "runtime_client did not finish"
+    ! grep -q "refused" "$tmp/executor.err" || fail "the executor refused a call of the runtime's"
+    ;;
+
 launch-errors-come-back-at-the-next-synchronize)
     # A launch is sent without waiting for its answer: the driver's refusal
     # (ILLEGAL_ADDRESS, 700, at once on a local driver) comes back from the
@@ -257,8 +271,9 @@ quota-holds-for-a-guest)
 forged-handles-are-refused)
     # Handles the guest was never given are refused before the driver sees
     # them (400: CUDA_ERROR_INVALID_HANDLE), and device pointers that are
-    # none of its allocations (1: CUDA_ERROR_INVALID_VALUE), and a call that is not carried
-    # is refused (801: CUDA_ERROR_NOT_SUPPORTED), the executor serving on.
+    # none of its allocations (1: CUDA_ERROR_INVALID_VALUE), a call no guest may
+    # make is refused (801: CUDA_ERROR_NOT_SUPPORTED) and a private table the
+    # guest does not answer is not found (500), the executor serving on.
     executor
     guest forged >"$tmp/forged.out" 2>"$tmp/forged.err"
     for call in cuStreamSynchronize cuCtxSetCurrent cuLaunchKernel; do
@@ -270,8 +285,10 @@ forged-handles-are-refused)
     done
     grep -q "cuMemsetD32_v2 with a device pointer that is none of the guest's allocations: refused" \
         "$tmp/executor.err" || fail "the executor did not refuse the forged pointer itself"
-    grep -q "cuGetExportTable: 801" "$tmp/forged.out" || fail "cuGetExportTable was not refused"
-    grep -q "cuGetExportTable is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
+    grep -q "cuIpcGetMemHandle: 801" "$tmp/forged.out" || fail "cuIpcGetMemHandle was not refused"
+    grep -q "cuIpcGetMemHandle is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
+    grep -q "cuGetExportTable unknown: 500" "$tmp/forged.out" || fail "an unknown private table was found (want 500)"
+    grep -q "no private table 00000000-" "$tmp/forged.err" || fail "the unknown private table was not logged"
     guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "the executor did not serve on after the forgery"
     ;;
 

@@ -148,6 +148,17 @@ static void paths(void)
     SHOW("cuArrayGetDescriptor_v2", F(cuArrayGetDescriptor_v2)(&back, array));
     printf("array %zux%zu, %u channels\n", back.Width, back.Height, back.NumChannels);
     SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
+    /* A graph's node array: counted, then filled (none: the room stays NULL). */
+    CUgraph graph;
+    CUgraphNode nodes[4] = { (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1 };
+    size_t nnodes = 99;
+    SHOW("cuGraphCreate", F(cuGraphCreate)(&graph, 0));
+    SHOW("cuGraphGetNodes count", F(cuGraphGetNodes)(graph, NULL, &nnodes));
+    printf("graph nodes %zu\n", nnodes);
+    nnodes = 4;
+    SHOW("cuGraphGetNodes", F(cuGraphGetNodes)(graph, nodes, &nnodes));
+    printf("graph nodes %zu, first %s\n", nnodes, nodes[0] == NULL ? "NULL" : nodes[0] == (CUgraphNode)1 ? "untouched" : "a node");
+    SHOW("cuGraphDestroy", F(cuGraphDestroy)(graph));
     SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(e0));
     SHOW("cuStreamDestroy_v2", F(cuStreamDestroy_v2)(s));
     SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));
@@ -223,9 +234,14 @@ int main(int argc, char **argv)
         SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
         SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
         SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
+        /* A call no guest may make (another process's memory), and a private
+         * table the guest does not answer. */
+        char ipc[64]; /* a CUipcMemHandle */
+        SHOW("cuIpcGetMemHandle",
+             ((CUresult(*)(void *, CUdeviceptr))sym("cuIpcGetMemHandle"))(ipc, elsewhere));
         void *table = NULL;
         CUuuid id = { { 0 } };
-        SHOW("cuGetExportTable", F(cuGetExportTable)((const void **)&table, &id));
+        SHOW("cuGetExportTable unknown", F(cuGetExportTable)((const void **)&table, &id));
     } else if (strcmp(argv[1], "maps") == 0) {
         FILE *f = fopen("/proc/self/maps", "r");
         char line[4096];

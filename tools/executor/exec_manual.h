@@ -1,4 +1,5 @@
-/* The remote driver's hand-written calls, the executor's side (exec_manual.c; listed in exec_manual.list). */
+/* The remote CUDA driver's hand-written calls, the executor's side (exec_capture.c, exec_copy.c,
+ * exec_graph.c, exec_launch.c, exec_library.c, exec_manual.c, exec_pointer.c; listed in exec_manual.list). */
 #pragma once
 
 #include "tools/executor/executor.h"
@@ -9,8 +10,39 @@ int vgpu_exec_cuGetErrorName(struct vgpu_exec *x, void *fn, const void *req, siz
 int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req, size_t len);
-int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
-int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
-int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetProcAddress_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetProcAddress(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Modules and libraries (exec_library.c). */
+int vgpu_exec_cuModuleGetGlobal_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuLibraryLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuLibraryGetKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuLibraryGetGlobal(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Copies (exec_copy.c). */
+int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpyHtoDAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpyDtoHAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Launches (exec_launch.c). */
+int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Pointers' attributes (exec_pointer.c). */
+int vgpu_exec_cuPointerGetAttribute(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuPointerGetAttributes(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Stream capture's state (exec_capture.c). */
+int vgpu_exec_cuStreamGetCaptureInfo_v3(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Graphs' node and edge arrays (exec_graph.c). */
+int vgpu_exec_cuGraphGetNodes(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphGetRootNodes(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphGetEdges(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphGetEdges_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphNodeGetDependencies(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphNodeGetDependencies_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphNodeGetDependentNodes(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuGraphNodeGetDependentNodes_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);

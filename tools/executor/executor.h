@@ -20,6 +20,12 @@
 
 struct vgpu_exec;
 
+/* A set of handles (guest_state.c). */
+struct vgpu_exec_set {
+    uint64_t *v;
+    size_t cap, used;
+};
+
 /* How the executor serves a slot: a generated call of words (nin words
  * in, nout back, returning the call's code), or one that reads its own
  * request and replies itself (returning 0, -1 when the reply could not be
@@ -50,14 +56,15 @@ struct vgpu_exec {
     const struct vgpu_exec_library *lib; /* the library it drives */
     void *driver;                        /* dlopen(lib->driver) */
     void **fn;                           /* the driver's function of each slot, looked up at first use */
-    uint64_t *handles;                   /* the handles given to this guest: an open-addressing set */
-    size_t handles_cap, handles_used;
+    struct vgpu_exec_set handles;        /* the handles given to this guest */
+    struct vgpu_exec_set kernels;        /* those of them that are a library's kernels (CUkernel) */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
     void *address_range;              /* the driver's cuMemGetAddressRange_v2, looked up at first use */
     struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
     bool said_pointer;                /* a refused device pointer was logged */
+    const char *call;                 /* the name of the call being served, for the log */
 };
 
 /* Whether h is a handle this guest was given (NULL always is, and where a
@@ -68,6 +75,10 @@ struct vgpu_exec {
 bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream);
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
+/* A library's kernel given to the guest: a handle, which launches take as
+ * a function, but whose parameters cuKernelGetParamInfo says. */
+void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h);
+bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h);
 
 /* Whether a launch's n parameters of these sizes are kernel f's, as
  * cuFuncGetParamInfo says (the driver reads each of f's parameters at its
@@ -82,6 +93,14 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
 bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call);
 /* The same for the n bytes from p, all in one allocation. */
 bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call);
+
+/* The i-th 64-bit word of a request. */
+static inline uint64_t vgpu_exec_word(const void *req, unsigned i)
+{
+    uint64_t w;
+    __builtin_memcpy(&w, (const char *)req + (size_t)i * sizeof(w), sizeof(w));
+    return w;
+}
 
 /* A request that is not what its call sends (the guest is broken or
  * hostile): logged; VGPU_EXEC_CLOSE, for a handler to return. */

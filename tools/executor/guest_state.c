@@ -9,57 +9,91 @@
 #include <stdlib.h>
 #include <string.h>
 
-static size_t slot_of(const struct vgpu_exec *x, uint64_t h)
+static size_t slot_of(const struct vgpu_exec_set *s, uint64_t h)
 {
-    return (size_t)((h * 0x9e3779b97f4a7c15ull) >> 17) & (x->handles_cap - 1);
+    return (size_t)((h * 0x9e3779b97f4a7c15ull) >> 17) & (s->cap - 1);
+}
+
+/* An open-addressing set of handles: 0 is an empty slot, UINT64_MAX a
+ * tombstone (nobody's handle either). */
+static bool set_has(const struct vgpu_exec_set *s, uint64_t h)
+{
+    if (h == UINT64_MAX || !s->cap)
+        return false;
+    for (size_t i = slot_of(s, h);; i = (i + 1) & (s->cap - 1)) {
+        if (s->v[i] == h)
+            return true;
+        if (!s->v[i])
+            return false;
+    }
+}
+
+static void insert(struct vgpu_exec_set *s, uint64_t h)
+{
+    size_t i = slot_of(s, h);
+    while (s->v[i] && s->v[i] != h && s->v[i] != UINT64_MAX)
+        i = (i + 1) & (s->cap - 1);
+    if (s->v[i] != h) {
+        s->v[i] = h;
+        s->used++;
+    }
+}
+
+static void set_add(struct vgpu_exec_set *s, uint64_t h)
+{
+    if (h <= 2 || h == UINT64_MAX || set_has(s, h))
+        return;
+    if ((s->used + 1) * 2 > s->cap) {
+        size_t cap = s->cap ? s->cap * 2 : 256;
+        uint64_t *old = s->v, *grown = calloc(cap, sizeof(*grown));
+        if (!grown) {
+            vgpu_error("executor: out of memory for the guest's handles");
+            exit(1);
+        }
+        size_t old_cap = s->cap;
+        s->v = grown;
+        s->cap = cap;
+        s->used = 0;
+        for (size_t i = 0; i < old_cap; i++)
+            if (old[i] && old[i] != UINT64_MAX)
+                insert(s, old[i]);
+        free(old);
+    }
+    insert(s, h);
+}
+
+static void set_drop(struct vgpu_exec_set *s, uint64_t h)
+{
+    if (h <= 2 || h == UINT64_MAX || !s->cap)
+        return;
+    for (size_t i = slot_of(s, h); s->v[i]; i = (i + 1) & (s->cap - 1))
+        if (s->v[i] == h) {
+            s->v[i] = UINT64_MAX; /* a tombstone: the probe goes on past it */
+            return;
+        }
 }
 
 bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream)
 {
     if (h == 0 || (stream && h <= 2)) /* NULL; CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
         return true;
-    if (h == UINT64_MAX || !x->handles_cap) /* the set's tombstone is nobody's handle */
-        return false;
-    for (size_t i = slot_of(x, h);; i = (i + 1) & (x->handles_cap - 1)) {
-        if (x->handles[i] == h)
-            return true;
-        if (!x->handles[i])
-            return false;
-    }
-}
-
-static void insert(struct vgpu_exec *x, uint64_t h)
-{
-    size_t i = slot_of(x, h);
-    while (x->handles[i] && x->handles[i] != h && x->handles[i] != UINT64_MAX)
-        i = (i + 1) & (x->handles_cap - 1);
-    if (x->handles[i] != h) {
-        x->handles[i] = h;
-        x->handles_used++;
-    }
+    return set_has(&x->handles, h);
 }
 
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h)
 {
-    if (h <= 2 || h == UINT64_MAX || vgpu_exec_handle_known(x, h, false))
-        return;
-    if ((x->handles_used + 1) * 2 > x->handles_cap) {
-        size_t cap = x->handles_cap ? x->handles_cap * 2 : 256;
-        uint64_t *old = x->handles, *grown = calloc(cap, sizeof(*grown));
-        if (!grown) {
-            vgpu_error("executor: out of memory for the guest's handles");
-            exit(1);
-        }
-        size_t old_cap = x->handles_cap;
-        x->handles = grown;
-        x->handles_cap = cap;
-        x->handles_used = 0;
-        for (size_t i = 0; i < old_cap; i++)
-            if (old[i] && old[i] != UINT64_MAX)
-                insert(x, old[i]);
-        free(old);
-    }
-    insert(x, h);
+    set_add(&x->handles, h);
+}
+
+void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h)
+{
+    set_add(&x->handles, h);
+    set_add(&x->kernels, h);
+}
+
+bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h)
+{
+    return set_has(&x->kernels, h);
 }
 
 static void forget_layouts(struct vgpu_exec *x);
@@ -67,17 +101,14 @@ static void forget_layouts(struct vgpu_exec *x);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h)
 {
     forget_layouts(x);
-    if (h <= 2 || h == UINT64_MAX || !x->handles_cap)
-        return;
-    for (size_t i = slot_of(x, h); x->handles[i]; i = (i + 1) & (x->handles_cap - 1))
-        if (x->handles[i] == h) {
-            x->handles[i] = UINT64_MAX; /* a tombstone: the probe goes on past it */
-            return;
-        }
+    set_drop(&x->handles, h);
+    set_drop(&x->kernels, h);
 }
 
 int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
 {
+    if (r != 0) /* the guest's own errors, for whoever debugs it (VGPU_LOG=debug) */
+        vgpu_debug("executor: %s%s returned %d", x->call ? x->call : "a call", x->async ? " (asynchronous)" : "", r);
     if (x->async) { /* no reply: the first error waits for the next synchronizing call */
         if (r != 0 && x->deferred == 0)
             x->deferred = r;
@@ -148,8 +179,9 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
     while (l && l->f != f)
         l = l->next;
     if (!l) {
-        int (*info)(uint64_t, size_t, size_t *, size_t *) =
-            (int (*)(uint64_t, size_t, size_t *, size_t *))dlsym(x->driver, "cuFuncGetParamInfo");
+        /* A library's kernel (cuLibraryGetKernel) launches as a function does; its own call says its parameters. */
+        int (*info)(uint64_t, size_t, size_t *, size_t *) = (int (*)(uint64_t, size_t, size_t *, size_t *))dlsym(
+            x->driver, vgpu_exec_is_kernel(x, f) ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
         uint32_t size[VGPU_EXEC_MAX_PARAMS];
         unsigned count = 0;
         for (; info && count < VGPU_EXEC_MAX_PARAMS; count++) {

@@ -68,6 +68,7 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
     }
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
     x->sync = c->sync;
+    x->call = x->lib->names[h->call];
     void *fn = function_of(x, h->call);
     int sent;
     if (!c->words && !c->manual) {

@@ -241,6 +241,22 @@ def sizes(cc, header, define, types):
 BUFFER_SIZE = re.compile(r"^(len|length|size|bufferSize|nameLength|bufSize)$")
 
 
+# Copies between unified addresses: either side may be the guest's own
+# memory, which only the guest can tell from a device pointer.
+UNIFIED_COPY = re.compile(r"^cuMemcpy(Async)?(_ptds|_ptsz)?$")
+
+
+# Calls whose pointer to one value is read and written (the mode this thread
+# had goes in, the one it has comes back): crossed as a struct of that size
+# the call reads and writes.
+READ_AND_WRITTEN = {"cuThreadExchangeStreamCaptureMode"}
+
+# Calls whose count-like parameter counts something else than the value
+# they write (numBlocks: the blocks of a launch, not of the one size
+# returned).
+ONE_VALUE = {"cuOccupancyAvailableDynamicSMemPerBlock"}
+
+
 def array_like(params, kinds):
     """Whether a pointer the kinds call an out-value may be an array or a
     buffer: a char (a string, a LUID's bytes), or an out-value beside a count
@@ -298,7 +314,9 @@ def main():
         for i in range(len(params) - 1):
             if kinds[i] == "o1" and kinds[i + 1] in ("i4", "i8") and BUFFER_SIZE.match(params[i + 1].name or ""):
                 kinds[i] = "t"
-        if array_like(params, kinds):
+        if name in READ_AND_WRITTEN:
+            kinds = ["s" + k[1:] if k and k[0] == "o" else k for k in kinds]
+        if (array_like(params, kinds) and name not in ONE_VALUE) or UNIFIED_COPY.match(name):
             kinds.append(None)
         _, rname = types.resolve(fd.type)
         if (fd.type.type.names == [lib["result"]] if isinstance(fd.type, c_ast.TypeDecl)

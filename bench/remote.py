@@ -1,0 +1,173 @@
+"""What a remote GPU costs a guest (docs/remote.md), beside running natively.
+
+    python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
+
+Runs on a machine with a GPU.  Starts `vgpu-executor --listen` under vgpu
+(no quota, no share), then in each round, the side going first alternating,
+measures the same things natively (no vgpu at all) and as a guest of the
+executor (`VGPU_REMOTE`, both of vgpu's libraries preloaded, as a container
+without the GPU runs):
+
+- `sync_call_us`: a synchronous driver call's round trip (`cuCtxGetDevice`
+  from cuda-python, µs a call);
+- `launch_issue_us`: the guest's cost of an asynchronous launch (an empty
+  kernel, µs a `cuLaunchKernel` call, the synchronize after them not timed);
+- `launch_rate`: those launches a second with their synchronize;
+- `htod_gbps`, `dtoh_gbps`: copies of 256 MiB between page-locked host
+  memory and the device;
+- each of bench/compute_worker.py's loops (PyTorch), its rate over --seconds
+  (a loop that fails on one side is reported as failed).
+
+Prints a table: each side's median over the rounds with its range, and the
+median and range of the rounds' ratios (remote / native; for the costs in µs,
+native / remote, so that below 1 is slower either way).  `--worker` is the
+micro-benchmark one side runs (one JSON line).
+"""
+import argparse
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+PTX = b""".version 8.0
+.target sm_90
+.address_size 64
+.visible .entry empty()
+{
+    ret;
+}
+"""
+
+
+def worker():
+    from cuda.bindings import driver as d
+    import ctypes
+
+    def ok(res):
+        if int(res[0]) != 0:
+            raise SystemExit("cuda error %s" % (res,))
+        return res[1] if len(res) == 2 else (res[1:] if len(res) > 2 else None)
+
+    ok(d.cuInit(0))
+    dev = ok(d.cuDeviceGet(0))
+    ctx = ok(d.cuDevicePrimaryCtxRetain(dev))
+    ok(d.cuCtxSetCurrent(ctx))
+    mod = ok(d.cuModuleLoadData(PTX))
+    fn = ok(d.cuModuleGetFunction(mod, b"empty"))
+    out = {}
+
+    n = 2000
+    for _ in range(100):
+        ok(d.cuCtxGetDevice())
+    t = time.perf_counter()
+    for _ in range(n):
+        ok(d.cuCtxGetDevice())
+    out["sync_call_us"] = (time.perf_counter() - t) / n * 1e6
+
+    n = 20000
+    for _ in range(200):
+        ok(d.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0))
+    ok(d.cuCtxSynchronize())
+    t = time.perf_counter()
+    for _ in range(n):
+        ok(d.cuLaunchKernel(fn, 1, 1, 1, 32, 1, 1, 0, 0, 0, 0))
+    issued = time.perf_counter()
+    ok(d.cuCtxSynchronize())
+    done = time.perf_counter()
+    out["launch_issue_us"] = (issued - t) / n * 1e6
+    out["launch_rate"] = n / (done - t)
+
+    size = 256 << 20
+    host = ok(d.cuMemAllocHost(size))
+    ctypes.memset(host, 1, size)
+    dptr = ok(d.cuMemAlloc(size))
+    for name, call in (("htod_gbps", lambda: d.cuMemcpyHtoD(dptr, host, size)),
+                       ("dtoh_gbps", lambda: d.cuMemcpyDtoH(host, dptr, size))):
+        ok(call())
+        best = None
+        for _ in range(3):
+            t = time.perf_counter()
+            ok(call())
+            s = time.perf_counter() - t
+            best = s if best is None else min(best, s)
+        out[name] = size / best / 1e9
+    ok(d.cuMemFree(dptr))
+    ok(d.cuMemFreeHost(host))
+    print(json.dumps(out), flush=True)
+
+
+def run(cmd, env, must=True):
+    p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
+    lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
+    if p.returncode != 0 or not lines:
+        if must:
+            raise SystemExit("failed (exit status %d): %s\n%s" % (p.returncode, " ".join(cmd), p.stderr[-2000:]))
+        print("failed (exit status %d): %s: %s" % (p.returncode, " ".join(cmd), p.stderr.strip()[-300:]),
+              file=sys.stderr)
+        return None
+    return json.loads(lines[-1])
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build")
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--seconds", type=float, default=3)
+    ap.add_argument("--loops", default="mlp,launch,matmul32,decode")
+    ap.add_argument("--worker", action="store_true")
+    a = ap.parse_args()
+    if a.worker:
+        return worker()
+    build = os.path.abspath(a.build)
+    libs = "%s/libvgpu-cuda.so %s/libvgpu-nvml.so" % (build, build)
+    tmp = tempfile.mkdtemp(prefix="vgpu-bench-remote.")
+    sock = os.path.join(tmp, "sock")
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    executor = subprocess.Popen([os.path.join(build, "tools/vgpu-executor"), "--listen", sock],
+                                env=dict(env, LD_PRELOAD=libs, VGPU_BAR0=os.path.join(tmp, "bar0")),
+                                stderr=open(os.path.join(tmp, "executor.err"), "w"))
+    try:
+        for _ in range(200):
+            if os.path.exists(sock):
+                break
+            time.sleep(0.05)
+        sides = {"native": env, "remote": dict(env, LD_PRELOAD=libs, VGPU_REMOTE=sock)}
+        loops = [l for l in a.loops.split(",") if l]
+        results = {s: {} for s in sides}
+        for r in range(a.rounds):
+            order = ["native", "remote"] if r % 2 == 0 else ["remote", "native"]
+            for side in order:
+                got = run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side])
+                for loop in loops:
+                    res = run([sys.executable, os.path.join(HERE, "compute_worker.py"), loop, str(a.seconds)],
+                              sides[side], must=False)
+                    got[loop] = res["rate"] if res else None
+                for k, v in got.items():
+                    results[side].setdefault(k, []).append(v)
+                print("round %d %s: %s" % (r + 1, side, json.dumps(got)), file=sys.stderr, flush=True)
+        print("| measure | native | remote | remote against native |")
+        print("| --- | --- | --- | --- |")
+        for k in results["native"]:
+            n, m = results["native"][k], results["remote"][k]
+            if None in n or None in m:
+                print("| %s | %s | %s | failed |" % (k, "failed" if None in n else "", "failed" if None in m else ""))
+                continue
+            cost = k.endswith("_us")
+            ratios = [(x / y if cost else y / x) for x, y in zip(n, m)]
+
+            def fmt(v):
+                return "%.3g [%.3g-%.3g]" % (statistics.median(v), min(v), max(v))
+            print("| %s | %s | %s | %.1f%% [%.1f-%.1f] |" % (k, fmt(n), fmt(m), 100 * statistics.median(ratios),
+                                                           100 * min(ratios), 100 * max(ratios)))
+    finally:
+        executor.terminate()
+        executor.wait()
+
+
+if __name__ == "__main__":
+    main()

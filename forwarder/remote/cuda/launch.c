@@ -1,0 +1,257 @@
+/*
+ * Launches, the guest's side (tools/executor/exec_launch.c is the other;
+ * what crosses: docs/remote.md): a kernel's parameters packed by the sizes
+ * the executor's driver gives for it, sent without waiting; and host
+ * functions, which run in the guest.
+ */
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/client.h"
+#include "forwarder/remote/cuda/manual.h"
+#include "forwarder/remote/wire.h"
+
+#include "vgpu_cuda_slots.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+#define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
+
+/* A kernel's parameters, learnt once per function from the executor
+ * (cuFuncGetParamInfo): how many and how long each is.  Owned by this
+ * file, under params_lock; functions are few and live as long as their
+ * module, so the list only grows. */
+#define MAX_PARAMS 256
+struct layout {
+    struct layout *next;
+    CUfunction f;
+    unsigned n;
+    uint32_t size[];
+};
+static struct layout *layouts;
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork may find the lock held by a thread it does not have; its
+ * executor is another process, whose functions are not the parent's: it
+ * starts with no layouts. */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&params_lock, NULL);
+    layouts = NULL; /* the parent's: left, not freed */
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+static CUresult layout_of(CUfunction f, const struct layout **out)
+{
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&params_lock);
+    for (struct layout *l = layouts; l; l = l->next)
+        if (l->f == f) {
+            *out = l;
+            pthread_mutex_unlock(&params_lock);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&params_lock);
+    uint32_t size[MAX_PARAMS];
+    unsigned n = 0;
+    for (; n < MAX_PARAMS; n++) {
+        /* cuFuncGetParamInfo(f, n, &offset, &size), as its generated stub
+         * sends it; a library's kernel's, cuKernelGetParamInfo. */
+        uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, n }, got[2];
+        CUresult r = vgpu_remote_call_words(vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo)
+                                                                     : SLOT(cuFuncGetParamInfo),
+                                            in, 3, got, 2);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            break; /* past the last parameter */
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (got[1] > 4096)
+            return CUDA_ERROR_INVALID_VALUE;
+        size[n] = (uint32_t)got[1];
+    }
+    if (n == MAX_PARAMS)
+        return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
+    struct layout *l = malloc(sizeof(*l) + n * sizeof(uint32_t));
+    if (!l)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    l->f = f;
+    l->n = n;
+    memcpy(l->size, size, n * sizeof(uint32_t));
+    pthread_mutex_lock(&params_lock);
+    l->next = layouts;
+    layouts = l;
+    pthread_mutex_unlock(&params_lock);
+    *out = l;
+    return CUDA_SUCCESS;
+}
+
+/* A launch as it crosses: words f, the grid, the block, shared memory,
+ * stream, the count; each parameter's size; then their bytes, each padded
+ * to 8.  prefix (n words) goes before it (cuLaunchKernelEx's attributes). */
+static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], CUstream stream, void **params,
+                            void **extra, const uint64_t *prefix, size_t nprefix)
+{
+    if (extra)
+        return vgpu_remote_refuse(slot); /* CU_LAUNCH_PARAM_* buffers: not carried */
+    const struct layout *l;
+    CUresult r = layout_of(f, &l);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (l->n && !params)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t head[10 + MAX_PARAMS];
+    head[0] = (uint64_t)(uintptr_t)f;
+    for (int i = 0; i < 7; i++)
+        head[1 + i] = dim[i];
+    head[8] = (uint64_t)(uintptr_t)stream;
+    head[9] = l->n;
+    size_t bytes = 0;
+    for (unsigned i = 0; i < l->n; i++) {
+        head[10 + i] = l->size[i];
+        bytes += (l->size[i] + 7) & ~7u;
+    }
+    char *packed = calloc(1, bytes ? bytes : 1);
+    if (!packed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0, at = 0; i < l->n; at += (l->size[i] + 7) & ~7u, i++)
+        memcpy(packed + at, params[i], l->size[i]);
+    struct iovec q[3] = { { (void *)prefix, nprefix * sizeof(uint64_t) },
+                          { head, (10 + l->n) * sizeof(uint64_t) },
+                          { packed, bytes } };
+    r = vgpu_remote_send(slot, q, 3);
+    free(packed);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
+{
+    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
+    return send_launch(SLOT(cuLaunchKernel), f, dim, stream, params, extra, NULL, 0);
+}
+
+/* The _ptsz forms. */
+CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                               void **params, void **extra)
+{
+    return vgpu_remote_guest_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream), params, extra);
+}
+
+/* Attributes: each its id and its 64-byte value, as words; the executor
+ * takes those whose values are plain data or events it gave (docs/remote.md).
+ * How many words they take in prefix, or 0 when they cannot be carried. */
+#define MAX_ATTRS 16
+static size_t pack_attrs(const CUlaunchConfig *config, uint64_t *prefix)
+{
+    if (config->numAttrs > MAX_ATTRS)
+        return 0;
+    prefix[0] = config->numAttrs;
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        prefix[1 + i * 9] = (uint64_t)config->attrs[i].id;
+        memcpy(&prefix[2 + i * 9], &config->attrs[i].value, 64);
+    }
+    return 1 + (size_t)config->numAttrs * 9;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    if (!config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t prefix[1 + MAX_ATTRS * 9];
+    size_t n = pack_attrs(config, prefix);
+    if (!n)
+        return vgpu_remote_refuse(SLOT(cuLaunchKernelEx));
+    const unsigned dim[7] = { config->gridDimX,  config->gridDimY,  config->gridDimZ,      config->blockDimX,
+                              config->blockDimY, config->blockDimZ, config->sharedMemBytes };
+    return send_launch(SLOT(cuLaunchKernelEx), f, dim, config->hStream, params, extra, prefix, n);
+}
+
+/* The attributes, then f, the grid, the block, shared memory and the
+ * stream; the count comes back. */
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config)
+{
+    if (!numClusters || !config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t words[1 + MAX_ATTRS * 9 + 9];
+    size_t n = pack_attrs(config, words);
+    if (!n)
+        return vgpu_remote_refuse(SLOT(cuOccupancyMaxActiveClusters));
+    const uint64_t launch[9] = { (uint64_t)(uintptr_t)f, config->gridDimX,  config->gridDimY,
+                                 config->gridDimZ,       config->blockDimX, config->blockDimY,
+                                 config->blockDimZ,      config->sharedMemBytes, (uint64_t)(uintptr_t)config->hStream };
+    memcpy(words + n, launch, sizeof(launch));
+    uint64_t out = 0;
+    size_t got = 0;
+    struct iovec q = { words, (n + 9) * sizeof(uint64_t) }, a = { &out, sizeof(out) };
+    CUresult r = vgpu_remote_call(SLOT(cuOccupancyMaxActiveClusters), &q, 1, &a, 1, &got);
+    if (r == CUDA_SUCCESS && got != sizeof(out))
+        return CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS)
+        *numClusters = (int)(int64_t)out;
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                                 void **extra)
+{
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUlaunchConfig c = *config;
+    c.hStream = vgpu_remote_per_thread(c.hStream);
+    return vgpu_remote_guest_cuLaunchKernelEx(&c, f, params, extra);
+}
+
+/* Host functions run in the guest, whose memory they use: once the
+ * stream's work before them is done (a synchronize), before the call
+ * returns, so that work enqueued after them follows them.  In a stream
+ * being captured they would be a graph's host node, which the host cannot
+ * run: refused. */
+static CUresult drain(unsigned slot, CUstream stream)
+{
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = REMOTE(cuStreamIsCapturing)(stream, &capturing);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+        return vgpu_remote_refuse(slot);
+    return REMOTE(cuStreamSynchronize)(stream);
+}
+
+CUresult vgpu_remote_guest_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)
+{
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = drain(SLOT(cuLaunchHostFunc), stream);
+    if (r == CUDA_SUCCESS)
+        fn(data);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, void *data)
+{
+    return vgpu_remote_guest_cuLaunchHostFunc(vgpu_remote_per_thread(stream), fn, data);
+}
+
+/* A callback learns the stream's error, as the driver gives it one. */
+CUresult vgpu_remote_guest_cuStreamAddCallback(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)
+{
+    if (!cb || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = drain(SLOT(cuStreamAddCallback), stream);
+    if (r == CUDA_ERROR_NOT_SUPPORTED)
+        return r;
+    cb(stream, r, data);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuStreamAddCallback_ptsz(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)
+{
+    return vgpu_remote_guest_cuStreamAddCallback(vgpu_remote_per_thread(stream), cb, data, flags);
+}

@@ -1,0 +1,185 @@
+/*
+ * Modules and libraries, the guest's side (tools/executor/exec_library.c is
+ * the other; what crosses: docs/remote.md).  Images travel whole, their
+ * extent read from their own headers; names travel as strings.  Options
+ * that only tune the loading are dropped; those that would give the host
+ * guest pointers (log buffers, a table of host functions) are refused.
+ */
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/client.h"
+#include "forwarder/remote/cuda/manual.h"
+#include "forwarder/remote/image.h"
+#include "forwarder/remote/wire.h"
+
+#include "vgpu_cuda_slots.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+#define MAX_NAME 4096
+
+/* [length][image] to slot; the handle it returns. */
+static CUresult load(unsigned slot, const void *code, uint64_t *handle)
+{
+    if (!code)
+        return CUDA_ERROR_INVALID_VALUE;
+    const void *image = vgpu_remote_image_unwrap(code);
+    if (!image)
+        return vgpu_remote_refuse(slot);
+    size_t n = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64);
+    if (!n)
+        return CUDA_ERROR_INVALID_IMAGE;
+    uint64_t w = n;
+    struct iovec q[2] = { { &w, sizeof(w) }, { (void *)image, n } }, a = { handle, sizeof(*handle) };
+    size_t got = 0;
+    CUresult r = vgpu_remote_call(slot, q, 2, &a, 1, &got);
+    return r == CUDA_SUCCESS && got != sizeof(*handle) ? CUDA_ERROR_UNKNOWN : r;
+}
+
+/* [handle][name] to slot; what it returns, n words. */
+static CUresult by_name(unsigned slot, uint64_t handle, const char *name, uint64_t *out, unsigned n)
+{
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t len = strnlen(name, MAX_NAME);
+    if (len == MAX_NAME)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct iovec q[2] = { { &handle, sizeof(handle) }, { (void *)name, len } }, a = { out, n * sizeof(*out) };
+    size_t got = 0;
+    CUresult r = vgpu_remote_call(slot, q, 2, &a, 1, &got);
+    return r == CUDA_SUCCESS && got != n * sizeof(*out) ? CUDA_ERROR_UNKNOWN : r;
+}
+
+CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = 0;
+    CUresult r = load(SLOT(cuModuleLoadData), image, &h);
+    if (r == CUDA_SUCCESS)
+        *module = (CUmodule)(uintptr_t)h;
+    return r;
+}
+
+/* Whether a library option only tunes the loading (dropped), refusing it
+ * otherwise. */
+static bool options_droppable(unsigned njit, const CUlibraryOption *opt, unsigned nlib)
+{
+    if (njit) /* JIT options: log buffers and outputs among them; none carried */
+        return false;
+    for (unsigned i = 0; i < nlib; i++)
+        if (!opt || opt[i] != CU_LIBRARY_BINARY_IS_PRESERVED) /* the executor keeps no image anyway */
+            return false;
+    return true;
+}
+
+CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                             void **jitOptionsValues, unsigned int numJitOptions,
+                                             CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                             unsigned int numLibraryOptions)
+{
+    (void)jitOptions, (void)jitOptionsValues, (void)libraryOptionValues;
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!options_droppable(numJitOptions, libraryOptions, numLibraryOptions))
+        return vgpu_remote_refuse(SLOT(cuLibraryLoadData));
+    uint64_t h = 0;
+    CUresult r = load(SLOT(cuLibraryLoadData), code, &h);
+    if (r == CUDA_SUCCESS)
+        *library = (CUlibrary)(uintptr_t)h;
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    if (!hfunc)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = 0;
+    CUresult r = by_name(SLOT(cuModuleGetFunction), (uint64_t)(uintptr_t)hmod, name, &h, 1);
+    if (r == CUDA_SUCCESS)
+        *hfunc = (CUfunction)(uintptr_t)h;
+    return r;
+}
+
+/* The kernels of libraries this process was given, which launches take as
+ * functions but whose parameters cuKernelGetParamInfo says.  Owned by this
+ * file, under kernels_lock; kernels live as long as their library, whose
+ * unloading frees none here: the list only grows, and by one entry per
+ * kernel looked up. */
+struct kernel {
+    struct kernel *next;
+    CUkernel k;
+};
+static struct kernel *kernels;
+static pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t kernels_once = PTHREAD_ONCE_INIT;
+
+static void kernels_after_fork(void)
+{
+    pthread_mutex_init(&kernels_lock, NULL);
+    kernels = NULL; /* the parent's executor's: the child's has other handles (left, not freed) */
+}
+
+static void kernels_register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, kernels_after_fork);
+}
+
+bool vgpu_remote_is_kernel(const void *f)
+{
+    pthread_once(&kernels_once, kernels_register_atfork);
+    pthread_mutex_lock(&kernels_lock);
+    const struct kernel *k = kernels;
+    while (k && (const void *)k->k != f)
+        k = k->next;
+    pthread_mutex_unlock(&kernels_lock);
+    return k != NULL;
+}
+
+CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+    if (!pKernel)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t h = 0;
+    CUresult r = by_name(SLOT(cuLibraryGetKernel), (uint64_t)(uintptr_t)library, name, &h, 1);
+    if (r != CUDA_SUCCESS)
+        return r;
+    CUkernel k = (CUkernel)(uintptr_t)h;
+    if (!vgpu_remote_is_kernel(k)) {
+        struct kernel *e = malloc(sizeof(*e));
+        if (!e)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+        e->k = k;
+        pthread_mutex_lock(&kernels_lock);
+        e->next = kernels;
+        kernels = e;
+        pthread_mutex_unlock(&kernels_lock);
+    }
+    *pKernel = k;
+    return CUDA_SUCCESS;
+}
+
+static CUresult global(unsigned slot, CUdeviceptr *dptr, size_t *bytes, uint64_t handle, const char *name)
+{
+    uint64_t w[2];
+    CUresult r = by_name(slot, handle, name, w, 2);
+    if (r == CUDA_SUCCESS) {
+        if (dptr)
+            *dptr = w[0];
+        if (bytes)
+            *bytes = w[1];
+    }
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    return global(SLOT(cuModuleGetGlobal_v2), dptr, bytes, (uint64_t)(uintptr_t)hmod, name);
+}
+
+CUresult vgpu_remote_guest_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+    return global(SLOT(cuLibraryGetGlobal), dptr, bytes, (uint64_t)(uintptr_t)library, name);
+}

@@ -1,0 +1,108 @@
+/* The remote CUDA driver's hand-written calls, the guest's side (this folder's files; listed in manual.list). */
+#pragma once
+
+#include <cuda.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+/* Error strings and the lookup (lookup.c). */
+CUresult vgpu_remote_guest_cuGetErrorName(CUresult error, const char **pStr);
+CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr);
+CUresult vgpu_remote_guest_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult *status);
+CUresult vgpu_remote_guest_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
+/* The driver's private tables, emulated in the guest (export_tables.c). */
+CUresult vgpu_remote_guest_cuGetExportTable(const void **table, const CUuuid *id);
+
+/* Modules and libraries (library.c). */
+CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image);
+CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
+CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
+CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
+                                             void **jitOptionsValues, unsigned int numJitOptions,
+                                             CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                             unsigned int numLibraryOptions);
+CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
+CUresult vgpu_remote_guest_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+/* Whether f is a library's kernel this process was given (cuLibraryGetKernel). */
+bool vgpu_remote_is_kernel(const void *f);
+
+/* Copies (copy.c). */
+CUresult vgpu_remote_guest_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_guest_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+
+/* Launches, occupancy and host functions (launch.c). */
+CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra);
+CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                               void **params, void **extra);
+CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra);
+CUresult vgpu_remote_guest_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                                 void **extra);
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config);
+CUresult vgpu_remote_guest_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data);
+CUresult vgpu_remote_guest_cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, void *data);
+CUresult vgpu_remote_guest_cuStreamAddCallback(CUstream stream, CUstreamCallback cb, void *data, unsigned flags);
+CUresult vgpu_remote_guest_cuStreamAddCallback_ptsz(CUstream stream, CUstreamCallback cb, void *data, unsigned flags);
+
+/* The stream a per-thread (_ptsz) call means: 0 is the calling thread's default stream. */
+static inline CUstream vgpu_remote_per_thread(CUstream s)
+{
+    return s ? s : CU_STREAM_PER_THREAD;
+}
+
+/* Page-locked and registered host memory (host_memory.c). */
+CUresult vgpu_remote_guest_cuMemAllocHost_v2(void **pp, size_t n);
+CUresult vgpu_remote_guest_cuMemAllocHost(void **pp, unsigned int n);
+CUresult vgpu_remote_guest_cuMemHostAlloc(void **pp, size_t n, unsigned int flags);
+CUresult vgpu_remote_guest_cuMemFreeHost(void *p);
+CUresult vgpu_remote_guest_cuMemHostRegister_v2(void *p, size_t n, unsigned int flags);
+CUresult vgpu_remote_guest_cuMemHostRegister(void *p, size_t n, unsigned int flags);
+CUresult vgpu_remote_guest_cuMemHostUnregister(void *p);
+CUresult vgpu_remote_guest_cuMemHostGetFlags(unsigned int *flags, void *p);
+CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int flags);
+/* Whether p lies in a block of page-locked or registered host memory: its
+ * start, size and whether it was asked for as mapped. */
+bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapped);
+
+/* Pointers' attributes (pointer.c). */
+CUresult vgpu_remote_guest_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult vgpu_remote_guest_cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute *attributes,
+                                                  void **data, CUdeviceptr ptr);
+
+/* Stream capture's state (capture.c). */
+CUresult vgpu_remote_guest_cuStreamGetCaptureInfo_v3(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                                     CUgraph *graph, const CUgraphNode **deps,
+                                                     const CUgraphEdgeData **edges, size_t *count);
+CUresult vgpu_remote_guest_cuStreamGetCaptureInfo_v3_ptsz(CUstream stream, CUstreamCaptureStatus *status,
+                                                          cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                                                          const CUgraphEdgeData **edges, size_t *count);
+CUresult vgpu_remote_guest_cuStreamGetCaptureInfo_v2(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id,
+                                                     CUgraph *graph, const CUgraphNode **deps, size_t *count);
+CUresult vgpu_remote_guest_cuStreamGetCaptureInfo_v2_ptsz(CUstream stream, CUstreamCaptureStatus *status,
+                                                          cuuint64_t *id, CUgraph *graph, const CUgraphNode **deps,
+                                                          size_t *count);
+
+/* Graphs' node and edge arrays (graph.c). */
+CUresult vgpu_remote_guest_cuGraphGetNodes(CUgraph g, CUgraphNode *nodes, size_t *num);
+CUresult vgpu_remote_guest_cuGraphGetRootNodes(CUgraph g, CUgraphNode *nodes, size_t *num);
+CUresult vgpu_remote_guest_cuGraphGetEdges(CUgraph g, CUgraphNode *from, CUgraphNode *to, size_t *num);
+CUresult vgpu_remote_guest_cuGraphGetEdges_v2(CUgraph g, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edges,
+                                              size_t *num);
+CUresult vgpu_remote_guest_cuGraphNodeGetDependencies(CUgraphNode node, CUgraphNode *deps, size_t *num);
+CUresult vgpu_remote_guest_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                                         size_t *num);
+CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *deps, size_t *num);
+CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps,
+                                                           CUgraphEdgeData *edges, size_t *num);

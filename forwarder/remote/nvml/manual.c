@@ -1,0 +1,160 @@
+/*
+ * The remote NVML's hand-written calls, the guest's side
+ * (tools/executor/exec_nvml.c is the other; what crosses: docs/remote.md):
+ * a device by a string, and an error's text, kept for the life of the
+ * process as NVML's own are.
+ */
+#include "forwarder/remote/nvml/manual.h"
+
+#include "forwarder/remote/client.h"
+
+#include "vgpu_nvml_slots.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT(name) VGPU_NVML_SLOT_##name
+#define MAX_KEY 256
+
+static nvmlReturn_t handle_by(unsigned slot, const char *key, nvmlDevice_t *device)
+{
+    if (!key || !device)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    size_t n = strnlen(key, MAX_KEY);
+    if (n == MAX_KEY)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    uint64_t h = 0;
+    size_t got = 0;
+    struct iovec q = { (void *)key, n }, a = { &h, sizeof(h) };
+    int r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+    if (r == NVML_SUCCESS && got != sizeof(h))
+        return NVML_ERROR_UNKNOWN;
+    if (r == NVML_SUCCESS)
+        *device = (nvmlDevice_t)(uintptr_t)h;
+    return (nvmlReturn_t)r;
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
+{
+    return handle_by(SLOT(nvmlDeviceGetHandleByPciBusId), pciBusId, device);
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
+{
+    return handle_by(SLOT(nvmlDeviceGetHandleByPciBusId_v2), pciBusId, device);
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
+{
+    return handle_by(SLOT(nvmlDeviceGetHandleByUUID), uuid, device);
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device)
+{
+    return handle_by(SLOT(nvmlDeviceGetHandleBySerial), serial, device);
+}
+
+/* A process list: [device][room][entry size]; back the count the driver
+ * said and, when it succeeded, that many entries.  Their pids are the
+ * host's (the executor's and its vGPU's other processes). */
+#define MAX_PROCESSES 256
+static nvmlReturn_t processes(unsigned slot, nvmlDevice_t device, unsigned *count, void *infos, size_t entry)
+{
+    if (!count || (*count && !infos))
+        return NVML_ERROR_INVALID_ARGUMENT;
+    unsigned room = *count < MAX_PROCESSES ? *count : MAX_PROCESSES;
+    uint64_t w[3] = { (uint64_t)(uintptr_t)device, room, entry }, n = 0;
+    size_t got = 0;
+    struct iovec q = { w, sizeof(w) }, a[2] = { { &n, sizeof(n) }, { infos, room * entry } };
+    int r = vgpu_remote_call(slot, &q, 1, a, 2, &got);
+    if (got < sizeof(n))
+        return r == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : (nvmlReturn_t)r;
+    if (r == NVML_SUCCESS && (n > room || got != sizeof(n) + n * entry))
+        return NVML_ERROR_UNKNOWN;
+    *count = (unsigned)n;
+    return (nvmlReturn_t)r;
+}
+
+/* Texts by code, as the executor gave them.  Owned by this file, under
+ * texts_lock; codes are few, so the list only grows. */
+struct text {
+    struct text *next;
+    int code;
+    char s[];
+};
+static struct text *texts;
+static pthread_mutex_t texts_lock = PTHREAD_MUTEX_INITIALIZER;
+
+const char *vgpu_remote_guest_nvmlErrorString(nvmlReturn_t result)
+{
+    pthread_mutex_lock(&texts_lock);
+    for (const struct text *t = texts; t; t = t->next)
+        if (t->code == (int)result) {
+            pthread_mutex_unlock(&texts_lock);
+            return t->s;
+        }
+    pthread_mutex_unlock(&texts_lock);
+    uint64_t w = (uint64_t)(uint32_t)result;
+    char s[512];
+    size_t got = 0;
+    struct iovec q = { &w, sizeof(w) }, a = { s, sizeof(s) - 1 };
+    if (vgpu_remote_call(SLOT(nvmlErrorString), &q, 1, &a, 1, &got) != NVML_SUCCESS)
+        return "Unknown Error (the remote GPU's executor is unavailable)";
+    s[got] = 0;
+    struct text *t = malloc(sizeof(*t) + got + 1);
+    if (!t)
+        return "Unknown Error";
+    t->code = (int)result;
+    memcpy(t->s, s, got + 1);
+    pthread_mutex_lock(&texts_lock);
+    t->next = texts;
+    texts = t;
+    pthread_mutex_unlock(&texts_lock);
+    return t->s;
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetComputeRunningProcesses), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetComputeRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetComputeRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
+}
+
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+{
+    return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
+}

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# The gpu suite's check of real clients on a remote GPU (docs/remote.md):
+# PyTorch (a training step, inference with a pinned copy, a CUDA graph, the
+# quota's torch.OutOfMemoryError), CuPy, cuda-python (NVRTC and the driver
+# API), pynvml and nvidia-smi, each run twice: natively under an 8 GiB vGPU,
+# and as a guest of an executor under the same vGPU, in a mount namespace
+# where /dev holds no NVIDIA device and every NVIDIA driver library is an
+# empty file.  Their results must agree (numbers within 1e-3).
+# Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   Skips (77) without a GPU or without root
+# (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
+set -uo pipefail
+src=$(cd "$(dirname "$0")" && pwd)
+build=$(realpath "$1"); out=$(realpath -m "${2:-$(mktemp -d)}")
+shift $(($# < 2 ? $# : 2))
+workloads=${*:-torch-train torch-infer torch-graph torch-oom cupy cudapy pynvml}
+if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
+    echo "SKIP: no NVIDIA GPU"; exit 77
+fi
+[ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null || { echo "SKIP: the mount namespace needs root"; exit 77; }
+mkdir -p "$out"
+libs="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
+export PYTHONUNBUFFERED=1
+
+LD_PRELOAD="$libs" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G VGPU_LOG=info \
+    "$build/tools/vgpu-executor" --listen "$out/sock" 2>"$out/executor.err" &
+executor=$!
+trap 'kill $executor 2>/dev/null' EXIT
+for _ in $(seq 1 100); do [ -S "$out/sock" ] && break; sleep 0.05; done
+
+# hidden CMD...: CMD with no NVIDIA device in /dev and every NVIDIA driver
+# library (libcuda, libnvidia-*) an empty file, as a container without the GPU has.
+hidden() {
+    unshare -m --propagation private bash -c '
+        set -e
+        h=$1; shift
+        mkdir -p "$h/dev"; : >"$h/empty"
+        mount --bind /dev "$h/dev"
+        mount -t tmpfs none /dev
+        for n in null zero full random urandom tty; do : >/dev/$n; mount --bind "$h/dev/$n" /dev/$n; done
+        mkdir /dev/shm /dev/pts; mount -t tmpfs none /dev/shm
+        ln -s /proc/self/fd /dev/fd; ln -s /proc/self/fd/1 /dev/stdout; ln -s /proc/self/fd/2 /dev/stderr
+        umount -l "$h/dev"
+        for f in $(ldconfig -p | awk "/(libcuda|libnvidia-)[^ ]*\.so/ { print \$NF }"); do
+            r=$(readlink -f "$f"); [ -f "$r" ] && mount --bind "$h/empty" "$r"
+        done
+        ! ls /dev/nvidia* >/dev/null 2>&1
+        exec "$@"' hidden "$out/hide" "$@"
+}
+
+run() {  # WORKLOAD native|remote: its output in $out/WORKLOAD.MODE
+    local w=$1 mode=$2 cmd
+    if [ "$w" = smi ]; then cmd=(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)
+    else cmd=(python3 "$src/frameworks.py" "$w"); fi
+    if [ "$mode" = native ]; then
+        LD_PRELOAD="$libs" VGPU_BAR0=$out/native.bar0 VGPU_MEMORY_LIMIT=8G timeout 300 "${cmd[@]}"
+    else
+        hidden env -u LD_LIBRARY_PATH LD_PRELOAD="$libs" VGPU_REMOTE="$out/sock" VGPU_LOG=info timeout 300 "${cmd[@]}"
+    fi >"$out/$w.$mode" 2>"$out/$w.$mode.err"
+}
+
+exec > >(tee "$out/checks.txt")
+for w in $workloads; do
+    t0=$(date +%s.%N)
+    run "$w" native || { echo "FAIL $w natively: $(tail -3 "$out/$w.native.err" | tr '\n' ' ')"; continue; }
+    t1=$(date +%s.%N)
+    run "$w" remote || { echo "FAIL $w remotely: $(grep -v '^vgpu.*info' "$out/$w.remote.err" | tail -4 | tr '\n' ' ')"; continue; }
+    t2=$(date +%s.%N)
+    if [ "$w" = smi ]; then
+        sed -i 's/^/result /' "$out/$w.native" "$out/$w.remote"
+    fi
+    if python3 - "$out/$w.native" "$out/$w.remote" <<'P'
+import sys
+def results(path):
+    out = {}
+    for line in open(path):
+        f = line.split(None, 2)
+        if f and f[0] == "result":
+            out[f[1]] = f[2].strip() if len(f) > 2 else ""
+    return out
+a, b = results(sys.argv[1]), results(sys.argv[2])
+bad = [k for k in a if k not in b]
+for k in a:
+    if k in b and a[k] != b[k]:
+        try:
+            x, y = float(a[k]), float(b[k])
+            if abs(x - y) <= 1e-3 * max(abs(x), abs(y), 1e-12):
+                continue
+        except ValueError:
+            pass
+        bad.append("%s: %s natively, %s remotely" % (k, a[k], b[k]))
+if not a or bad:
+    print("; ".join(bad) or "no results")
+    sys.exit(1)
+P
+    then
+        secs=$(awk -v a="$t0" -v b="$t1" -v c="$t2" 'BEGIN { printf "%.1f s native, %.1f s remote", b - a, c - b }')
+        echo "ok $w: the same results through the executor with no driver ($secs)"
+    else
+        echo "FAIL $w: results differ"
+    fi
+    grep -h '^ok ' "$out/$w.remote" | sed "s/^ok /ok $w remotely: /"
+done
+grep -h "not carried\|no private table" "$out"/*.remote.err 2>/dev/null | sed 's/^vgpu\[[0-9]*\]: //' | sort | uniq -c |
+    sed 's/^/note: /'
+! grep -q '^FAIL' "$out/checks.txt"
