@@ -77,12 +77,32 @@ static void paths(void)
     int major = 0;
     SHOW("cuDeviceGetAttribute", F(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
     printf("compute capability major %d\n", major);
-    CUcontext ctx;
+    /* What a remote guest keeps of answers (the current context, its
+     * device, the primary context's state) follows each change. */
+    unsigned flags = 0;
+    int active = -1;
+    CUcontext ctx, cur = (CUcontext)1;
+    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(dev, &flags, &active));
+    printf("primary context active %d\n", active);
+    SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
+    printf("current before %s\n", cur ? "a context" : "none");
     SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
+    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(dev, &flags, &active));
+    printf("primary context active %d\n", active);
+    SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
+    printf("current after the retain %s\n", cur ? "a context" : "none");
     SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
-    CUcontext cur = NULL;
     SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
     printf("current is retained %d\n", cur == ctx);
+    CUdevice of = -1;
+    SHOW("cuCtxGetDevice", F(cuCtxGetDevice)(&of));
+    printf("current context's device %d\n", (int)of);
+    SHOW("cuCtxSetCurrent NULL", F(cuCtxSetCurrent)(NULL));
+    SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
+    printf("current after it is unset %s\n", cur ? "a context" : "none");
+    SHOW("cuCtxGetDevice none", (strict = 0, F(cuCtxGetDevice)(&of)));
+    strict = 1;
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
 
     enum { N = 1 << 20 };
     float *host = malloc(N * sizeof(float));

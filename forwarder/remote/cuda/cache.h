@@ -1,0 +1,25 @@
+/*
+ * What the guest keeps of the executor's answers (cache.c): the current
+ * context and its device, primary contexts' states, devices' attributes,
+ * libraries' kernels as functions, occupancies.  The runtime and its
+ * libraries ask these around every launch; each would be a round trip.
+ */
+#pragma once
+
+#include <cuda.h>
+
+/* After any call that changes the executor's contexts or unloads a module
+ * (the generated stubs call it): what depends on them is forgotten. */
+void vgpu_remote_context_changed(void);
+
+CUresult vgpu_remote_cached_cuCtxGetCurrent(CUcontext *ctx);
+CUresult vgpu_remote_cached_cuCtxGetDevice(CUdevice *dev);
+CUresult vgpu_remote_cached_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx);
+CUresult vgpu_remote_cached_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+CUresult vgpu_remote_cached_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev);
+CUresult vgpu_remote_cached_cuKernelGetFunction(CUfunction *f, CUkernel kernel);
+CUresult vgpu_remote_cached_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size,
+                                                                       size_t smem);
+CUresult vgpu_remote_cached_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f,
+                                                                                int block_size, size_t smem,
+                                                                                unsigned int flags);
