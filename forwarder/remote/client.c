@@ -12,6 +12,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
 #include <unistd.h>
@@ -119,10 +120,14 @@ static int connect_locked(void)
     int s = mediator ? ask_mediator(path) : connect_executor(path);
     if (s < 0)
         return -2;
+    /* The ABI's hash, the pid, the library, and the command's name (for
+     * the host's listings: the executor takes it as its own, labelled). */
     uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
-    struct iovec v = { hello, sizeof(hello) };
+    char comm[16] = { 0 };
+    prctl(PR_GET_NAME, comm);
+    struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
     struct vgpu_remote_hdr h;
-    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, &v, 1) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
+    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || h.len != 0) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
                    what_library());

@@ -83,12 +83,12 @@ fake_proc() {
     ln -sfn "$build/test/interpose/interpose_client" "$p/exe"
     {
         echo "55d0c0000000-55d0c0001000 r-xp 00000000 08:01 1 $build/test/interpose/interpose_client"
-        if [ "$mapped" = vgpu ]; then
+        if [ "$mapped" = vgpu ] || [ "$mapped" = vgpu-only ]; then
             echo "7f0000000000-7f0000100000 r-xp 00000000 08:01 2 $vlib/libvgpu-cuda.so"
             echo "7f0000100000-7f0000200000 r--p 00100000 08:01 2 $vlib/libvgpu-cuda.so"
             echo "7f0000200000-7f0000300000 r-xp 00000000 08:01 3 $vlib/libvgpu-nvml.so"
         fi
-        if [ "$mapped" != none ]; then
+        if [ "$mapped" != none ] && [ "$mapped" != vgpu-only ]; then
             echo "7f0000400000-7f0000500000 r-xp 00000000 08:01 4 $lib/libcuda.so.580.00"
             echo "7f0000500000-7f0000600000 r-xp 00000000 08:01 5 $lib/libnvidia-ml.so.580.00"
         fi
@@ -424,6 +424,35 @@ command-mode)
     [ $status = 0 ] || fail "vgpu-doctor -- doctor_client exited $status"
     says "[ok]      preload: LD_PRELOAD names vgpu: $build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
         "[ok]      vgpu: joined a standalone vGPU, BAR0 $tmp/cmd.bar0" "[info]    run: the command exited 0"
+    ;;
+
+remote-socket-missing)
+    # A remote guest whose executor's socket is not in its file system.
+    make_root
+    fake_proc 200 1 vgpu-only "$PRELOAD" VGPU_REMOTE=/run/vgpu/remote.sock
+    doc 1 --root "$root" 200
+    problem remote "VGPU_REMOTE=/run/vgpu/remote.sock, which is no socket in the process's file system" \
+        "vgpu-executor --listen /run/vgpu/remote.sock"
+    says_not "vgpu: no status record"
+    ;;
+
+remote-guest-of-live-process)
+    # A live remote guest (no driver, only libvgpu-cuda.so) of an executor on the fake GPU.
+    env VGPU_BAR0="$tmp/host.bar0" "$build/tools/vgpu-executor" --listen "$tmp/sock" >"$tmp/exec.log" 2>&1 &
+    pids="$pids $!"
+    for _ in $(seq 1 500); do [ -S "$tmp/sock" ] && break; sleep 0.02; done
+    guest_preload=
+    for l in ${LD_PRELOAD:-}; do case $l in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $l" ;; esac; done
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA LD_PRELOAD="$guest_preload" \
+        VGPU_REMOTE="$tmp/sock" "$doctor_client" "$tmp/remote.ready" 60 >"$tmp/remote.log" 2>&1 &
+    live=$!
+    pids="$pids $live"
+    wait_file "$tmp/remote.ready"
+    [ "$(cat "$tmp/remote.ready")" = 0 ] || fail "the guest's cuInit returned $(cat "$tmp/remote.ready")"
+    doc 0 "$live"
+    says "[ok]      remote: a remote GPU: the process's CUDA calls go to the executor at $tmp/sock" \
+        "libcuda: vgpu ($build/libvgpu-cuda.so) is loaded, with no driver: its GPU is remote"
+    says_not "[problem]"
     ;;
 
 command-mode-timeout)

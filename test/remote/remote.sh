@@ -138,7 +138,8 @@ mediator-serves-a-remote-vgpu)
     grep -q "total memory 1073741824" "$tmp/paths.out" || fail "the guest did not see its vGPU's 1 GiB"
     grep -q "elements wrong after the kernel 0" "$tmp/paths.out" || fail "the kernel did not run"
     grep -q "has a remote GPU of vGPU far" "$tmp/med.err" || fail "the mediator did not say it served the guest"
-    grep -q "admitted pid [0-9]* (vgpu-executor" "$tmp/med.err" || fail "the executor was not admitted to the vGPU"
+    grep -q "admitted pid [0-9]* (r:remote_client" "$tmp/med.err" ||
+        fail "the executor was not admitted to the vGPU under its guest's name (r:remote_client)"
     mediated_guest far quota 2147483648 >"$tmp/big.out" 2>"$tmp/big.err"
     grep -q "cuMemAlloc_v2: 2$" "$tmp/big.out" || fail "2 GiB past the vGPU's 1 GiB was not refused"
     mediated_guest near quota 1048576 >"$tmp/near.out" 2>"$tmp/near.err"
@@ -163,6 +164,12 @@ mediator-serves-a-remote-vgpu)
     grep -q held "$tmp/hold.out" || fail "the holding guest never allocated"
     used=$(used_of far)
     [ "$used" -ge 536870912 ] || fail "the vGPU shows $used bytes used while the guest holds 512 MiB"
+    # vgpu-smi lists the holder's executor by its guest's command.
+    env -u LD_PRELOAD "$build/tools/vgpu-smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
+s = json.load(sys.stdin)
+held = [p for p in s['processes'] if p['vgpu'] == 'far' and p['command'] == 'r:remote_client']
+sys.exit(0 if held and sum(held[0]['memory']) >= 536870912 else 1)" ||
+        fail "vgpu-smi does not list the guest's executor, holding 512 MiB, as r:remote_client"
     t0=$(date +%s%N)
     kill -9 "$holder"
     for _ in $(seq 1 500); do [ "$(used_of far)" -lt 536870912 ] && break; sleep 0.01; done

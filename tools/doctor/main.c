@@ -192,6 +192,7 @@ static void run_checks(struct doc_ctx *c)
     if (!c->is_static) {
         doc_check_maps(c);
         doc_check_preload(c);
+        doc_check_remote(c);
         doc_check_record(c);
     }
     doc_check_mediator(c);

@@ -10,6 +10,7 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <unistd.h>
 
 /* The driver's function of slot, looked up once; NULL when it has none. */
@@ -22,12 +23,26 @@ static void *function_of(struct vgpu_exec *x, unsigned slot)
 
 /* The guest's HELLO: which library it drives, at which ABI; that library
  * loaded.  0, or -1 having said why. */
+/* The executor's own name: "r:" and its guest's command's (printable
+ * characters only), so that the host's listings (vgpu-smi, ps) say whose
+ * calls it makes. */
+static void take_name(const char *comm)
+{
+    char name[16] = "r:";
+    size_t n = 2;
+    for (size_t i = 0; i < 15 && comm[i] && n < 15; i++)
+        name[n++] = comm[i] > 0x20 && comm[i] < 0x7f ? comm[i] : '_';
+    name[n] = 0;
+    prctl(PR_SET_NAME, name);
+}
+
 static int hello(struct vgpu_exec *x)
 {
     struct vgpu_remote_hdr h;
     uint64_t words[3];
-    if (vgpu_wire_read_hdr(x->fd, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) ||
-        vgpu_wire_read(x->fd, words, sizeof(words)) != 0) {
+    char comm[16];
+    if (vgpu_wire_read_hdr(x->fd, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) + sizeof(comm) ||
+        vgpu_wire_read(x->fd, words, sizeof(words)) != 0 || vgpu_wire_read(x->fd, comm, sizeof(comm)) != 0) {
         vgpu_error("executor: the guest did not say hello: closing");
         return -1;
     }
@@ -50,7 +65,12 @@ static int hello(struct vgpu_exec *x)
         vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
         return -1;
     }
-    vgpu_info("executor: serving guest process %llu (%s)", (unsigned long long)words[1], lib->driver);
+    comm[sizeof(comm) - 1] = 0;
+    take_name(comm);
+    char shown[16];
+    prctl(PR_GET_NAME, shown);
+    vgpu_info("executor: serving guest process %llu (%s) as %s (%s)", (unsigned long long)words[1], shown + 2,
+              shown, lib->driver);
     return vgpu_exec_reply(x, 0, NULL, 0);
 }
 

@@ -60,6 +60,9 @@ static void report(struct doc_ctx *c, enum doc_which w, const struct mapped *m)
     if (m->vgpu[0] && m->driver[0])
         doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) in front of the driver (%s)", label, m->vgpu,
                 m->driver);
+    else if (m->vgpu[0] && c->proc && doc_proc_getenv(c->proc, "VGPU_REMOTE"))
+        doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) is loaded, with no driver: its GPU is remote", label,
+                m->vgpu);
     else if (m->vgpu[0])
         doc_add(&c->report, DOC_OK, "libraries", "%s: vgpu (%s) is loaded, the driver not yet: vgpu loads it at the first call it forwards",
                 label, m->vgpu);

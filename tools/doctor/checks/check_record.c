@@ -49,7 +49,7 @@ static void report_on(struct doc_ctx *c)
 
 void doc_check_record(struct doc_ctx *c)
 {
-    if (!c->proc)
+    if (!c->proc || c->remote) /* a remote GPU's process joins no vGPU: its executor does */
         return;
     char err[512] = "";
     int e = find_record(c, err, sizeof(err));

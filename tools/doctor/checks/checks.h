@@ -54,6 +54,7 @@ struct doc_ctx {
     bool vgpu_mapped[DOC_NLIBS], driver_mapped[DOC_NLIBS];
     bool maps_read;
     bool preload_has_vgpu;
+    bool remote;                 /* VGPU_REMOTE: its calls are an executor's (check_remote.c) */
     bool have_record;
     struct vgpu_status_page record;
     bool mediator_answers;
@@ -69,6 +70,7 @@ const char *doc_system_install_hint(const struct doc_ctx *c, char *buf, size_t l
 void doc_check_program(struct doc_ctx *c);
 void doc_check_maps(struct doc_ctx *c);
 void doc_check_preload(struct doc_ctx *c);
+void doc_check_remote(struct doc_ctx *c);
 void doc_check_record(struct doc_ctx *c);
 void doc_check_mediator(struct doc_ctx *c);
 void doc_check_ldso(struct doc_ctx *c);
