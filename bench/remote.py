@@ -8,8 +8,8 @@ measures the same things natively (no vgpu at all) and as a guest of the
 executor (`VGPU_REMOTE`, both of vgpu's libraries preloaded, as a container
 without the GPU runs):
 
-- `sync_call_us`: a synchronous driver call's round trip (`cuCtxGetDevice`
-  from cuda-python, µs a call);
+- `sync_call_us`: a synchronous driver call's round trip (`cuDeviceGetCount`
+  from cuda-python, µs a call; the guest keeps no answer of it);
 - `launch_issue_us`: the guest's cost of an asynchronous launch (an empty
   kernel, µs a `cuLaunchKernel` call, the synchronize after them not timed);
 - `launch_rate`: those launches a second with their synchronize;
@@ -63,10 +63,10 @@ def worker():
 
     n = 2000
     for _ in range(100):
-        ok(d.cuCtxGetDevice())
+        ok(d.cuDeviceGetCount())
     t = time.perf_counter()
     for _ in range(n):
-        ok(d.cuCtxGetDevice())
+        ok(d.cuDeviceGetCount())
     out["sync_call_us"] = (time.perf_counter() - t) / n * 1e6
 
     n = 20000
