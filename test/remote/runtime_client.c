@@ -206,6 +206,14 @@ int main(int argc, char **argv)
     check("cudaMemcpy device to host", copy(back, d, N * sizeof(float), D2H));
     expect("the graph ran twice", back[0] == 3.0f && back[N - 1] == (float)N + 2);
 
+    /* A cooperative launch. */
+    check("cudaLaunchCooperativeKernel", RT(cudaError_t, cudaLaunchCooperativeKernel, const void *, dim3, dim3,
+                                             void **, size_t, cudaStream_t)((const void *)add_one_stub, grid, block,
+                                                                            args, 0, s));
+    check("cudaStreamSynchronize", RT(cudaError_t, cudaStreamSynchronize, cudaStream_t)(s));
+    check("cudaMemcpy device to host", copy(back, d, N * sizeof(float), D2H));
+    expect("the cooperative kernel ran", back[0] == 4.0f && back[N - 1] == (float)N + 3);
+
     check("cudaGraphExecDestroy", RT(cudaError_t, cudaGraphExecDestroy, cudaGraphExec_t)(ge));
     check("cudaGraphDestroy", RT(cudaError_t, cudaGraphDestroy, cudaGraph_t)(g));
     check("cudaFreeHost", RT(cudaError_t, cudaFreeHost, void *)(pinned));

@@ -62,6 +62,19 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
+int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    struct launch l;
+    int r = parse(x, req, len, "cuLaunchCooperativeKernel", &l);
+    if (r == VGPU_EXEC_CLOSE)
+        return r;
+    if (r == 0)
+        r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
+                          void **))fn)((CUfunction)(uintptr_t)l.f, l.dim[0], l.dim[1], l.dim[2], l.dim[3], l.dim[4],
+                                       l.dim[5], l.dim[6], (CUstream)(uintptr_t)l.stream, l.params);
+    return vgpu_exec_reply(x, r, NULL, 0);
+}
+
 /* Whether attribute a may be passed on: its value plain data (a hint, a
  * shape, a flag), or an event the guest was given.  A value that points
  * into the guest's memory (a graph's device node) is refused. */

@@ -61,7 +61,7 @@ TEXT_MAX = 4096  # the executor's char buffer: a name, a UUID, a version string
 # Calls the guest sends without waiting (they return nothing but an error,
 # which the driver too may report later): launches, event records and
 # waits, asynchronous memsets and frees, graph launches.
-ASYNC = re.compile(r"^(cuLaunchKernel|cuLaunchKernelEx|cuGraphLaunch|cuEventRecord|cuEventRecordWithFlags"
+ASYNC = re.compile(r"^(cuLaunchKernel|cuLaunchKernelEx|cuLaunchCooperativeKernel|cuGraphLaunch|cuEventRecord|cuEventRecordWithFlags"
                    r"|cuStreamWaitEvent|cuMemsetD(8|16|32|2D8|2D16|2D32)Async|cuMemFreeAsync"
                    r"|cuMemcpy(HtoD|DtoD)Async)(_v2)?(_ptsz|_ptds)?$")
 # Calls that synchronize: an asynchronous call's error comes back with them.

@@ -144,6 +144,23 @@ CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsign
     return vgpu_remote_guest_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream), params, extra);
 }
 
+/* A cooperative launch crosses as a plain one, to its own call. */
+CUresult vgpu_remote_guest_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                     unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                                     void **params)
+{
+    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
+    return send_launch(SLOT(cuLaunchCooperativeKernel), f, dim, stream, params, NULL, NULL, 0);
+}
+
+CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                          unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                                          CUstream stream, void **params)
+{
+    return vgpu_remote_guest_cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem,
+                                                       vgpu_remote_per_thread(stream), params);
+}
+
 /* Attributes: each its id and its 64-byte value, as words; the executor
  * takes those whose values are plain data or events it gave (docs/remote.md).
  * How many words they take in prefix, or 0 when they cannot be carried. */
