@@ -90,6 +90,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         data += h.len;
         size -= h.len;
     }
+    vgpu_exec_context_changed(&x); /* frees the layouts learnt */
+    while (x.kernel_of) {
+        struct vgpu_exec_kernel *k = x.kernel_of;
+        x.kernel_of = k->next;
+        free(k);
+    }
     free(x.handles.v);
     free(x.kernels.v);
     return 0;

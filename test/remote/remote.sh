@@ -292,6 +292,12 @@ forged-handles-are-refused)
     done
     grep -q "cuMemsetD32_v2 with a device pointer that is none of the guest's allocations: refused" \
         "$tmp/executor.err" || fail "the executor did not refuse the forged pointer itself"
+    grep -q "cuMemcpyDtoHAsync_v2 captured: 900" "$tmp/forged.out" ||
+        fail "a copy to the guest on a stream being captured was not refused (900)"
+    grep -q "cuCtxSynchronize after the captured copies: 900" "$tmp/forged.out" ||
+        fail "a copy from the guest on a stream being captured was not refused (900, at the next synchronize)"
+    grep -q "on a stream being captured: refused" "$tmp/executor.err" ||
+        fail "the executor did not refuse the captured copy itself"
     grep -q "cuIpcGetMemHandle: 801" "$tmp/forged.out" || fail "cuIpcGetMemHandle was not refused"
     grep -q "cuIpcGetMemHandle is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
     grep -q "cuGetExportTable unknown: 500" "$tmp/forged.out" || fail "an unknown private table was found (want 500)"

@@ -254,6 +254,20 @@ int main(int argc, char **argv)
         SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
         SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
         SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
+        /* Copies between the guest and the device on a stream being
+         * captured: the graph would read and write the executor's buffers
+         * at each launch, long after they are freed. */
+        CUstream cs;
+        CUdeviceptr d = 0;
+        unsigned words[4] = { 1, 2, 3, 4 };
+        SHOW("cuStreamCreate", F(cuStreamCreate)(&cs, 0));
+        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, sizeof(words)));
+        SHOW("cuStreamBeginCapture_v2", F(cuStreamBeginCapture_v2)(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
+        SHOW("cuMemcpyDtoHAsync_v2 captured", F(cuMemcpyDtoHAsync_v2)(words, d, sizeof(words), cs));
+        SHOW("cuMemcpyHtoDAsync_v2 captured", F(cuMemcpyHtoDAsync_v2)(d, words, sizeof(words), cs));
+        CUgraph g = NULL;
+        SHOW("cuStreamEndCapture", F(cuStreamEndCapture)(cs, &g));
+        SHOW("cuCtxSynchronize after the captured copies", F(cuCtxSynchronize)());
         /* A call no guest may make (another process's memory), and a private
          * table the guest does not answer. */
         char ipc[64]; /* a CUipcMemHandle */

@@ -21,6 +21,7 @@ struct launch {
 /* 0 with *l filled; VGPU_EXEC_CLOSE (malformed), or the code to reply. */
 static int parse(struct vgpu_exec *x, const void *req, size_t len, const char *call, struct launch *l)
 {
+    memset(l, 0, sizeof(*l));
     if (len < 80 || vgpu_exec_word(req, 9) > VGPU_EXEC_MAX_PARAMS || len < (10 + vgpu_exec_word(req, 9)) * 8)
         return vgpu_exec_malformed(call, len);
     l->n = (unsigned)vgpu_exec_word(req, 9);

@@ -113,7 +113,7 @@ int vgpu_exec_cuLibraryGetKernel(struct vgpu_exec *x, void *fn, const void *req,
     r = ((CUresult(*)(CUkernel *, CUlibrary, const char *))fn)(&k, (CUlibrary)(uintptr_t)vgpu_exec_word(req, 0),
                                                                name);
     if (r == CUDA_SUCCESS)
-        vgpu_exec_kernel_add(x, (uint64_t)(uintptr_t)k);
+        vgpu_exec_kernel_add(x, (uint64_t)(uintptr_t)k, vgpu_exec_word(req, 0));
     return reply_handle(x, r, (uint64_t)(uintptr_t)k);
 }
 

@@ -56,6 +56,7 @@ static int processes(struct vgpu_exec *x, void *fn, const void *req, size_t len,
         return vgpu_exec_reply(x, x->lib->bad_handle, NULL, 0);
     unsigned count = (unsigned)vgpu_exec_word(req, 1);
     unsigned char infos[MAX_PROCESSES * 24];
+    memset(infos, 0, sizeof(infos)); /* the entries' padding goes back as zeros, not the executor's stack */
     int r = ((int (*)(void *, unsigned *, void *))fn)((void *)(uintptr_t)device, &count, count ? infos : NULL);
     uint64_t n = count;
     if (r == 0 && n > vgpu_exec_word(req, 1))

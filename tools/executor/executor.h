@@ -58,12 +58,14 @@ struct vgpu_exec {
     void **fn;                           /* the driver's function of each slot, looked up at first use */
     struct vgpu_exec_set handles;        /* the handles given to this guest */
     struct vgpu_exec_set kernels;        /* those of them that are a library's kernels (CUkernel) */
+    struct vgpu_exec_kernel *kernel_of;  /* each kernel's library, to end them with it */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
     void *address_range;              /* the driver's cuMemGetAddressRange_v2, looked up at first use */
     struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
     bool said_pointer;                /* a refused device pointer was logged */
+    bool said_capture;                /* a refused copy on a capturing stream was logged */
     const char *call;                 /* the name of the call being served, for the log */
 };
 
@@ -76,8 +78,16 @@ bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream);
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h);
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h);
 /* A library's kernel given to the guest: a handle, which launches take as
- * a function, but whose parameters cuKernelGetParamInfo says. */
-void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h);
+ * a function, but whose parameters cuKernelGetParamInfo says; it ends with
+ * its library. */
+struct vgpu_exec_kernel {
+    struct vgpu_exec_kernel *next;
+    uint64_t kernel, library;
+};
+void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h, uint64_t library);
+/* After a call that may free functions (a context reset, released or
+ * destroyed, a module unloaded): kernels' layouts are learnt again. */
+void vgpu_exec_context_changed(struct vgpu_exec *x);
 bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h);
 
 /* Whether a launch's n parameters of these sizes are kernel f's, as

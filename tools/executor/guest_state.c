@@ -85,10 +85,26 @@ void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h)
     set_add(&x->handles, h);
 }
 
-void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h)
+static void forget_layouts(struct vgpu_exec *x);
+
+void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h, uint64_t library)
 {
     set_add(&x->handles, h);
     set_add(&x->kernels, h);
+    struct vgpu_exec_kernel *k = malloc(sizeof(*k));
+    if (!k) {
+        vgpu_error("executor: out of memory for the guest's kernels");
+        exit(1);
+    }
+    k->kernel = h;
+    k->library = library;
+    k->next = x->kernel_of;
+    x->kernel_of = k;
+}
+
+void vgpu_exec_context_changed(struct vgpu_exec *x)
+{
+    forget_layouts(x);
 }
 
 bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h)
@@ -103,6 +119,18 @@ void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h)
     forget_layouts(x);
     set_drop(&x->handles, h);
     set_drop(&x->kernels, h);
+    /* A library's kernels end with it. */
+    for (struct vgpu_exec_kernel **at = &x->kernel_of; *at;) {
+        struct vgpu_exec_kernel *k = *at;
+        if (k->library == h) {
+            set_drop(&x->handles, k->kernel);
+            set_drop(&x->kernels, k->kernel);
+            *at = k->next;
+            free(k);
+        } else {
+            at = &k->next;
+        }
+    }
 }
 
 int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
@@ -186,10 +214,15 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
         unsigned count = 0;
         for (; info && count < VGPU_EXEC_MAX_PARAMS; count++) {
             size_t offset, bytes;
-            if (info(f, count, &offset, &bytes) != 0)
+            int r = info(f, count, &offset, &bytes);
+            if (r == 1 /* CUDA_ERROR_INVALID_VALUE: past the last parameter */)
                 break;
+            if (r != 0) /* not a function the driver knows: no layout, no launch */
+                return false;
             size[count] = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         }
+        if (count == VGPU_EXEC_MAX_PARAMS)
+            return false;
         struct vgpu_exec_layout *made = info ? malloc(sizeof(*made) + count * sizeof(uint32_t)) : NULL;
         if (!made)
             return false;

@@ -80,9 +80,13 @@ QUERIES = re.compile(r"^cuMemGetAddressRange(_v2)?$")
 # Calls that change the executor's current context, its primary contexts,
 # or unload modules: what the guest keeps of them (forwarder/remote/cuda/
 # cache.c) is forgotten after each.
-CHANGES = re.compile(r"^cu(Init|Ctx(Create|Destroy|SetCurrent|PushCurrent|PopCurrent|SetFlags|FromGreenCtx)"
+CHANGES = re.compile(r"^cu(Init|Ctx(Create|Destroy|Detach|SetCurrent|PushCurrent|PopCurrent|SetFlags|FromGreenCtx)"
                      r"|DevicePrimaryCtx(Retain|Release|Reset|SetFlags)|GreenCtx(Create|Destroy)"
                      r"|ModuleUnload|LibraryUnload)")
+# Calls that change what occupancy queries answer (a function's or a
+# context's shared memory, cache or limits): the guest forgets those too.
+TUNES = re.compile(r"^cu(Func|Kernel)Set(Attribute|CacheConfig|SharedMemConfig)"
+                   r"|^cuCtxSet(CacheConfig|SharedMemConfig|Limit)")
 # The handle a call of these names ends, as its first argument.
 ENDS = re.compile(r"(Destroy|Unload|Free|Release)(_v2)?$")
 
@@ -116,10 +120,10 @@ def declaration(params):
     return ", ".join("%s a%d" % (RAW.get(k, "void *"), i) for i, k in enumerate(params)) or "void"
 
 
-def carried(g, gtable, e, etable, slot, name, params, lib, cached=False):
+def carried(g, gtable, e, etable, slot, name, params, lib, wrapped=False):
     """One carried call, both sides (the module docstring says what crosses).
-    A cached one's stub is vgpu_remote_carried_NAME, which the guest's
-    vgpu_remote_cached_NAME (its table's entry) calls on a miss."""
+    A wrapped one's stub is vgpu_remote_carried_NAME, which the guest's
+    vgpu_remote_wrapped_NAME (its table's entry) calls."""
     ins = [(i, k) for i, k in enumerate(params) if k[0] not in "obst"]
     outs = [(i, k) for i, k in enumerate(params) if k[0] == "o"]
     ptrs = [(i, k) for i, k in enumerate(params) if k[0] in "obst"]  # the NULL mask's order
@@ -138,7 +142,7 @@ def carried(g, gtable, e, etable, slot, name, params, lib, cached=False):
 
     # ---- the guest ----
     decl = declaration(params)
-    g.append("%s(%s)" % ("int vgpu_remote_carried_" + name if cached else "static int g_" + name, decl))
+    g.append("%s(%s)" % ("int vgpu_remote_carried_" + name if wrapped else "static int g_" + name, decl))
     g.append("{")
     g.append("    uint64_t in[%d], out[%d];" % (nin, max(1, len(outs))))
     g.append("    in[0] = 0;")
@@ -178,12 +182,12 @@ def carried(g, gtable, e, etable, slot, name, params, lib, cached=False):
     for j, (i, k) in enumerate(outs):
         size = 8 if k in ("oh", "od") else int(k[1:])
         g.append("    if (r == 0 && a%d)\n        memcpy(a%d, &out[%d], %d);" % (i, i, j, size))
-    if lib["id"] == 0 and CHANGES.match(name):
+    if lib["id"] == 0 and (CHANGES.match(name) or TUNES.match(name)):
         g.append("    vgpu_remote_context_changed();")
     g.append("    return r;")
     g.append("}")
     g.append("")
-    gtable.append("    [%d] = (void *)%s%s," % (slot, "vgpu_remote_cached_" if cached else "g_", name))
+    gtable.append("    [%d] = (void *)%s%s," % (slot, "vgpu_remote_wrapped_" if wrapped else "g_", name))
 
     # ---- the executor ----
     if plain:
@@ -243,6 +247,8 @@ def carried(g, gtable, e, etable, slot, name, params, lib, cached=False):
             e.append("    if (r == 0 && !((in[0] >> %d) & 1))\n        vgpu_exec_handle_add(x, out[%d]);" % (bit[i], j))
     if ENDS.search(name) and params and params[0] in ("h", "hs"):
         e.append("    if (r == 0)\n        vgpu_exec_handle_drop(x, in[1]);")
+    if lib["id"] == 0 and CHANGES.match(name):
+        e.append("    vgpu_exec_context_changed(x);")
     if plain:
         e.append("    return r;")
         etable.append("    [%d] = { x_%s, %d, %d, NULL, %s, %s }," % (slot, name, nin, len(outs), flag(is_async),
@@ -263,7 +269,7 @@ def main():
     ap.add_argument("--lib", choices=sorted(LIBS), required=True)
     ap.add_argument("--guest-manual")
     ap.add_argument("--exec-manual")
-    ap.add_argument("--guest-cached", help="carried calls the guest answers from what it keeps, where it can")
+    ap.add_argument("--guest-wrapped", help="carried calls the guest wraps (answers it keeps, handles it tracks)")
     for opt in ("--abi", "--symbols", "--out-guest", "--out-exec", "--out-h"):
         ap.add_argument(opt, required=True)
     a = ap.parse_args()
@@ -283,10 +289,10 @@ def main():
         sys.exit("gen_remote: %s lacks %s: run tools/generate/gen_remote_abi.py again" % (a.abi, ", ".join(missing)))
     guest_manual = {l[0] for l in read_list(a.guest_manual)}
     exec_manual = {l[0] for l in read_list(a.exec_manual)}
-    guest_cached = {l[0] for l in read_list(a.guest_cached)}
-    bad = [n for n in guest_cached if n not in abi or abi[n][0] != "carried"]
+    guest_wrapped = {l[0] for l in read_list(a.guest_wrapped)}
+    bad = [n for n in guest_wrapped if n not in abi or abi[n][0] != "carried"]
     if bad:
-        sys.exit("gen_remote: %s names calls that are not carried ones: %s" % (a.guest_cached, ", ".join(sorted(bad))))
+        sys.exit("gen_remote: %s names calls that are not carried ones: %s" % (a.guest_wrapped, ", ".join(sorted(bad))))
     for lst, path in ((guest_manual, a.guest_manual), (exec_manual, a.exec_manual)):
         bad = [n for n in lst if n not in abi or abi[n][0] == "carried"]
         if bad:
@@ -298,9 +304,9 @@ def main():
         h.write("#define VGPU_REMOTE_%s_COUNT %d\n" % (up, len(funcs)))
         h.write("#define VGPU_REMOTE_%s_ABI_HASH 0x%016xull\n" % (up, digest))
         h.write("#define VGPU_REMOTE_%s_ID %d\n" % (up, lib["id"]))
-        if guest_cached:
-            h.write("\n#include <stdint.h>\n\n/* The carried stubs of the calls the guest keeps answers of. */\n")
-        for name in sorted(guest_cached):
+        if guest_wrapped:
+            h.write("\n#include <stdint.h>\n\n/* The carried stubs of the calls the guest wraps. */\n")
+        for name in sorted(guest_wrapped):
             h.write("int vgpu_remote_carried_%s(%s);\n" % (name, declaration(abi[name][1])))
 
     g = ["/* Generated by tools/generate/gen_remote.py: do not edit. */", '#include "forwarder/dispatch.h"',
@@ -318,7 +324,7 @@ def main():
     for slot, name in enumerate(funcs):
         kind, params = abi[name]
         if kind == "carried" and not REFUSED.match(name):
-            carried(g, gtable, e, etable, slot, name, params, lib, name in guest_cached)
+            carried(g, gtable, e, etable, slot, name, params, lib, name in guest_wrapped)
             continue
         if name in guest_manual:
             gtable.append("    [%d] = (void *)vgpu_remote_guest_%s," % (slot, name))

@@ -72,6 +72,11 @@ void vgpu_remote_context_changed(void)
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
+uint64_t vgpu_remote_generation(void)
+{
+    return now();
+}
+
 static bool memo_get(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], uint64_t value[2])
 {
     pthread_mutex_lock(&lock);
@@ -97,7 +102,7 @@ static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WO
 
 #define KEY(...) ((const uint64_t[KEY_WORDS]){ __VA_ARGS__ })
 
-CUresult vgpu_remote_cached_cuCtxGetCurrent(CUcontext *ctx)
+CUresult vgpu_remote_wrapped_cuCtxGetCurrent(CUcontext *ctx)
 {
     uint64_t g = now(), v[2] = { 0 };
     if (ctx && memo_get(&current, g, KEY(0), v)) {
@@ -124,17 +129,17 @@ static CUresult device(CUdevice *dev, CUcontext ctx, bool v2)
     return r;
 }
 
-CUresult vgpu_remote_cached_cuCtxGetDevice(CUdevice *dev)
+CUresult vgpu_remote_wrapped_cuCtxGetDevice(CUdevice *dev)
 {
     return device(dev, NULL, false);
 }
 
-CUresult vgpu_remote_cached_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+CUresult vgpu_remote_wrapped_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
 {
     return device(dev, ctx, true);
 }
 
-CUresult vgpu_remote_cached_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+CUresult vgpu_remote_wrapped_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
     uint64_t g = now(), v[2] = { 0 };
     if (flags && active && memo_get(&primary, g, KEY((uint64_t)(uint32_t)dev), v)) {
@@ -148,7 +153,7 @@ CUresult vgpu_remote_cached_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned in
     return r;
 }
 
-CUresult vgpu_remote_cached_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
+CUresult vgpu_remote_wrapped_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
 {
     if (!value || dev < 0 || dev >= MAX_DEVICES || (unsigned)attr >= MAX_ATTRIBUTES)
         return vgpu_remote_carried_cuDeviceGetAttribute(value, (uint32_t)attr, (uint32_t)dev);
@@ -171,10 +176,10 @@ CUresult vgpu_remote_cached_cuDeviceGetAttribute(int *value, CUdevice_attribute 
 }
 
 /* A kernel's function in the current context. */
-CUresult vgpu_remote_cached_cuKernelGetFunction(CUfunction *f, CUkernel kernel)
+CUresult vgpu_remote_wrapped_cuKernelGetFunction(CUfunction *f, CUkernel kernel)
 {
     CUcontext ctx = NULL;
-    if (!f || vgpu_remote_cached_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+    if (!f || vgpu_remote_wrapped_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         return vgpu_remote_carried_cuKernelGetFunction(f, kernel);
     uint64_t g = now(), v[2] = { 0 }, k = (uint64_t)(uintptr_t)kernel, c = (uint64_t)(uintptr_t)ctx;
     if (memo_get(&functions, g, KEY(k, c), v)) {
@@ -210,13 +215,13 @@ static CUresult blocks(int *out, CUfunction f, int block_size, size_t smem, unsi
     return r;
 }
 
-CUresult vgpu_remote_cached_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, CUfunction f, int block_size,
+CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, CUfunction f, int block_size,
                                                                        size_t smem)
 {
     return blocks(out, f, block_size, smem, 0, false);
 }
 
-CUresult vgpu_remote_cached_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *out, CUfunction f,
+CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *out, CUfunction f,
                                                                                 int block_size, size_t smem,
                                                                                 unsigned int flags)
 {

@@ -6,6 +6,7 @@
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
+#include "forwarder/remote/cuda/cache.h"
 #include "forwarder/remote/cuda/manual.h"
 #include "forwarder/remote/wire.h"
 
@@ -18,13 +19,16 @@
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 #define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
 
-/* A kernel's parameters, learnt once per function from the executor
- * (cuFuncGetParamInfo): how many and how long each is.  Owned by this
- * file, under params_lock; functions are few and live as long as their
- * module, so the list only grows. */
+/* A kernel's parameters, learnt from the executor (cuFuncGetParamInfo, or
+ * cuKernelGetParamInfo for a library's kernel): how many and how long each
+ * is.  Each is of the generation it was learnt in (cache.h): a context
+ * reset or a module unloaded may give a function's address to another,
+ * so an older one is never used, and goes at the next learning.  Owned by
+ * this file, under params_lock; callers get copies. */
 #define MAX_PARAMS 256
 struct layout {
     struct layout *next;
+    uint64_t gen;
     CUfunction f;
     unsigned n;
     uint32_t size[];
@@ -47,23 +51,25 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-static CUresult layout_of(CUfunction f, const struct layout **out)
+/* f's parameter count in *n and their sizes in size[]. */
+static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
 {
     pthread_once(&atfork_once, register_atfork);
+    uint64_t gen = vgpu_remote_generation();
     pthread_mutex_lock(&params_lock);
-    for (struct layout *l = layouts; l; l = l->next)
-        if (l->f == f) {
-            *out = l;
+    for (const struct layout *l = layouts; l; l = l->next)
+        if (l->f == f && l->gen == gen) {
+            *n = l->n;
+            memcpy(size, l->size, l->n * sizeof(uint32_t));
             pthread_mutex_unlock(&params_lock);
             return CUDA_SUCCESS;
         }
     pthread_mutex_unlock(&params_lock);
-    uint32_t size[MAX_PARAMS];
-    unsigned n = 0;
-    for (; n < MAX_PARAMS; n++) {
+    unsigned count = 0;
+    for (; count < MAX_PARAMS; count++) {
         /* cuFuncGetParamInfo(f, n, &offset, &size), as its generated stub
          * sends it; a library's kernel's, cuKernelGetParamInfo. */
-        uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, n }, got[2];
+        uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, count }, got[2];
         CUresult r = vgpu_remote_call_words(vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo)
                                                                      : SLOT(cuFuncGetParamInfo),
                                             in, 3, got, 2);
@@ -73,21 +79,31 @@ static CUresult layout_of(CUfunction f, const struct layout **out)
             return r;
         if (got[1] > 4096)
             return CUDA_ERROR_INVALID_VALUE;
-        size[n] = (uint32_t)got[1];
+        size[count] = (uint32_t)got[1];
     }
-    if (n == MAX_PARAMS)
+    if (count == MAX_PARAMS)
         return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
-    struct layout *l = malloc(sizeof(*l) + n * sizeof(uint32_t));
-    if (!l)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    l->f = f;
-    l->n = n;
-    memcpy(l->size, size, n * sizeof(uint32_t));
+    *n = count;
+    struct layout *made = malloc(sizeof(*made) + count * sizeof(uint32_t));
+    if (!made)
+        return CUDA_SUCCESS; /* known for this launch, learnt again at the next */
+    made->gen = gen;
+    made->f = f;
+    made->n = count;
+    memcpy(made->size, size, count * sizeof(uint32_t));
     pthread_mutex_lock(&params_lock);
-    l->next = layouts;
-    layouts = l;
+    for (struct layout **at = &layouts; *at;) { /* the older generations' go */
+        struct layout *old = *at;
+        if (old->gen != vgpu_remote_generation()) {
+            *at = old->next;
+            free(old);
+        } else {
+            at = &old->next;
+        }
+    }
+    made->next = layouts;
+    layouts = made;
     pthread_mutex_unlock(&params_lock);
-    *out = l;
     return CUDA_SUCCESS;
 }
 
@@ -99,30 +115,31 @@ static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], 
 {
     if (extra)
         return vgpu_remote_refuse(slot); /* CU_LAUNCH_PARAM_* buffers: not carried */
-    const struct layout *l;
-    CUresult r = layout_of(f, &l);
+    unsigned n = 0;
+    uint32_t size[MAX_PARAMS];
+    CUresult r = layout_of(f, &n, size);
     if (r != CUDA_SUCCESS)
         return r;
-    if (l->n && !params)
+    if (n && !params)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t head[10 + MAX_PARAMS];
     head[0] = (uint64_t)(uintptr_t)f;
     for (int i = 0; i < 7; i++)
         head[1 + i] = dim[i];
     head[8] = (uint64_t)(uintptr_t)stream;
-    head[9] = l->n;
+    head[9] = n;
     size_t bytes = 0;
-    for (unsigned i = 0; i < l->n; i++) {
-        head[10 + i] = l->size[i];
-        bytes += (l->size[i] + 7) & ~7u;
+    for (unsigned i = 0; i < n; i++) {
+        head[10 + i] = size[i];
+        bytes += (size[i] + 7) & ~7u;
     }
     char *packed = calloc(1, bytes ? bytes : 1);
     if (!packed)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (unsigned i = 0, at = 0; i < l->n; at += (l->size[i] + 7) & ~7u, i++)
-        memcpy(packed + at, params[i], l->size[i]);
+    for (unsigned i = 0, at = 0; i < n; at += (size[i] + 7) & ~7u, i++)
+        memcpy(packed + at, params[i], size[i]);
     struct iovec q[3] = { { (void *)prefix, nprefix * sizeof(uint64_t) },
-                          { head, (10 + l->n) * sizeof(uint64_t) },
+                          { head, (10 + n) * sizeof(uint64_t) },
                           { packed, bytes } };
     r = vgpu_remote_send(slot, q, 3);
     free(packed);
@@ -256,16 +273,19 @@ CUresult vgpu_remote_guest_cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, v
     return vgpu_remote_guest_cuLaunchHostFunc(vgpu_remote_per_thread(stream), fn, data);
 }
 
-/* A callback learns the stream's error, as the driver gives it one. */
+/* A callback learns the stream's error, as the driver gives it one; the
+ * error (an earlier asynchronous call's, which the synchronize returned)
+ * is the call's too, so that it is not lost.  A stream the executor does
+ * not know gets no callback. */
 CUresult vgpu_remote_guest_cuStreamAddCallback(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)
 {
     if (!cb || flags)
         return CUDA_ERROR_INVALID_VALUE;
     CUresult r = drain(SLOT(cuStreamAddCallback), stream);
-    if (r == CUDA_ERROR_NOT_SUPPORTED)
+    if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE)
         return r;
     cb(stream, r, data);
-    return CUDA_SUCCESS;
+    return r;
 }
 
 CUresult vgpu_remote_guest_cuStreamAddCallback_ptsz(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)

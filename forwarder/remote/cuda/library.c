@@ -12,6 +12,7 @@
 #include "forwarder/remote/wire.h"
 
 #include "vgpu_cuda_slots.h"
+#include "vgpu_remote_cuda.h"
 
 #include <pthread.h>
 #include <stdlib.h>
@@ -104,13 +105,13 @@ CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod,
 }
 
 /* The kernels of libraries this process was given, which launches take as
- * functions but whose parameters cuKernelGetParamInfo says.  Owned by this
- * file, under kernels_lock; kernels live as long as their library, whose
- * unloading frees none here: the list only grows, and by one entry per
- * kernel looked up. */
+ * functions but whose parameters cuKernelGetParamInfo says, each with its
+ * library: they go when it is unloaded (their addresses may come back as
+ * functions').  Owned by this file, under kernels_lock. */
 struct kernel {
     struct kernel *next;
     CUkernel k;
+    CUlibrary library;
 };
 static struct kernel *kernels;
 static pthread_mutex_t kernels_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -152,6 +153,7 @@ CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
         if (!e)
             return CUDA_ERROR_OUT_OF_MEMORY;
         e->k = k;
+        e->library = library;
         pthread_mutex_lock(&kernels_lock);
         e->next = kernels;
         kernels = e;
@@ -182,4 +184,25 @@ CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes
 CUresult vgpu_remote_guest_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
 {
     return global(SLOT(cuLibraryGetGlobal), dptr, bytes, (uint64_t)(uintptr_t)library, name);
+}
+
+/* A library's unloading ends its kernels. */
+CUresult vgpu_remote_wrapped_cuLibraryUnload(CUlibrary library)
+{
+    CUresult r = vgpu_remote_carried_cuLibraryUnload(library);
+    if (r != CUDA_SUCCESS)
+        return r;
+    pthread_once(&kernels_once, kernels_register_atfork);
+    pthread_mutex_lock(&kernels_lock);
+    for (struct kernel **at = &kernels; *at;) {
+        struct kernel *e = *at;
+        if (e->library == library) {
+            *at = e->next;
+            free(e);
+        } else {
+            at = &e->next;
+        }
+    }
+    pthread_mutex_unlock(&kernels_lock);
+    return r;
 }

@@ -24,6 +24,8 @@ CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *cod
                                              unsigned int numLibraryOptions);
 CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name);
 CUresult vgpu_remote_guest_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+/* Wraps the carried cuLibraryUnload: the library's kernels end with it. */
+CUresult vgpu_remote_wrapped_cuLibraryUnload(CUlibrary library);
 /* Whether f is a library's kernel this process was given (cuLibraryGetKernel). */
 bool vgpu_remote_is_kernel(const void *f);
 
