@@ -156,6 +156,34 @@ EOF
 devices = 0
 uids = 0
 EOF
+    # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.
+    expect_config_error 7 "executor_user applies to a vGPU with remote = yes" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+executor_user = daemon
+EOF
+    expect_config_error 8 "an executor never runs as root" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+remote = yes
+executor_user = root
+EOF
+    expect_config_error 8 "executor_user: no such user: nosuchuser" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+remote = yes
+executor_user = nosuchuser
+EOF
+    expect_config_error 8 "its executors run as uid $(id -u daemon), which it does not admit" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+remote = yes
+executor_user = daemon
+EOF
     # A file saved with a byte order mark is read as any other.
     printf '\xef\xbb\xbf[vgpu.a]\ndevices = 0\nuids = 0\n' >"$conf"
     env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||

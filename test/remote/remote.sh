@@ -130,10 +130,17 @@ mediator-serves-a-remote-vgpu)
     # remote = yes, admitted to that vGPU like any process: the guest sees
     # its 1 GiB and is refused past it.  A vGPU without remote = yes is
     # refused, saying why.  The executor ends with its guest.
+    # As root, a third vGPU names the user its executors run as (daemon),
+    # so that a guest running as root may have one.
     far_uids=$guest_uid
-    [ "$me" = 0 ] && far_uids="$guest_uid, 0" # root admitted, and still refused an executor
-    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 50" "uids = $far_uids" "remote = yes" \
-             "[vgpu.near]" "devices = 0" "memory = 1G" "compute = 50" "uids = $guest_uid"
+    team=()
+    if [ "$me" = 0 ]; then
+        far_uids="$guest_uid, 0" # root admitted, and still refused an executor
+        team=("[vgpu.team]" "devices = 0" "memory = 1G" "compute = 20" "uids = 0, daemon" "remote = yes"
+              "executor_user = daemon")
+    fi
+    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 40" "uids = $far_uids" "remote = yes" \
+             "[vgpu.near]" "devices = 0" "memory = 1G" "compute = 40" "uids = $guest_uid" "${team[@]}"
     mediated_guest far paths >"$tmp/paths.out" 2>"$tmp/paths.err" || fail "the guest's paths failed"
     grep -q "total memory 1073741824" "$tmp/paths.out" || fail "the guest did not see its vGPU's 1 GiB"
     grep -q "elements wrong after the kernel 0" "$tmp/paths.out" || fail "the kernel did not run"
@@ -152,6 +159,18 @@ mediator-serves-a-remote-vgpu)
             >"$tmp/root.out" 2>"$tmp/root.err"
         grep -q "cuInit: 46" "$tmp/root.out" || fail "a guest running as root was given an executor"
         grep -q "an executor never does" "$tmp/root.err" || fail "the guest was not told why root was refused"
+    fi
+    if [ "$me" = 0 ]; then
+        # A guest running as root of a vGPU whose executors run as daemon.
+        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA LD_PRELOAD="$guest_preload" \
+            VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=team "$client" hold 1048576 \
+            >"$tmp/team.out" 2>"$tmp/team.err" &
+        teamer=$!
+        for _ in $(seq 1 500); do grep -q held "$tmp/team.out" && break; sleep 0.02; done
+        grep -q held "$tmp/team.out" || fail "a root guest of a vGPU with executor_user got no executor"
+        pgrep -u daemon -f "vgpu-executor --fd" >/dev/null || fail "the executor of vGPU team does not run as daemon"
+        kill -9 "$teamer"
+        wait "$teamer" 2>/dev/null
     fi
     # A guest killed with what it holds: its executor ends, and the vGPU has
     # the memory back (the time it took is printed; the bound is loose, for

@@ -236,7 +236,14 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     if (!v->conf.remote)
         return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s is not offered to processes with no GPU: an operator "
                       "sets remote = yes in its section of %s", v->conf.name, w->config->path);
+    /* As the user the vGPU names, else as the guest's own. */
     struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket };
+    if (v->conf.has_executor_user) {
+        f.uid = v->conf.executor_uid;
+        f.gid = v->conf.executor_gid;
+        f.groups = v->conf.executor_groups;
+        f.ngroups = v->conf.executor_ngroups;
+    }
     char why[512];
     if (med_executor_check(&f, why, sizeof(why)) != 0)
         return refuse(c, VGPU_REFUSE_UNAVAILABLE, "no remote GPU of vGPU %s for pid %d (%s): %s", v->conf.name,

@@ -357,6 +357,28 @@ static int mediator_key(struct parse *p, const char *name, const char *value)
     return 1;
 }
 
+/* executor_user = NAME (or a uid): the account, its groups; never root. */
+static int executor_user(struct parse *p, struct med_vgpu_conf *v, const char *value)
+{
+    struct passwd pw, *r = NULL;
+    char buf[4096];
+    unsigned long n;
+    int e = parse_uint(value, 0xfffffffeul, &n) ? getpwuid_r((uid_t)n, &pw, buf, sizeof(buf), &r)
+                                                : getpwnam_r(value, &pw, buf, sizeof(buf), &r);
+    if (e != 0 || !r)
+        return error_at(p, p->line, "executor_user: no such user: %s", value);
+    if (r->pw_uid == 0)
+        return error_at(p, p->line, "executor_user = %s: an executor never runs as root", value);
+    int ngroups = MED_MAX_IDS;
+    if (getgrouplist(r->pw_name, r->pw_gid, v->executor_groups, &ngroups) < 0)
+        return error_at(p, p->line, "executor_user = %s belongs to more than %d groups", value, MED_MAX_IDS);
+    v->has_executor_user = true;
+    v->executor_uid = r->pw_uid;
+    v->executor_gid = r->pw_gid;
+    v->executor_ngroups = ngroups;
+    return 1;
+}
+
 static int vgpu_key(struct parse *p, const char *name, const char *value)
 {
     struct med_vgpu_conf *v = p->v;
@@ -365,14 +387,15 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         int *line;
     } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
                  { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
-                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line } };
+                 { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line },
+                 { "executor_user", &v->executor_user_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest, enforce, remote", name, v->name);
+                        "uids, gids, guest, enforce, remote, executor_user", name, v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -414,6 +437,8 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
     } else if (line == &v->remote_line) {
         if (!parse_bool(value, &v->remote))
             return error_at(p, p->line, "remote = %s: yes or no", value);
+    } else if (line == &v->executor_user_line) {
+        return executor_user(p, v, value);
     } else if (line == &v->enforce_line) {
         if (!parse_enforce(value, &v->kill_over_quota))
             return error_at(p, p->line, "enforce = %s: report or kill", value);
@@ -454,6 +479,14 @@ static int check(struct parse *p)
         if (v->guest && v->remote)
             return error_at(p, v->remote_line, "vGPU %s is a guest's: a VM reaches it through its window, not "
                             "through the mediator's socket, so remote does not apply", v->name);
+        if (v->executor_user_line && !v->remote)
+            return error_at(p, v->executor_user_line, "vGPU %s: executor_user applies to a vGPU with remote = yes",
+                            v->name);
+        if (v->has_executor_user &&
+            !med_config_admits(v, v->executor_uid, v->executor_gid, v->executor_groups, v->executor_ngroups))
+            return error_at(p, v->executor_user_line, "vGPU %s: its executors run as uid %u, which it does not "
+                            "admit: add it to uids (or one of its groups to gids), since each executor joins the "
+                            "vGPU as its guests' processes would", v->name, (unsigned)v->executor_uid);
         if (v->guest && v->enforce_line)
             return error_at(p, v->enforce_line, "vGPU %s is a guest's: its processes run in the VM, where the "
                             "mediator's watch cannot see them, so enforce does not apply", v->name);

@@ -48,6 +48,14 @@ struct med_vgpu_conf {
     int enforce_line;
     bool remote;                  /* remote = yes: processes with no GPU may have an executor of it */
     int remote_line;
+    /* executor_user = NAME: the user its executors run as (else each guest's
+     * own), with that user's primary and supplementary groups */
+    bool has_executor_user;
+    uid_t executor_uid;
+    gid_t executor_gid;
+    int executor_ngroups;
+    gid_t executor_groups[MED_MAX_IDS];
+    int executor_user_line;
 };
 
 struct med_config {

@@ -67,7 +67,8 @@ int med_executor_check(const struct med_executor_for *f, char *err, size_t errle
     if (f->uid == 0)
         return vgpu_fail(err, errlen,
                          "the process asking runs as root, and an executor never does: run the guest "
-                         "as another user (a user namespace maps a container's root to one)");
+                         "as another user (a user namespace maps a container's root to one), or name the "
+                         "user its executors run as (executor_user = in the vGPU's section)");
     if (geteuid() != 0 && f->uid != geteuid())
         return vgpu_fail(err, errlen,
                          "vgpu-mediatord runs as uid %u and cannot start an executor as uid %u: "

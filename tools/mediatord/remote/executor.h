@@ -9,7 +9,7 @@
 
 struct med_executor_for {
     int fd;    /* the process's connection, handed to the executor */
-    uid_t uid; /* the process's credentials: the executor's */
+    uid_t uid; /* the executor's credentials: the vGPU's executor_user's, else the process's */
     gid_t gid;
     const gid_t *groups;
     int ngroups;
@@ -20,7 +20,7 @@ struct med_executor_for {
 /*
  * Starts vgpu-executor --fd on f->fd, in a process of its own (not the
  * mediator's child: it is never waited for), as f's user and groups (never
- * root: a guest running as root is refused), holding no other descriptor
+ * root: a guest running as root, with no executor_user, is refused), holding no other descriptor
  * of the mediator's, with
  * vgpu's libraries preloaded and VGPU_NAME and VGPU_MEDIATOR_SOCKET naming
  * f's vGPU and this mediator.  0, or -1 with err saying why (the mediator
