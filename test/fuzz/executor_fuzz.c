@@ -91,6 +91,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size -= h.len;
     }
     vgpu_exec_context_changed(&x); /* frees the layouts learnt */
+    while (x.reserved) {
+        struct vgpu_exec_range *g = x.reserved;
+        x.reserved = g->next;
+        free(g);
+    }
     while (x.kernel_of) {
         struct vgpu_exec_kernel *k = x.kernel_of;
         x.kernel_of = k->next;

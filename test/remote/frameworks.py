@@ -136,6 +136,17 @@ def cuda_python():
     print("result cudapy_sum %.6e" % float(out.sum()))
 
 
+def jax_jit():
+    import jax
+    import jax.numpy as jnp
+    x = jnp.arange(1024 * 1024, dtype=jnp.float32).reshape(1024, 1024) / (1024 * 1024)
+    f = jax.jit(lambda a: jnp.tanh(a @ a.T).sum(axis=0))
+    y = f(x)
+    print("result jax_devices %d" % len(jax.devices("gpu")))
+    print("result jax_sum %.6e" % float(y.sum()))
+    print("result jax_max %.6e" % float(y.max()))
+
+
 def pynvml_query():
     import pynvml
     pynvml.nvmlInit()
@@ -151,7 +162,8 @@ def pynvml_query():
 
 
 WORKLOADS = {"torch-train": torch_train, "torch-infer": torch_infer, "torch-graph": torch_graph,
-             "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "pynvml": pynvml_query}
+             "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "jax": jax_jit,
+             "pynvml": pynvml_query}
 
 if __name__ == "__main__":
     WORKLOADS[sys.argv[1]]()

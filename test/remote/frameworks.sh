@@ -6,7 +6,8 @@
 # and as a guest of an executor under the same vGPU, in a mount namespace
 # where /dev holds no NVIDIA device and every NVIDIA driver library is an
 # empty file.  Their results must agree (numbers within 1e-3).
-# Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   Skips (77) without a GPU or without root
+# Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   (also: jax, not run by default: see
+# docs/gpu-results.md)   Skips (77) without a GPU or without root
 # (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
 set -uo pipefail
 src=$(cd "$(dirname "$0")" && pwd)

@@ -168,6 +168,33 @@ static void paths(void)
     SHOW("cuArrayGetDescriptor_v2", F(cuArrayGetDescriptor_v2)(&back, array));
     printf("array %zux%zu, %u channels\n", back.Width, back.Height, back.NumChannels);
     SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
+    /* Virtual memory: a range reserved, an allocation made, mapped into it
+     * and opened to the device, written and read through it, then undone. */
+    CUmemAllocationProp prop;
+    memset(&prop, 0, sizeof(prop));
+    prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+    prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+    prop.location.id = 0;
+    size_t gran = 0;
+    SHOW("cuMemGetAllocationGranularity",
+         F(cuMemGetAllocationGranularity)(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+    printf("granularity %zu\n", gran);
+    CUdeviceptr va = 0;
+    CUmemGenericAllocationHandle mh = 0;
+    CUmemAccessDesc access = { { CU_MEM_LOCATION_TYPE_DEVICE, 0 }, CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    unsigned mapped_word = 0;
+    SHOW("cuMemAddressReserve", F(cuMemAddressReserve)(&va, 2 * gran, 0, 0, 0));
+    SHOW("cuMemCreate", F(cuMemCreate)(&mh, 2 * gran, &prop, 0));
+    SHOW("cuMemMap", F(cuMemMap)(va, 2 * gran, 0, mh, 0));
+    SHOW("cuMemSetAccess", F(cuMemSetAccess)(va, 2 * gran, &access, 1));
+    SHOW("cuMemsetD32_v2 mapped", F(cuMemsetD32_v2)(va, 0x1234, 4));
+    SHOW("cuMemcpyDtoH_v2 mapped", F(cuMemcpyDtoH_v2)(&mapped_word, va + 4, sizeof(mapped_word)));
+    printf("mapped word %x\n", mapped_word);
+    SHOW("cuMemUnmap", F(cuMemUnmap)(va, 2 * gran));
+    SHOW("cuMemRelease", F(cuMemRelease)(mh));
+    SHOW("cuMemAddressFree", F(cuMemAddressFree)(va, 2 * gran));
+    SHOW("cuMemAddressFree twice", (strict = 0, F(cuMemAddressFree)(va, 2 * gran)));
+    strict = 1;
     /* A graph's node array: counted, then filled (none: the room stays NULL). */
     CUgraph graph;
     CUgraphNode nodes[4] = { (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1 };

@@ -1,5 +1,6 @@
 /* The remote CUDA driver's hand-written calls, the executor's side (exec_capture.c, exec_copy.c,
- * exec_graph.c, exec_launch.c, exec_library.c, exec_manual.c, exec_pointer.c; listed in exec_manual.list). */
+ * exec_graph.c, exec_launch.c, exec_library.c, exec_manual.c, exec_pointer.c,
+ * exec_vmm.c; listed in exec_manual.list). */
 #pragma once
 
 #include "tools/executor/executor.h"
@@ -47,3 +48,10 @@ int vgpu_exec_cuGraphNodeGetDependencies(struct vgpu_exec *x, void *fn, const vo
 int vgpu_exec_cuGraphNodeGetDependencies_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGraphNodeGetDependentNodes(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGraphNodeGetDependentNodes_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Virtual memory management (exec_vmm.c). */
+int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemGetAllocationGranularity(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemCreate(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const void *req, size_t len);

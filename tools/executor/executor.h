@@ -59,6 +59,7 @@ struct vgpu_exec {
     struct vgpu_exec_set handles;        /* the handles given to this guest */
     struct vgpu_exec_set kernels;        /* those of them that are a library's kernels (CUkernel) */
     struct vgpu_exec_kernel *kernel_of;  /* each kernel's library, to end them with it */
+    struct vgpu_exec_range *reserved;    /* the address ranges it reserved (exec_vmm.c) */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
@@ -85,6 +86,12 @@ struct vgpu_exec_kernel {
     uint64_t kernel, library;
 };
 void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h, uint64_t library);
+/* An address range a guest reserved (cuMemAddressReserve): its own. */
+struct vgpu_exec_range {
+    struct vgpu_exec_range *next;
+    uint64_t base, size;
+};
+
 /* After a call that may free functions (a context reset, released or
  * destroyed, a module unloaded): kernels' layouts are learnt again. */
 void vgpu_exec_context_changed(struct vgpu_exec *x);
@@ -97,8 +104,9 @@ bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h);
 bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint64_t *sizes);
 
 /* Whether p lies in one of the driver's device allocations of the current
- * context (cuMemGetAddressRange): never the executor's own memory, which a
- * copy or a memset through a unified address would reach.  CUDA only; the
+ * context (cuMemGetAddressRange), or in a range the guest reserved: never
+ * the executor's own memory, which a copy or a memset through a unified
+ * address would reach.  CUDA only; the
  * first refusal of a guest is logged, naming call. */
 bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call);
 /* The same for the n bytes from p, all in one allocation. */

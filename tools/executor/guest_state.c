@@ -167,6 +167,9 @@ bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const c
     if (x->address_range && ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p) == 0 &&
         p >= base && p - base < size)
         return n <= size - (p - base);
+    for (const struct vgpu_exec_range *g = x->reserved; g; g = g->next)
+        if (p >= g->base && p - g->base < g->size)
+            return n <= g->size - (p - g->base);
     if (!x->said_pointer) { /* once a guest: a hostile one would fill the log */
         x->said_pointer = true;
         vgpu_warn("executor: %s with a device pointer that is none of the guest's allocations: refused (and "

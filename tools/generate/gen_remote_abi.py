@@ -251,6 +251,10 @@ UNIFIED_COPY = re.compile(r"^cuMemcpy(Async)?(_ptds|_ptsz)?$")
 # the call reads and writes.
 READ_AND_WRITTEN = {"cuThreadExchangeStreamCaptureMode"}
 
+# Calls whose values are plain but whose meaning the executor must track by
+# hand (a reserved range, freed): manual.
+BY_HAND = {"cuMemAddressFree"}
+
 # Calls whose count-like parameter counts something else than the value
 # they write (numBlocks: the blocks of a launch, not of the one size
 # returned).
@@ -316,7 +320,7 @@ def main():
                 kinds[i] = "t"
         if name in READ_AND_WRITTEN:
             kinds = ["s" + k[1:] if k and k[0] == "o" else k for k in kinds]
-        if (array_like(params, kinds) and name not in ONE_VALUE) or UNIFIED_COPY.match(name):
+        if (array_like(params, kinds) and name not in ONE_VALUE) or UNIFIED_COPY.match(name) or name in BY_HAND:
             kinds.append(None)
         _, rname = types.resolve(fd.type)
         if (fd.type.type.names == [lib["result"]] if isinstance(fd.type, c_ast.TypeDecl)

@@ -114,3 +114,13 @@ CUresult vgpu_remote_guest_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgra
 CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *deps, size_t *num);
 CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps,
                                                            CUgraphEdgeData *edges, size_t *num);
+
+/* Virtual memory management (vmm.c). */
+CUresult vgpu_remote_guest_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
+                                               unsigned long long flags);
+CUresult vgpu_remote_guest_cuMemAddressFree(CUdeviceptr ptr, size_t size);
+CUresult vgpu_remote_guest_cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocationProp *prop,
+                                                         CUmemAllocationGranularity_flags option);
+CUresult vgpu_remote_guest_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
+                                       const CUmemAllocationProp *prop, unsigned long long flags);
+CUresult vgpu_remote_guest_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
