@@ -21,7 +21,7 @@ typedef struct {
 } dim3;
 enum { H2H = 0, H2D = 1, D2H = 2, D2D = 3, DEFAULT = 4 };
 struct pointer_attributes { /* cudaPointerAttributes */
-    int type; /* 1 host, 2 device */
+    int type;               /* 1 host, 2 device */
     int device;
     void *device_pointer, *host_pointer;
 };
@@ -124,7 +124,8 @@ int main(int argc, char **argv)
     void *d = NULL, *d2 = NULL;
     check("cudaMalloc", RT(cudaError_t, cudaMalloc, void **, size_t)(&d, N * sizeof(float)));
     check("cudaMalloc", RT(cudaError_t, cudaMalloc, void **, size_t)(&d2, N * sizeof(float)));
-    cudaError_t (*copy)(void *, const void *, size_t, int) = RT(cudaError_t, cudaMemcpy, void *, const void *, size_t, int);
+    cudaError_t (*copy)(void *, const void *, size_t, int) =
+        RT(cudaError_t, cudaMemcpy, void *, const void *, size_t, int);
     check("cudaMemcpy host to device", copy(d, host, N * sizeof(float), H2D));
 
     /* The kernel, by its stub, as <<<>>> launches it. */
@@ -165,13 +166,12 @@ int main(int argc, char **argv)
     check("cudaEventRecord", RT(cudaError_t, cudaEventRecord, cudaEvent_t, cudaStream_t)(e0, s));
     check("cudaMemcpyAsync host to device", copy_async(d, host, N * sizeof(float), H2D, s));
     check("cudaMemsetAsync", RT(cudaError_t, cudaMemsetAsync, void *, int, size_t, cudaStream_t)(d, 0, 64, s));
-    check("cudaLaunchKernel on the stream", RT(cudaError_t, cudaLaunchKernel, const void *, dim3, dim3, void **,
-                                               size_t, cudaStream_t)((const void *)add_one_stub, grid, block, args,
-                                                                     0, s));
+    check("cudaLaunchKernel on the stream", RT(cudaError_t, cudaLaunchKernel, const void *, dim3, dim3, void **, size_t,
+                                               cudaStream_t)((const void *)add_one_stub, grid, block, args, 0, s));
     check("cudaMemcpyAsync device to host", copy_async(pinned, d, N * sizeof(float), D2H, s));
     int token = 42;
-    check("cudaLaunchHostFunc", RT(cudaError_t, cudaLaunchHostFunc, cudaStream_t, void (*)(void *), void *)(
-                                    s, host_function, &token));
+    check("cudaLaunchHostFunc",
+          RT(cudaError_t, cudaLaunchHostFunc, cudaStream_t, void (*)(void *), void *)(s, host_function, &token));
     check("cudaEventRecord", RT(cudaError_t, cudaEventRecord, cudaEvent_t, cudaStream_t)(e1, s));
     check("cudaStreamSynchronize", RT(cudaError_t, cudaStreamSynchronize, cudaStream_t)(s));
     expect("the stream's copies, memset and kernel, in order",
@@ -207,9 +207,8 @@ int main(int argc, char **argv)
     expect("the graph ran twice", back[0] == 3.0f && back[N - 1] == (float)N + 2);
 
     /* A cooperative launch. */
-    check("cudaLaunchCooperativeKernel", RT(cudaError_t, cudaLaunchCooperativeKernel, const void *, dim3, dim3,
-                                             void **, size_t, cudaStream_t)((const void *)add_one_stub, grid, block,
-                                                                            args, 0, s));
+    check("cudaLaunchCooperativeKernel", RT(cudaError_t, cudaLaunchCooperativeKernel, const void *, dim3, dim3, void **,
+                                            size_t, cudaStream_t)((const void *)add_one_stub, grid, block, args, 0, s));
     check("cudaStreamSynchronize", RT(cudaError_t, cudaStreamSynchronize, cudaStream_t)(s));
     check("cudaMemcpy device to host", copy(back, d, N * sizeof(float), D2H));
     expect("the cooperative kernel ran", back[0] == 4.0f && back[N - 1] == (float)N + 3);

@@ -33,7 +33,8 @@ static bool capturing(struct vgpu_exec *x, uint64_t stream, const char *call)
     if (yes && !x->said_capture) {
         x->said_capture = true;
         vgpu_warn("executor: %s on a stream being captured: refused, a graph cannot keep the guest's bytes (and "
-                  "any more such, unsaid)", call);
+                  "any more such, unsaid)",
+                  call);
     }
     return yes;
 }

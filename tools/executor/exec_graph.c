@@ -37,18 +37,10 @@ static int arrays(struct vgpu_exec *x, void *fn, const void *req, size_t len, en
     void *g = (void *)(uintptr_t)h;
     int r;
     switch (shape) {
-    case ONE:
-        r = ((CUresult(*)(void *, void *, size_t *))fn)(g, a, &n);
-        break;
-    case ONE_EDGES:
-        r = ((CUresult(*)(void *, void *, void *, size_t *))fn)(g, a, e, &n);
-        break;
-    case TWO:
-        r = ((CUresult(*)(void *, void *, void *, size_t *))fn)(g, a, b, &n);
-        break;
-    default:
-        r = ((CUresult(*)(void *, void *, void *, void *, size_t *))fn)(g, a, b, e, &n);
-        break;
+    case ONE: r = ((CUresult(*)(void *, void *, size_t *))fn)(g, a, &n); break;
+    case ONE_EDGES: r = ((CUresult(*)(void *, void *, void *, size_t *))fn)(g, a, e, &n); break;
+    case TWO: r = ((CUresult(*)(void *, void *, void *, size_t *))fn)(g, a, b, &n); break;
+    default: r = ((CUresult(*)(void *, void *, void *, void *, size_t *))fn)(g, a, b, e, &n); break;
     }
     if (r == CUDA_SUCCESS)
         for (size_t i = 0; i < 2 * room; i++)

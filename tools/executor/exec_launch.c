@@ -93,14 +93,12 @@ static bool attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN_MAP:
     case CU_LAUNCH_ATTRIBUTE_MEM_SYNC_DOMAIN:
     case CU_LAUNCH_ATTRIBUTE_PREFERRED_CLUSTER_DIMENSION:
-    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
-        return true;
+    case CU_LAUNCH_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT: return true;
     case CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_EVENT:
         return vgpu_exec_handle_known(x, (uint64_t)(uintptr_t)a->value.programmaticEvent.event, false);
     case CU_LAUNCH_ATTRIBUTE_LAUNCH_COMPLETION_EVENT:
         return vgpu_exec_handle_known(x, (uint64_t)(uintptr_t)a->value.launchCompletionEvent.event, false);
-    default:
-        return false;
+    default: return false;
     }
 }
 
@@ -108,8 +106,8 @@ static bool attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
 
 /* [count][id, 8 words of value]...: the attributes, refused (*r) unless
  * each may be passed on; how many bytes they took, or 0 when malformed. */
-static size_t parse_attrs(const struct vgpu_exec *x, const void *req, size_t len, CUlaunchAttribute *attrs,
-                          unsigned *n, int *r)
+static size_t parse_attrs(const struct vgpu_exec *x, const void *req, size_t len, CUlaunchAttribute *attrs, unsigned *n,
+                          int *r)
 {
     if (len < 8 || vgpu_exec_word(req, 0) > MAX_ATTRS || len < (1 + vgpu_exec_word(req, 0) * 9) * 8)
         return 0;
@@ -128,10 +126,16 @@ static size_t parse_attrs(const struct vgpu_exec *x, const void *req, size_t len
 static CUlaunchConfig config_of(const unsigned dim[7], uint64_t stream, CUlaunchAttribute *attrs, unsigned n)
 {
     return (CUlaunchConfig){
-        .gridDimX = dim[0], .gridDimY = dim[1], .gridDimZ = dim[2],
-        .blockDimX = dim[3], .blockDimY = dim[4], .blockDimZ = dim[5],
-        .sharedMemBytes = dim[6], .hStream = (CUstream)(uintptr_t)stream,
-        .attrs = n ? attrs : NULL, .numAttrs = n,
+        .gridDimX = dim[0],
+        .gridDimY = dim[1],
+        .gridDimZ = dim[2],
+        .blockDimX = dim[3],
+        .blockDimY = dim[4],
+        .blockDimZ = dim[5],
+        .sharedMemBytes = dim[6],
+        .hStream = (CUstream)(uintptr_t)stream,
+        .attrs = n ? attrs : NULL,
+        .numAttrs = n,
     };
 }
 

@@ -98,8 +98,7 @@ int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req
     if (!named(x, req, len, "cuModuleGetFunction", name, &r))
         return r;
     CUfunction f = NULL;
-    r = ((CUresult(*)(CUfunction *, CUmodule, const char *))fn)(&f, (CUmodule)(uintptr_t)vgpu_exec_word(req, 0),
-                                                                name);
+    r = ((CUresult(*)(CUfunction *, CUmodule, const char *))fn)(&f, (CUmodule)(uintptr_t)vgpu_exec_word(req, 0), name);
     return reply_handle(x, r, (uint64_t)(uintptr_t)f);
 }
 
@@ -110,8 +109,7 @@ int vgpu_exec_cuLibraryGetKernel(struct vgpu_exec *x, void *fn, const void *req,
     if (!named(x, req, len, "cuLibraryGetKernel", name, &r))
         return r;
     CUkernel k = NULL;
-    r = ((CUresult(*)(CUkernel *, CUlibrary, const char *))fn)(&k, (CUlibrary)(uintptr_t)vgpu_exec_word(req, 0),
-                                                               name);
+    r = ((CUresult(*)(CUkernel *, CUlibrary, const char *))fn)(&k, (CUlibrary)(uintptr_t)vgpu_exec_word(req, 0), name);
     if (r == CUDA_SUCCESS)
         vgpu_exec_kernel_add(x, (uint64_t)(uintptr_t)k, vgpu_exec_word(req, 0));
     return reply_handle(x, r, (uint64_t)(uintptr_t)k);

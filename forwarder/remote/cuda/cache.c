@@ -194,17 +194,17 @@ CUresult vgpu_remote_wrapped_cuKernelGetFunction(CUfunction *f, CUkernel kernel)
 
 static CUresult ask_blocks(int *out, CUfunction f, int block_size, size_t smem, unsigned flags, bool with_flags)
 {
-    return with_flags ? vgpu_remote_carried_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
-                            out, f, (uint32_t)block_size, smem, flags)
-                      : vgpu_remote_carried_cuOccupancyMaxActiveBlocksPerMultiprocessor(out, f, (uint32_t)block_size,
-                                                                                       smem);
+    return with_flags
+               ? vgpu_remote_carried_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(out, f, (uint32_t)block_size,
+                                                                                          smem, flags)
+               : vgpu_remote_carried_cuOccupancyMaxActiveBlocksPerMultiprocessor(out, f, (uint32_t)block_size, smem);
 }
 
 static CUresult blocks(int *out, CUfunction f, int block_size, size_t smem, unsigned flags, bool with_flags)
 {
     uint64_t g = now(), v[2] = { 0 };
-    const uint64_t *key = KEY((uint64_t)(uintptr_t)f, (uint64_t)(uint32_t)block_size, smem,
-                              (uint64_t)flags | (uint64_t)with_flags << 32);
+    const uint64_t *key =
+        KEY((uint64_t)(uintptr_t)f, (uint64_t)(uint32_t)block_size, smem, (uint64_t)flags | (uint64_t)with_flags << 32);
     if (out && memo_get(&occupancy, g, key, v)) {
         *out = (int)v[0];
         return CUDA_SUCCESS;
@@ -216,14 +216,14 @@ static CUresult blocks(int *out, CUfunction f, int block_size, size_t smem, unsi
 }
 
 CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, CUfunction f, int block_size,
-                                                                       size_t smem)
+                                                                         size_t smem)
 {
     return blocks(out, f, block_size, smem, 0, false);
 }
 
 CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *out, CUfunction f,
-                                                                                int block_size, size_t smem,
-                                                                                unsigned int flags)
+                                                                                  int block_size, size_t smem,
+                                                                                  unsigned int flags)
 {
     return blocks(out, f, block_size, smem, flags, true);
 }

@@ -22,7 +22,7 @@ CUresult vgpu_remote_wrapped_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned i
 CUresult vgpu_remote_wrapped_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev);
 CUresult vgpu_remote_wrapped_cuKernelGetFunction(CUfunction *f, CUkernel kernel);
 CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size,
-                                                                       size_t smem);
+                                                                         size_t smem);
 CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f,
-                                                                                int block_size, size_t smem,
-                                                                                unsigned int flags);
+                                                                                  int block_size, size_t smem,
+                                                                                  unsigned int flags);

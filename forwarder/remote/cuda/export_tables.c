@@ -9,12 +9,14 @@
  * take guest pointers (callbacks, buffers, the runtime's own structures),
  * so no table can be carried to the host as it stands; each table the
  * runtimes of CUDA 12 and 13 use is emulated here with the public driver
- * calls the remote driver carries (docs/remote.md, "Private tables").
- * The layouts are the runtime's, as open driver reimplementations
- * document them: slot 0 of most tables holds the table's size in bytes.
+ * calls the remote driver carries (docs/remote.md, "The runtime's private
+ * tables").  The layouts are the runtime's, as open driver
+ * reimplementations document them: slot 0 of most tables holds the table's
+ * size in bytes.
  *
- * Any other UUID answers CUDA_ERROR_NOT_FOUND, logged once: the runtime
- * treats the tables it can do without as absent.
+ * One table cuBLASLt needs is answered with functions that refuse; any
+ * other UUID answers CUDA_ERROR_NOT_FOUND, logged once: the runtime treats
+ * the tables it can do without as absent.
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"
@@ -71,11 +73,15 @@ static const void *const runtime_interface[13] = {
     (const void *)sizeof(runtime_interface),
     (const void *)module_from_fatbin,
     (const void *)primary_context,
-    NULL, NULL, NULL,
+    NULL,
+    NULL,
+    NULL,
     (const void *)module_from_fatbin_ext,
     (const void *)ignore_size,
     (const void *)module_from_fatbin_ext2,
-    NULL, NULL, NULL,
+    NULL,
+    NULL,
+    NULL,
     (const void *)succeed, /* loads the JIT compilers: nothing to load here */
 };
 
@@ -127,12 +133,20 @@ static CUresult current_context(CUcontext *ctx)
 }
 
 static const void *const tools_tls[4] = {
-    (const void *)sizeof(tools_tls), (const void *)none0, (const void *)current_context, (const void *)none1,
+    (const void *)sizeof(tools_tls),
+    (const void *)none0,
+    (const void *)current_context,
+    (const void *)none1,
 };
 
 static const void *const tools_callbacks[7] = {
-    (const void *)sizeof(tools_callbacks), (const void *)none2, (const void *)tools_buffer_1, (const void *)none2,
-    (const void *)none2, (const void *)none2, (const void *)tools_buffer_2,
+    (const void *)sizeof(tools_callbacks),
+    (const void *)none2,
+    (const void *)tools_buffer_1,
+    (const void *)none2,
+    (const void *)none2,
+    (const void *)none2,
+    (const void *)tools_buffer_2,
 };
 
 /* ---- context-local storage (c693336e-...): the runtime's state per context ---- */
@@ -228,7 +242,10 @@ static CUresult cls_get(void **value, CUcontext ctx, void *key)
 
 /* This table has no size slot. */
 static const void *const context_storage[4] = {
-    (const void *)cls_put, (const void *)cls_delete, (const void *)cls_get, NULL,
+    (const void *)cls_put,
+    (const void *)cls_delete,
+    (const void *)cls_get,
+    NULL,
 };
 
 /* ---- contexts' identities (21318c60-...): cuBLASLt's kernel registry ---- */
@@ -247,8 +264,11 @@ static CUresult context_id(CUcontext ctx, unsigned long long *id)
  * context's unique id, as cuCtxGetId gives it) and cope with the others
  * refusing. */
 static const void *const context_identity[5] = {
-    (const void *)sizeof(context_identity), (const void *)not_offered, (const void *)not_offered,
-    (const void *)not_offered, (const void *)context_id,
+    (const void *)sizeof(context_identity),
+    (const void *)not_offered,
+    (const void *)not_offered,
+    (const void *)not_offered,
+    (const void *)context_id,
 };
 
 /* ---- a table cuBLASLt asks for on Hopper (1734dc26-...): refused ---- */
@@ -265,13 +285,25 @@ static CUresult refuse_unknown(void)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
-#define REFUSE8 (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown, \
-                (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown, \
-                (const void *)refuse_unknown, (const void *)refuse_unknown
+#define REFUSE8                                                                                                        \
+    (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,                          \
+        (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,                      \
+        (const void *)refuse_unknown, (const void *)refuse_unknown
 static const void *const refusing[64] = {
-    (const void *)sizeof(refusing), REFUSE8, REFUSE8, REFUSE8, REFUSE8, REFUSE8, REFUSE8, REFUSE8,
-    (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,
-    (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,
+    (const void *)sizeof(refusing),
+    REFUSE8,
+    REFUSE8,
+    REFUSE8,
+    REFUSE8,
+    REFUSE8,
+    REFUSE8,
+    REFUSE8,
+    (const void *)refuse_unknown,
+    (const void *)refuse_unknown,
+    (const void *)refuse_unknown,
+    (const void *)refuse_unknown,
+    (const void *)refuse_unknown,
+    (const void *)refuse_unknown,
     (const void *)refuse_unknown,
 };
 
@@ -297,7 +329,9 @@ static CUresult no_heap_free(const void *p, size_t *n)
 
 static const void *const context_bypass[2] = { (const void *)sizeof(context_bypass), (const void *)no_bypass };
 static const void *const heap_access[3] = {
-    (const void *)sizeof(heap_access), (const void *)no_heap_alloc, (const void *)no_heap_free,
+    (const void *)sizeof(heap_access),
+    (const void *)no_heap_alloc,
+    (const void *)no_heap_free,
 };
 
 /* ---- devices' extra attributes (b10541e1-...) ---- */
@@ -426,7 +460,10 @@ static unsigned context_check_3(void)
 }
 
 static const void *const context_checks[4] = {
-    (const void *)sizeof(context_checks), NULL, (const void *)context_check, (const void *)context_check_3,
+    (const void *)sizeof(context_checks),
+    NULL,
+    (const void *)context_check,
+    (const void *)context_check_3,
 };
 
 /* ---- the lookup ---- */

@@ -90,8 +90,8 @@ CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgrap
     return arrays(SLOT(cuGraphNodeGetDependentNodes), node, deps, NULL, NULL, num);
 }
 
-CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps,
-                                                           CUgraphEdgeData *edges, size_t *num)
+CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                                           size_t *num)
 {
     return arrays(SLOT(cuGraphNodeGetDependentNodes_v2), node, deps, NULL, edges, num);
 }

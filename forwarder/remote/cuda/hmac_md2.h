@@ -9,8 +9,8 @@ struct vgpu_md2 {
     uint8_t x[48];   /* the state: X of RFC 1319 */
     uint8_t sum[16]; /* the checksum: C */
     uint8_t block[16];
-    uint8_t l;       /* the checksum's last byte: L */
-    uint8_t used;    /* bytes in block */
+    uint8_t l;    /* the checksum's last byte: L */
+    uint8_t used; /* bytes in block */
 };
 
 void vgpu_md2_init(struct vgpu_md2 *m);

@@ -70,9 +70,8 @@ static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
         /* cuFuncGetParamInfo(f, n, &offset, &size), as its generated stub
          * sends it; a library's kernel's, cuKernelGetParamInfo. */
         uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, count }, got[2];
-        CUresult r = vgpu_remote_call_words(vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo)
-                                                                     : SLOT(cuFuncGetParamInfo),
-                                            in, 3, got, 2);
+        CUresult r = vgpu_remote_call_words(
+            vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo) : SLOT(cuFuncGetParamInfo), in, 3, got, 2);
         if (r == CUDA_ERROR_INVALID_VALUE)
             break; /* past the last parameter */
         if (r != CUDA_SUCCESS)
@@ -155,10 +154,11 @@ CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy
 
 /* The _ptsz forms. */
 CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream,
-                                               void **params, void **extra)
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params,
+                                               void **extra)
 {
-    return vgpu_remote_guest_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream), params, extra);
+    return vgpu_remote_guest_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream), params,
+                                            extra);
 }
 
 /* A cooperative launch crosses as a plain one, to its own call. */
@@ -174,8 +174,8 @@ CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
                                                           unsigned bx, unsigned by, unsigned bz, unsigned shmem,
                                                           CUstream stream, void **params)
 {
-    return vgpu_remote_guest_cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem,
-                                                       vgpu_remote_per_thread(stream), params);
+    return vgpu_remote_guest_cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream),
+                                                       params);
 }
 
 /* Attributes: each its id and its 64-byte value, as words; the executor
@@ -217,8 +217,8 @@ CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
     size_t n = pack_attrs(config, words);
     if (!n)
         return vgpu_remote_refuse(SLOT(cuOccupancyMaxActiveClusters));
-    const uint64_t launch[9] = { (uint64_t)(uintptr_t)f, config->gridDimX,  config->gridDimY,
-                                 config->gridDimZ,       config->blockDimX, config->blockDimY,
+    const uint64_t launch[9] = { (uint64_t)(uintptr_t)f, config->gridDimX,       config->gridDimY,
+                                 config->gridDimZ,       config->blockDimX,      config->blockDimY,
                                  config->blockDimZ,      config->sharedMemBytes, (uint64_t)(uintptr_t)config->hStream };
     memcpy(words + n, launch, sizeof(launch));
     uint64_t out = 0;

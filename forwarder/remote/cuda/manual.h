@@ -47,8 +47,8 @@ CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, 
 CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                           unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra);
 CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream,
-                                               void **params, void **extra);
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params,
+                                               void **extra);
 CUresult vgpu_remote_guest_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                                      unsigned by, unsigned bz, unsigned shmem, CUstream stream,
                                                      void **params);
@@ -112,8 +112,8 @@ CUresult vgpu_remote_guest_cuGraphNodeGetDependencies(CUgraphNode node, CUgraphN
 CUresult vgpu_remote_guest_cuGraphNodeGetDependencies_v2(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
                                                          size_t *num);
 CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes(CUgraphNode node, CUgraphNode *deps, size_t *num);
-CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps,
-                                                           CUgraphEdgeData *edges, size_t *num);
+CUresult vgpu_remote_guest_cuGraphNodeGetDependentNodes_v2(CUgraphNode node, CUgraphNode *deps, CUgraphEdgeData *edges,
+                                                           size_t *num);
 
 /* Virtual memory management (vmm.c). */
 CUresult vgpu_remote_guest_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,

@@ -26,24 +26,20 @@ static size_t value_size(CUpointer_attribute a)
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_MAPPED:
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
-        return 4;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: return 4;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
-        return 8;
-    default:
-        return 0;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return 8;
+    default: return 0;
     }
 }
 
 /* An attribute of guest host memory (base, size, mapped: its block). */
-static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, size_t size, bool mapped,
-                           uint64_t *v)
+static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, size_t size, bool mapped, uint64_t *v)
 {
     CUcontext ctx = NULL;
     CUdevice dev = 0;
@@ -57,28 +53,16 @@ static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, s
         r = REMOTE(cuCtxGetDevice)(&dev);
         *v = (uint64_t)dev;
         return r;
-    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-        *v = CU_MEMORYTYPE_HOST;
-        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *v = CU_MEMORYTYPE_HOST; return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
         *v = ptr; /* as under unified addressing; no kernel reads it (host_memory.c) */
         return mapped ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
-    case CU_POINTER_ATTRIBUTE_HOST_POINTER:
-        *v = ptr;
-        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_HOST_POINTER: *v = ptr; return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
-    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
-        *v = (uint64_t)(uintptr_t)base;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-        *v = size;
-        return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_MAPPED:
-        *v = 1;
-        return CUDA_SUCCESS;
-    default: /* sync memops, managed, IPC, RDMA: no; no pool */
-        *v = 0;
-        return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *v = (uint64_t)(uintptr_t)base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *v = size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPED: *v = 1; return CUDA_SUCCESS;
+    default: /* sync memops, managed, IPC, RDMA: no; no pool */ *v = 0; return CUDA_SUCCESS;
     }
 }
 

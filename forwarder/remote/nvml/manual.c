@@ -114,47 +114,56 @@ const char *vgpu_remote_guest_nvmlErrorString(nvmlReturn_t result)
     return t->s;
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                                    nvmlProcessInfo_v1_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetComputeRunningProcesses), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                                       nvmlProcessInfo_v2_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetComputeRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                       nvmlProcessInfo_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetComputeRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                                     nvmlProcessInfo_v1_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                                        nvmlProcessInfo_v2_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetGraphicsRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                        nvmlProcessInfo_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetGraphicsRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v1_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
+                                                                       nvmlProcessInfo_v1_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_v2_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDevice_t device, unsigned int *infoCount,
+                                                                          nvmlProcessInfo_v2_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses_v2), device, infoCount, infos, sizeof(*infos));
 }
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount, nvmlProcessInfo_t *infos)
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
+                                                                          nvmlProcessInfo_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
 }
