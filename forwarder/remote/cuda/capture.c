@@ -17,27 +17,57 @@
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 #define MAX_DEPS 4096
 
-/* The calling thread's last arrays.  Owned by the thread (freed at its
- * exit by the key's destructor). */
+/* The calling thread's last arrays.  Owned by the thread, and freed at
+ * its exit by the key's destructor; all are on one list too (under
+ * arrays_lock), so that the process's own thread's, which no destructor
+ * frees, is still the process's memory when it ends. */
 struct arrays {
+    struct arrays *next, **prev;
     uint64_t raw[2 * MAX_DEPS]; /* the reply: count nodes, then count edges */
     CUgraphNode nodes[MAX_DEPS];
     CUgraphEdgeData edges[MAX_DEPS];
 };
+static struct arrays *all_arrays;
+static pthread_mutex_t arrays_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_key_t arrays_key;
 static pthread_once_t arrays_once = PTHREAD_ONCE_INIT;
 
+static void thread_gone(void *p)
+{
+    struct arrays *a = p;
+    pthread_mutex_lock(&arrays_lock);
+    *a->prev = a->next;
+    if (a->next)
+        a->next->prev = a->prev;
+    pthread_mutex_unlock(&arrays_lock);
+    free(a);
+}
+
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&arrays_lock, NULL);
+}
+
 static void make_key(void)
 {
-    pthread_key_create(&arrays_key, free);
+    pthread_key_create(&arrays_key, thread_gone);
+    pthread_atfork(NULL, NULL, child_after_fork);
 }
 
 static struct arrays *thread_arrays(void)
 {
     pthread_once(&arrays_once, make_key);
     struct arrays *a = pthread_getspecific(arrays_key);
-    if (!a && (a = calloc(1, sizeof(*a))) != NULL)
-        pthread_setspecific(arrays_key, a);
+    if (a || !(a = calloc(1, sizeof(*a))))
+        return a;
+    pthread_mutex_lock(&arrays_lock);
+    a->next = all_arrays;
+    a->prev = &all_arrays;
+    if (all_arrays)
+        all_arrays->prev = &a->next;
+    all_arrays = a;
+    pthread_mutex_unlock(&arrays_lock);
+    pthread_setspecific(arrays_key, a);
     return a;
 }
 
