@@ -16,7 +16,6 @@
 #include "common/log.h"
 #include "forwarder/remote/wire.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 
 typedef CUresult (*to_device_fn)(CUdeviceptr, const void *, size_t, CUstream);
@@ -27,7 +26,7 @@ typedef CUresult (*to_device_fn)(CUdeviceptr, const void *, size_t, CUstream);
 static bool capturing(struct vgpu_exec *x, uint64_t stream, const char *call)
 {
     CUresult (*is)(CUstream, CUstreamCaptureStatus *) =
-        (CUresult(*)(CUstream, CUstreamCaptureStatus *))dlsym(x->driver, "cuStreamIsCapturing");
+        (CUresult(*)(CUstream, CUstreamCaptureStatus *))vgpu_exec_function_named(x, "cuStreamIsCapturing");
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     bool yes = !is || is((CUstream)(uintptr_t)stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
     if (yes && !x->said_capture) {

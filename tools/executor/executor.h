@@ -63,12 +63,16 @@ struct vgpu_exec {
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
-    void *address_range;              /* the driver's cuMemGetAddressRange_v2, looked up at first use */
     struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
     bool said_pointer;                /* a refused device pointer was logged */
     bool said_capture;                /* a refused copy on a capturing stream was logged */
     const char *call;                 /* the name of the call being served, for the log */
 };
+
+/* The driver's function of slot (or of the slot named so), looked up once
+ * and kept in fn; NULL when the driver has none. */
+void *vgpu_exec_function(struct vgpu_exec *x, unsigned slot);
+void *vgpu_exec_function_named(struct vgpu_exec *x, const char *name);
 
 /* Whether h is a handle this guest was given (NULL always is, and where a
  * stream is wanted the default streams CU_STREAM_LEGACY and

@@ -5,7 +5,6 @@
 #include "common/log.h"
 #include "forwarder/remote/wire.h"
 
-#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -160,12 +159,11 @@ bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const c
 {
     if (x->lib->id != 0)
         return false;
-    if (!x->address_range)
-        x->address_range = dlsym(x->driver, "cuMemGetAddressRange_v2");
+    int (*address_range)(uint64_t *, size_t *, uint64_t) =
+        (int (*)(uint64_t *, size_t *, uint64_t))vgpu_exec_function_named(x, "cuMemGetAddressRange_v2");
     uint64_t base = 0;
     size_t size = 0;
-    if (x->address_range && ((int (*)(uint64_t *, size_t *, uint64_t))x->address_range)(&base, &size, p) == 0 &&
-        p >= base && p - base < size)
+    if (address_range && address_range(&base, &size, p) == 0 && p >= base && p - base < size)
         return n <= size - (p - base);
     for (const struct vgpu_exec_range *g = x->reserved; g; g = g->next)
         if (p >= g->base && p - g->base < g->size)
@@ -211,8 +209,9 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
         l = l->next;
     if (!l) {
         /* A library's kernel (cuLibraryGetKernel) launches as a function does; its own call says its parameters. */
-        int (*info)(uint64_t, size_t, size_t *, size_t *) = (int (*)(uint64_t, size_t, size_t *, size_t *))dlsym(
-            x->driver, vgpu_exec_is_kernel(x, f) ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
+        int (*info)(uint64_t, size_t, size_t *, size_t *) =
+            (int (*)(uint64_t, size_t, size_t *, size_t *))vgpu_exec_function_named(
+                x, vgpu_exec_is_kernel(x, f) ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
         uint32_t size[VGPU_EXEC_MAX_PARAMS];
         unsigned count = 0;
         for (; info && count < VGPU_EXEC_MAX_PARAMS; count++) {

@@ -13,12 +13,22 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-/* The driver's function of slot, looked up once; NULL when it has none. */
-static void *function_of(struct vgpu_exec *x, unsigned slot)
+void *vgpu_exec_function(struct vgpu_exec *x, unsigned slot)
 {
     if (!x->fn[slot])
         x->fn[slot] = dlsym(x->driver, x->lib->names[slot]);
     return x->fn[slot];
+}
+
+static int by_name(const void *key, const void *name)
+{
+    return strcmp(key, *(const char *const *)name);
+}
+
+void *vgpu_exec_function_named(struct vgpu_exec *x, const char *name)
+{
+    const char *const *at = bsearch(name, x->lib->names, x->lib->count, sizeof(*x->lib->names), by_name);
+    return at ? vgpu_exec_function(x, (unsigned)(at - x->lib->names)) : NULL;
 }
 
 /* The guest's HELLO: which library it drives, at which ABI; that library
@@ -89,7 +99,7 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
     x->sync = c->sync;
     x->call = x->lib->names[h->call];
-    void *fn = function_of(x, h->call);
+    void *fn = vgpu_exec_function(x, h->call);
     int sent;
     if (!c->words && !c->manual) {
         sent = vgpu_exec_reply(x, x->lib->not_supported, NULL, 0);
