@@ -53,6 +53,11 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq);
 int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin);
 
+/* The text the executor gives for code through slot (an error's name or
+ * string), kept for the life of the process as the library's own are
+ * (texts.c): 0 and *out; the call's code; or -1, out of memory. */
+int vgpu_remote_text(unsigned slot, uint32_t code, const char **out);
+
 /* What a slot the remote driver does not carry returns: refused, logged
  * once per slot. */
 int vgpu_remote_refuse(unsigned slot);

@@ -10,73 +10,17 @@
 
 #include "vgpu_cuda_slots.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 
-/* The driver's strings, as the executor gave them: kept for the life of
- * the process, as the driver's own are.  Owned by this file, under
- * strings_lock. */
-struct cached_string {
-    struct cached_string *next;
-    unsigned slot;
-    CUresult code;
-    char text[];
-};
-static struct cached_string *strings;
-static pthread_mutex_t strings_lock = PTHREAD_MUTEX_INITIALIZER;
-
-/* A child of fork may find the lock held by a thread it does not have.
- * Registered at the first call that takes it. */
-static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
-
-static void child_after_fork(void)
-{
-    pthread_mutex_init(&strings_lock, NULL);
-}
-
-static void register_atfork(void)
-{
-    pthread_atfork(NULL, NULL, child_after_fork);
-}
-
 static CUresult error_text(unsigned slot, CUresult code, const char **out)
 {
-    pthread_once(&atfork_once, register_atfork);
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&strings_lock);
-    for (struct cached_string *s = strings; s; s = s->next)
-        if (s->slot == slot && s->code == code) {
-            *out = s->text;
-            pthread_mutex_unlock(&strings_lock);
-            return CUDA_SUCCESS;
-        }
-    pthread_mutex_unlock(&strings_lock);
-    uint64_t w = (uint64_t)code;
-    char text[512];
-    size_t got = 0;
-    struct iovec q = { &w, sizeof(w) }, a = { text, sizeof(text) - 1 };
-    CUresult r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
-    if (r != CUDA_SUCCESS) {
-        *out = NULL;
-        return r;
-    }
-    text[got] = 0;
-    struct cached_string *s = malloc(sizeof(*s) + got + 1);
-    if (!s)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    s->slot = slot;
-    s->code = code;
-    memcpy(s->text, text, got + 1);
-    pthread_mutex_lock(&strings_lock);
-    s->next = strings;
-    strings = s;
-    pthread_mutex_unlock(&strings_lock);
-    *out = s->text;
-    return CUDA_SUCCESS;
+    *out = NULL;
+    int r = vgpu_remote_text(slot, (uint32_t)code, out);
+    return r == -1 ? CUDA_ERROR_OUT_OF_MEMORY : (CUresult)r;
 }
 
 CUresult vgpu_remote_guest_cuGetErrorName(CUresult error, const char **pStr)

@@ -10,8 +10,6 @@
 
 #include "vgpu_nvml_slots.h"
 
-#include <pthread.h>
-#include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_NVML_SLOT_##name
@@ -76,42 +74,13 @@ static nvmlReturn_t processes(unsigned slot, nvmlDevice_t device, unsigned *coun
     return (nvmlReturn_t)r;
 }
 
-/* Texts by code, as the executor gave them.  Owned by this file, under
- * texts_lock; codes are few, so the list only grows. */
-struct text {
-    struct text *next;
-    int code;
-    char s[];
-};
-static struct text *texts;
-static pthread_mutex_t texts_lock = PTHREAD_MUTEX_INITIALIZER;
-
 const char *vgpu_remote_guest_nvmlErrorString(nvmlReturn_t result)
 {
-    pthread_mutex_lock(&texts_lock);
-    for (const struct text *t = texts; t; t = t->next)
-        if (t->code == (int)result) {
-            pthread_mutex_unlock(&texts_lock);
-            return t->s;
-        }
-    pthread_mutex_unlock(&texts_lock);
-    uint64_t w = (uint64_t)(uint32_t)result;
-    char s[512];
-    size_t got = 0;
-    struct iovec q = { &w, sizeof(w) }, a = { s, sizeof(s) - 1 };
-    if (vgpu_remote_call(SLOT(nvmlErrorString), &q, 1, &a, 1, &got) != NVML_SUCCESS)
-        return "Unknown Error (the remote GPU's executor is unavailable)";
-    s[got] = 0;
-    struct text *t = malloc(sizeof(*t) + got + 1);
-    if (!t)
-        return "Unknown Error";
-    t->code = (int)result;
-    memcpy(t->s, s, got + 1);
-    pthread_mutex_lock(&texts_lock);
-    t->next = texts;
-    texts = t;
-    pthread_mutex_unlock(&texts_lock);
-    return t->s;
+    const char *s = NULL;
+    int r = vgpu_remote_text(SLOT(nvmlErrorString), (uint32_t)result, &s);
+    if (r == 0)
+        return s;
+    return r == -1 ? "Unknown Error" : "Unknown Error (the remote GPU's executor is unavailable)";
 }
 
 nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t device, unsigned int *infoCount,
