@@ -17,7 +17,6 @@
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
 
 /* Words: dst, the length, the stream (asynchronous copies only); then the bytes. */
 static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_t n, const CUstream *stream)
@@ -105,7 +104,7 @@ static bool on_device(CUdeviceptr p)
 {
     CUdeviceptr base = 0;
     size_t size = 0;
-    return p && REMOTE(cuMemGetAddressRange_v2)(&base, &size, p) == CUDA_SUCCESS;
+    return p && VGPU_REMOTE_CUDA(cuMemGetAddressRange_v2)(&base, &size, p) == CUDA_SUCCESS;
 }
 
 /* A copy between unified addresses, by the sides it joins.  Guest memory
@@ -116,14 +115,15 @@ static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, const CUstre
         return CUDA_SUCCESS;
     bool d = on_device(dst), s = on_device(src);
     if (d && s)
-        return stream ? REMOTE(cuMemcpyDtoDAsync_v2)(dst, src, n, *stream) : REMOTE(cuMemcpyDtoD_v2)(dst, src, n);
+        return stream ? VGPU_REMOTE_CUDA(cuMemcpyDtoDAsync_v2)(dst, src, n, *stream)
+                      : VGPU_REMOTE_CUDA(cuMemcpyDtoD_v2)(dst, src, n);
     if (d)
         return stream ? vgpu_remote_guest_cuMemcpyHtoDAsync_v2(dst, (const void *)(uintptr_t)src, n, *stream)
                       : vgpu_remote_guest_cuMemcpyHtoD_v2(dst, (const void *)(uintptr_t)src, n);
     if (s)
         return stream ? vgpu_remote_guest_cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, n, *stream)
                       : vgpu_remote_guest_cuMemcpyDtoH_v2((void *)(uintptr_t)dst, src, n);
-    CUresult r = stream ? REMOTE(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+    CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
     if (r == CUDA_SUCCESS)
         memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
     return r;

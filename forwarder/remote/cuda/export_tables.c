@@ -31,9 +31,6 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A public call through the remote driver's own slot. */
-#define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
-
 /* ---- the runtime's interface (6bd5fb6c-...): modules and the primary context ---- */
 
 static CUresult module_from_fatbin(CUmodule *module, const void *fatbin)
@@ -56,7 +53,7 @@ static CUresult module_from_fatbin_ext2(const void *fatbin, CUmodule *module, vo
 
 static CUresult primary_context(CUcontext *ctx, CUdevice dev)
 {
-    return REMOTE(cuDevicePrimaryCtxRetain)(ctx, dev);
+    return VGPU_REMOTE_CUDA(cuDevicePrimaryCtxRetain)(ctx, dev);
 }
 
 static void ignore_size(size_t n)
@@ -129,7 +126,7 @@ static CUresult current_context(CUcontext *ctx)
 {
     if (!ctx)
         return CUDA_ERROR_INVALID_VALUE;
-    return REMOTE(cuCtxGetCurrent)(ctx);
+    return VGPU_REMOTE_CUDA(cuCtxGetCurrent)(ctx);
 }
 
 static const void *const tools_tls[4] = {
@@ -178,7 +175,7 @@ static void cls_register_atfork(void)
 static CUresult cls_context(CUcontext *ctx)
 {
     pthread_once(&cls_once, cls_register_atfork);
-    return *ctx ? CUDA_SUCCESS : REMOTE(cuCtxGetCurrent)(ctx);
+    return *ctx ? CUDA_SUCCESS : VGPU_REMOTE_CUDA(cuCtxGetCurrent)(ctx);
 }
 
 static struct cls_value **cls_find(CUcontext ctx, void *key)
@@ -257,7 +254,7 @@ static CUresult not_offered(void)
 
 static CUresult context_id(CUcontext ctx, unsigned long long *id)
 {
-    return REMOTE(cuCtxGetId)(ctx, id);
+    return VGPU_REMOTE_CUDA(cuCtxGetId)(ctx, id);
 }
 
 /* The driver's table is longer; the runtime's libraries call slot 4 (a
@@ -342,7 +339,7 @@ static CUresult attribute_wide(CUdevice dev, unsigned attribute, int unused, siz
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     int v = 0;
-    CUresult r = REMOTE(cuDeviceGetAttribute)(&v, (CUdevice_attribute)attribute, dev);
+    CUresult r = VGPU_REMOTE_CUDA(cuDeviceGetAttribute)(&v, (CUdevice_attribute)attribute, dev);
     if (r == CUDA_SUCCESS)
         (*out)[0] = (size_t)v, (*out)[1] = 0;
     return r;
@@ -388,7 +385,7 @@ static CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_
 
 static CUresult integrity_devices(struct integrity_device *dev, int *count)
 {
-    CUresult r = REMOTE(cuDeviceGetCount)(count);
+    CUresult r = VGPU_REMOTE_CUDA(cuDeviceGetCount)(count);
     if (r != CUDA_SUCCESS)
         return r;
     if (*count > MAX_HASHED_DEVICES)
@@ -396,12 +393,13 @@ static CUresult integrity_devices(struct integrity_device *dev, int *count)
     for (int i = 0; i < *count; i++) {
         CUdevice d;
         memset(&dev[i], 0, sizeof(dev[i]));
-        if ((r = REMOTE(cuDeviceGet)(&d, i)) != CUDA_SUCCESS ||
-            (r = REMOTE(cuDeviceGetUuid_v2)(&dev[i].uuid, d)) != CUDA_SUCCESS ||
-            (r = REMOTE(cuDeviceGetAttribute)(&dev[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d)) !=
+        if ((r = VGPU_REMOTE_CUDA(cuDeviceGet)(&d, i)) != CUDA_SUCCESS ||
+            (r = VGPU_REMOTE_CUDA(cuDeviceGetUuid_v2)(&dev[i].uuid, d)) != CUDA_SUCCESS ||
+            (r = VGPU_REMOTE_CUDA(cuDeviceGetAttribute)(&dev[i].pci_domain, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, d)) !=
                 CUDA_SUCCESS ||
-            (r = REMOTE(cuDeviceGetAttribute)(&dev[i].pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d)) != CUDA_SUCCESS ||
-            (r = REMOTE(cuDeviceGetAttribute)(&dev[i].pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d)) !=
+            (r = VGPU_REMOTE_CUDA(cuDeviceGetAttribute)(&dev[i].pci_bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, d)) !=
+                CUDA_SUCCESS ||
+            (r = VGPU_REMOTE_CUDA(cuDeviceGetAttribute)(&dev[i].pci_device, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, d)) !=
                 CUDA_SUCCESS)
             return r;
     }
@@ -417,7 +415,7 @@ static CUresult integrity_check(unsigned version, uint64_t unix_seconds, uint64_
         return CUDA_ERROR_INVALID_VALUE;
     int driver = 0, count = 0;
     struct integrity_device dev[MAX_HASHED_DEVICES];
-    CUresult r = REMOTE(cuDriverGetVersion)(&driver);
+    CUresult r = VGPU_REMOTE_CUDA(cuDriverGetVersion)(&driver);
     if (r == CUDA_SUCCESS)
         r = integrity_devices(dev, &count);
     if (r != CUDA_SUCCESS)

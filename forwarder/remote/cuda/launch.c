@@ -17,7 +17,6 @@
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
 
 /* A kernel's parameters, learnt from the executor (cuFuncGetParamInfo, or
  * cuKernelGetParamInfo for a library's kernel): how many and how long each
@@ -250,12 +249,12 @@ CUresult vgpu_remote_guest_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, C
 static CUresult drain(unsigned slot, CUstream stream)
 {
     CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
-    CUresult r = REMOTE(cuStreamIsCapturing)(stream, &capturing);
+    CUresult r = VGPU_REMOTE_CUDA(cuStreamIsCapturing)(stream, &capturing);
     if (r != CUDA_SUCCESS)
         return r;
     if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
         return vgpu_remote_refuse(slot);
-    return REMOTE(cuStreamSynchronize)(stream);
+    return VGPU_REMOTE_CUDA(cuStreamSynchronize)(stream);
 }
 
 CUresult vgpu_remote_guest_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)

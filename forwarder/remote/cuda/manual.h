@@ -5,6 +5,10 @@
 #include <stdbool.h>
 #include <stddef.h>
 
+/* The remote driver's own function of a public call, for the hand-written
+ * calls that make others (needs forwarder/dispatch.h and vgpu_cuda_slots.h). */
+#define VGPU_REMOTE_CUDA(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
+
 /* Error strings and the lookup (lookup.c). */
 CUresult vgpu_remote_guest_cuGetErrorName(CUresult error, const char **pStr);
 CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr);

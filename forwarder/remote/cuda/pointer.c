@@ -13,7 +13,6 @@
 #include "vgpu_cuda_slots.h"
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define REMOTE(name) ((__typeof__(&name))vgpu_cuda.remote[VGPU_CUDA_SLOT_##name])
 #define MAX_ATTRS 32
 
 /* The bytes an attribute's value takes, 0 for one not carried. */
@@ -46,11 +45,11 @@ static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, s
     CUresult r = CUDA_SUCCESS;
     switch (a) {
     case CU_POINTER_ATTRIBUTE_CONTEXT:
-        r = REMOTE(cuCtxGetCurrent)(&ctx);
+        r = VGPU_REMOTE_CUDA(cuCtxGetCurrent)(&ctx);
         *v = (uint64_t)(uintptr_t)ctx;
         return r;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
-        r = REMOTE(cuCtxGetDevice)(&dev);
+        r = VGPU_REMOTE_CUDA(cuCtxGetDevice)(&dev);
         *v = (uint64_t)dev;
         return r;
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: *v = CU_MEMORYTYPE_HOST; return CUDA_SUCCESS;
