@@ -27,8 +27,9 @@
 static uint64_t generation = 1;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Answers by key, each of the generation it was asked in; full, the
- * oldest entry goes. */
+/* Answers by key, each of the generation it was asked in; a key answered
+ * again takes its old entry, and a full table gives up its entries in turn.
+ * Lookups read the used entries only (current's is one). */
 #define KEY_WORDS 4
 struct memo {
     uint64_t gen;
@@ -38,7 +39,7 @@ struct memo {
 #define MEMO_ENTRIES 256
 struct memo_table {
     struct memo e[MEMO_ENTRIES];
-    unsigned next;
+    unsigned used, next;
 };
 static struct memo_table current, device_of, primary, functions, occupancy;
 static struct {
@@ -77,23 +78,31 @@ uint64_t vgpu_remote_generation(void)
     return now();
 }
 
+static struct memo *memo_find(struct memo_table *t, const uint64_t key[KEY_WORDS])
+{
+    for (unsigned i = 0; i < t->used; i++)
+        if (memcmp(t->e[i].key, key, sizeof(t->e[i].key)) == 0)
+            return &t->e[i];
+    return NULL;
+}
+
 static bool memo_get(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], uint64_t value[2])
 {
     pthread_mutex_lock(&lock);
-    const struct memo *m = NULL;
-    for (unsigned i = 0; i < MEMO_ENTRIES && !m; i++)
-        if (t->e[i].gen == g && memcmp(t->e[i].key, key, sizeof(t->e[i].key)) == 0)
-            m = &t->e[i];
-    if (m)
+    const struct memo *m = memo_find(t, key);
+    bool hit = m && m->gen == g;
+    if (hit)
         memcpy(value, m->value, sizeof(m->value));
     pthread_mutex_unlock(&lock);
-    return m != NULL;
+    return hit;
 }
 
 static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], const uint64_t value[2])
 {
     pthread_mutex_lock(&lock);
-    struct memo *m = &t->e[t->next++ % MEMO_ENTRIES];
+    struct memo *m = memo_find(t, key);
+    if (!m)
+        m = t->used < MEMO_ENTRIES ? &t->e[t->used++] : &t->e[t->next++ % MEMO_ENTRIES];
     m->gen = g;
     memcpy(m->key, key, sizeof(m->key));
     memcpy(m->value, value, sizeof(m->value));
