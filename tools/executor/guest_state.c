@@ -1,12 +1,31 @@
-/* One guest's handles, and the executor's replies to it (executor.h). */
+/* One guest's handles, the driver's functions it reaches, and the executor's replies to it (executor.h). */
 #define _GNU_SOURCE
 #include "tools/executor/executor.h"
 
 #include "common/log.h"
 #include "forwarder/remote/wire.h"
 
+#include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+
+void *vgpu_exec_function(struct vgpu_exec *x, unsigned slot)
+{
+    if (!x->fn[slot])
+        x->fn[slot] = dlsym(x->driver, x->lib->names[slot]);
+    return x->fn[slot];
+}
+
+static int by_name(const void *key, const void *name)
+{
+    return strcmp(key, *(const char *const *)name);
+}
+
+void *vgpu_exec_function_named(struct vgpu_exec *x, const char *name)
+{
+    const char *const *at = bsearch(name, x->lib->names, x->lib->count, sizeof(*x->lib->names), by_name);
+    return at ? vgpu_exec_function(x, (unsigned)(at - x->lib->names)) : NULL;
+}
 
 static size_t slot_of(const struct vgpu_exec_set *s, uint64_t h)
 {

@@ -13,24 +13,6 @@
 #include <sys/prctl.h>
 #include <unistd.h>
 
-void *vgpu_exec_function(struct vgpu_exec *x, unsigned slot)
-{
-    if (!x->fn[slot])
-        x->fn[slot] = dlsym(x->driver, x->lib->names[slot]);
-    return x->fn[slot];
-}
-
-static int by_name(const void *key, const void *name)
-{
-    return strcmp(key, *(const char *const *)name);
-}
-
-void *vgpu_exec_function_named(struct vgpu_exec *x, const char *name)
-{
-    const char *const *at = bsearch(name, x->lib->names, x->lib->count, sizeof(*x->lib->names), by_name);
-    return at ? vgpu_exec_function(x, (unsigned)(at - x->lib->names)) : NULL;
-}
-
 /* The guest's HELLO: which library it drives, at which ABI; that library
  * loaded.  0, or -1 having said why. */
 /* The executor's own name: "r:" and its guest's command's (printable
