@@ -9,6 +9,7 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include "vgpu/nvml_abi.h"
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -56,6 +57,15 @@ int main(int argc, char **argv)
         r = F(nvmlDeviceGetPciInfo_v3)(d, &pci);
         printf("  pci %d %s\n", r, pci.busId);
     }
+    /* nvidia-smi's private table: its size and how many functions it has. */
+    static const unsigned char smi[16] = { 0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
+                                           0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4 };
+    const void *const *table = NULL;
+    r = F(nvmlInternalGetExportTable)((const void **)&table, smi);
+    size_t size = r == 0 ? (size_t)(uintptr_t)table[0] : 0, functions = 0;
+    for (size_t i = 1; i < size / sizeof(void *); i++)
+        functions += table[i] != NULL;
+    printf("nvidia-smi's table: %d size %zu functions %zu\n", r, size, functions);
     if (argc > 1 && strcmp(argv[1], "forged") == 0) {
         char name[96];
         printf("forged handle: %d\n",

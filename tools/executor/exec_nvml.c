@@ -6,6 +6,9 @@
  */
 #include "tools/executor/exec_nvml.h"
 
+#include "forwarder/remote/private_tables.h"
+#include "vgpu/nvml_abi.h"
+
 #include <string.h>
 
 #define MAX_KEY 256
@@ -118,4 +121,24 @@ int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses_v2(struct vgpu_exec *x, vo
 int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses_v3(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     return processes(x, fn, req, len, 24, "nvmlDeviceGetMPSComputeRunningProcesses_v3");
+}
+
+/* NVML's private table, nvidia-smi's: its size (its first word) only, the
+ * guest's table having no function.  Any other table: not supported. */
+int vgpu_exec_nvmlInternalGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    static const unsigned char smi[16] = VGPU_REMOTE_SMI_TABLE;
+    if (len != sizeof(smi))
+        return vgpu_exec_malformed("nvmlInternalGetExportTable", len);
+    if (memcmp(req, smi, sizeof(smi)) != 0)
+        return vgpu_exec_reply(x, NVML_ERROR_NOT_SUPPORTED, NULL, 0);
+    const void *table = NULL;
+    int r = ((int (*)(const void **, const void *))fn)(&table, req);
+    uint64_t size = 0;
+    if (r == 0 && !table)
+        r = NVML_ERROR_UNKNOWN;
+    if (r == 0)
+        memcpy(&size, table, sizeof(size));
+    struct iovec v = { &size, r == 0 ? sizeof(size) : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
 }

@@ -17,3 +17,6 @@ int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses_v3(struct vgpu_exec *x, void
 int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses_v3(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* nvidia-smi's private table: its size. */
+int vgpu_exec_nvmlInternalGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len);

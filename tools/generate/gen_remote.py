@@ -63,15 +63,17 @@ TEXT_MAX = 4096  # the executor's char buffer: a name, a UUID, a version string
 # waits, asynchronous memsets and frees, graph launches.
 ASYNC = re.compile(r"^(cuLaunchKernel|cuLaunchKernelEx|cuLaunchCooperativeKernel|cuGraphLaunch|cuEventRecord|cuEventRecordWithFlags"
                    r"|cuStreamWaitEvent|cuMemsetD(8|16|32|2D8|2D16|2D32)Async|cuMemFreeAsync"
-                   r"|cuMemcpy(HtoD|DtoD)Async)(_v2)?(_ptsz|_ptds)?$")
+                   r"|cuMemcpy(HtoD|DtoD|2D)Async)(_v2)?(_ptsz|_ptds)?$")
 # Calls that synchronize: an asynchronous call's error comes back with them.
 SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(Async)?(_v2)?(_ptds|_ptsz)?$")
 # Calls no guest may make whatever their arguments: they reach beyond its
 # executor (other processes by pid, IPC handles of other processes, the
 # profiler of the host), or change the physical GPU for every tenant (NVML's
-# setters, resets, instances; other processes' names and accounting).
+# setters, resets, instances; other processes' names and accounting).  An
+# NVML event set may be made and freed (nvidia-smi makes one): registering
+# for events stays refused.
 REFUSED = re.compile(r"^(cuCheckpoint|cuIpc|cuProfiler"
-                     r"|nvml\w*(Set|Clear|Reset|Create|Destroy|Remove|Modify|Register|Discover|Inject)"
+                     r"|nvml(?!EventSet(Create|Free)$)\w*(Set|Clear|Reset|Create|Destroy|Remove|Modify|Register|Discover|Inject)"
                      r"|nvmlSystemGetProcessName|nvmlDeviceGetAccounting|nvmlDeviceGetRetiredPages)")
 # Calls that only ask the driver about a device address, which the driver
 # looks up and never reads through: any address may be asked about (the

@@ -1,13 +1,16 @@
 /*
  * The remote NVML's hand-written calls, the guest's side
  * (tools/executor/exec_nvml.c is the other; what crosses: docs/remote.md):
- * a device by a string, and an error's text, kept for the life of the
- * process as NVML's own are.
+ * a device by a string, an error's text, kept for the life of the
+ * process as NVML's own are, process lists, and nvidia-smi's private table.
  */
 #include "forwarder/remote/nvml/manual.h"
 
+#include "common/log.h"
 #include "forwarder/remote/client.h"
+#include "forwarder/remote/private_tables.h"
 
+#include <stdlib.h>
 #include "vgpu_nvml_slots.h"
 
 #include <string.h>
@@ -135,4 +138,46 @@ nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDe
                                                                           nvmlProcessInfo_t *infos)
 {
     return processes(SLOT(nvmlDeviceGetMPSComputeRunningProcesses_v3), device, infoCount, infos, sizeof(*infos));
+}
+
+/* NVML's private table, nvidia-smi's (c4fe3e6c-...): a table of the size
+ * the host's NVML gives it (its first word, which nvidia-smi checks
+ * against its own) and with no function, which nvidia-smi checks before
+ * each it calls.  Built once and kept for the life of the process (owned
+ * by this function; set once, by compare and swap).  Any other table is
+ * not supported, logged once. */
+nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, const void *id)
+{
+    static const unsigned char smi[16] = VGPU_REMOTE_SMI_TABLE;
+    static void *kept;
+    static int said;
+    if (!table || !id)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (memcmp(id, smi, sizeof(smi)) != 0) {
+        if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+            vgpu_warn("remote NVML: a private table other than nvidia-smi's is not supported (docs/remote.md)");
+        return NVML_ERROR_NOT_SUPPORTED;
+    }
+    void *t = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
+    if (!t) {
+        uint64_t size = 0;
+        size_t got = 0;
+        struct iovec q = { (void *)smi, sizeof(smi) }, a = { &size, sizeof(size) };
+        int r = vgpu_remote_call(SLOT(nvmlInternalGetExportTable), &q, 1, &a, 1, &got);
+        if (r != NVML_SUCCESS)
+            return (nvmlReturn_t)r;
+        if (got != sizeof(size) || size < sizeof(size) || size > VGPU_REMOTE_SMI_TABLE_MAX || size % sizeof(void *))
+            return NVML_ERROR_UNKNOWN;
+        void *fresh = calloc(1, size);
+        if (!fresh)
+            return NVML_ERROR_MEMORY;
+        memcpy(fresh, &size, sizeof(size));
+        /* t is NULL: a thread that sets kept first wins, the other's goes. */
+        if (__atomic_compare_exchange_n(&kept, &t, fresh, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+            t = fresh;
+        else
+            free(fresh);
+    }
+    *table = t;
+    return NVML_SUCCESS;
 }

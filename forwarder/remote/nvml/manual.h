@@ -28,3 +28,6 @@ nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v2(nvmlDe
                                                                           nvmlProcessInfo_v2_t *infos);
 nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDevice_t device, unsigned int *infoCount,
                                                                           nvmlProcessInfo_t *infos);
+
+/* nvidia-smi's private table: its size, no function. */
+nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, const void *id);
