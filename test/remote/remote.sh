@@ -253,6 +253,27 @@ the-cuda-runtime-runs-through-an-executor)
     ! grep -q "refused" "$tmp/executor.err" || fail "the executor refused a call of the runtime's"
     ;;
 
+cublaslt-device-layout-matches-a-local-run)
+    # cuBLASLt's private table in a guest: function 4's descriptions of the
+    # device are the host driver's bytes, as a local run gets them; function
+    # 13 frees them; a function not known refuses (801).  An executor built
+    # with a sanitizer cannot measure them (its allocator does not hand
+    # freed chunks back at once) and says so: the guest is refused.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" layout >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    grep -qx "function 1: 801" "$tmp/local.out" || fail "the fake's unknown function did not refuse"
+    executor
+    if guest layout >"$tmp/remote.out" 2>"$tmp/remote.err"; then
+        diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote layout differs from the local one"
+    else
+        grep -q "cannot be measured with this allocator" "$tmp/executor.err" ||
+            fail "the guest was refused the layout without the executor saying why"
+        ldd "$build/tools/vgpu-executor" | grep -Eq "lib[at]san" ||
+            fail "an executor without a sanitizer could not measure the layout"
+        grep -qx "layout: 801" "$tmp/remote.out" || fail "the refusal is not CUDA_ERROR_NOT_SUPPORTED"
+    fi
+    ;;
+
 launch-errors-come-back-at-the-next-synchronize)
     # A launch is sent without waiting for its answer: the driver's refusal
     # (ILLEGAL_ADDRESS, 700, at once on a local driver) comes back from the

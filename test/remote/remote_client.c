@@ -11,10 +11,12 @@
  *   remote_client late-error     a launch the driver refuses, then synchronizes
  *   remote_client forged         calls with handles it was never given
  *   remote_client maps           prints the driver libraries it has mapped
+ *   remote_client layout         cuBLASLt's private table: the device's layout
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -303,6 +305,29 @@ int main(int argc, char **argv)
         void *table = NULL;
         CUuuid id = { { 0 } };
         SHOW("cuGetExportTable unknown", F(cuGetExportTable)((const void **)&table, &id));
+    } else if (strcmp(argv[1], "layout") == 0) {
+        /* cuBLASLt's private table: function 4's two descriptions of the
+         * device (the fake's are 66 bytes), function 13, and one of those
+         * not known. */
+        static const CUuuid id = { { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7,
+                                     0xdd, 0x8b, 0xca } };
+        const void *const *table = NULL;
+        primary_context();
+        SHOW("cuGetExportTable cuBLASLt's", F(cuGetExportTable)((const void **)&table, &id));
+        printf("table size %zu\n", (size_t)(uintptr_t)table[0]);
+        for (int round = 0; round < 2; round++) {
+            unsigned char *a = NULL, *b = NULL;
+            SHOW("layout", ((CUresult(*)(void **, void **))table[4])((void **)&a, (void **)&b));
+            for (int k = 0; k < 2; k++) {
+                printf("layout %d:", k);
+                for (int i = 0; i < 66; i++)
+                    printf(" %02x", (k ? b : a)[i]);
+                printf("\n");
+            }
+            SHOW("layout freed", ((CUresult(*)(void *, void *))table[13])(a, b));
+        }
+        strict = 0;
+        SHOW("function 1", ((CUresult(*)(void))table[1])());
     } else if (strcmp(argv[1], "maps") == 0) {
         FILE *f = fopen("/proc/self/maps", "r");
         char line[4096];

@@ -1,6 +1,6 @@
 /* The remote CUDA driver's hand-written calls, the executor's side (exec_capture.c, exec_copy.c,
  * exec_graph.c, exec_launch.c, exec_library.c, exec_manual.c, exec_pointer.c,
- * exec_vmm.c; listed in exec_manual.list). */
+ * exec_private.c, exec_vmm.c; listed in exec_manual.list). */
 #pragma once
 
 #include "tools/executor/executor.h"
@@ -55,3 +55,11 @@ int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const void *req, s
 int vgpu_exec_cuMemGetAllocationGranularity(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuMemCreate(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* The driver's private tables (exec_private.c). */
+int vgpu_exec_cuGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+/* How many bytes get(&a, &b) copies into each of the two chunks it takes
+ * with malloc (release(a, b) frees them), learnt by calling it on chunks
+ * filled two ways: CUDA_SUCCESS and *length, get's error, or
+ * CUDA_ERROR_NOT_SUPPORTED where this allocator does not tell. */
+CUresult vgpu_exec_copied_length(void *get, void *release, size_t *length);

@@ -50,6 +50,9 @@ struct vgpu_exec_library {
 };
 extern const struct vgpu_exec_library vgpu_exec_cuda, vgpu_exec_nvml;
 
+/* Devices an executor keeps per-device state for. */
+#define VGPU_EXEC_MAX_DEVICES 64
+
 /* One guest's state, owned by its executor process. */
 struct vgpu_exec {
     int fd;                              /* the guest's connection */
@@ -67,6 +70,7 @@ struct vgpu_exec {
     bool said_pointer;                /* a refused device pointer was logged */
     bool said_capture;                /* a refused copy on a capturing stream was logged */
     const char *call;                 /* the name of the call being served, for the log */
+    int layout_length[VGPU_EXEC_MAX_DEVICES]; /* each device's layout's length (exec_private.c): 0 not learnt, -1 not */
 };
 
 /* The driver's function of slot (or of the slot named so), looked up once

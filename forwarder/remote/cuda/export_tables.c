@@ -14,13 +14,14 @@
  * reimplementations document them: slot 0 of most tables holds the table's
  * size in bytes.
  *
- * One table cuBLASLt needs is answered with functions that refuse; any
- * other UUID answers CUDA_ERROR_NOT_FOUND, logged once: the runtime treats
- * the tables it can do without as absent.
+ * cuBLASLt's table is device_layout.c's.  Any other UUID answers
+ * CUDA_ERROR_NOT_FOUND, logged once: the runtime treats the tables it can
+ * do without as absent.
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
+#include "forwarder/remote/private_tables.h"
 #include "forwarder/remote/cuda/manual.h"
 #include "forwarder/remote/cuda/hmac_md2.h"
 
@@ -268,42 +269,6 @@ static const void *const context_identity[5] = {
     (const void *)context_id,
 };
 
-/* ---- a table cuBLASLt asks for on Hopper (1734dc26-...): refused ---- */
-
-/* Its functions are not known; without the table cuBLASLt brings the
- * process down (it raises SIGSEGV), with one whose functions refuse, the
- * GEMM that needs it fails with an error (CUBLAS_STATUS_EXECUTION_FAILED). */
-static CUresult refuse_unknown(void)
-{
-    static int said;
-    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-        vgpu_warn("remote GPU: a function of the private table 1734dc26-... (cuBLASLt's) is not answered in the "
-                  "guest: refused as not supported (docs/remote.md)");
-    return CUDA_ERROR_NOT_SUPPORTED;
-}
-
-#define REFUSE8                                                                                                        \
-    (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,                          \
-        (const void *)refuse_unknown, (const void *)refuse_unknown, (const void *)refuse_unknown,                      \
-        (const void *)refuse_unknown, (const void *)refuse_unknown
-static const void *const refusing[64] = {
-    (const void *)sizeof(refusing),
-    REFUSE8,
-    REFUSE8,
-    REFUSE8,
-    REFUSE8,
-    REFUSE8,
-    REFUSE8,
-    REFUSE8,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-    (const void *)refuse_unknown,
-};
-
 /* ---- contexts made past the public calls, the driver's heap: not offered ---- */
 
 static CUresult no_bypass(CUcontext *ctx, unsigned flags, CUdevice dev)
@@ -487,7 +452,7 @@ static const struct {
       context_checks },
     { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
       context_identity },
-    { { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd, 0x8b, 0xca }, refusing },
+    { VGPU_REMOTE_CUBLASLT_TABLE, vgpu_remote_cublaslt_table },
 };
 
 /* UUIDs asked for and not known, logged once each.  Owned by this file,
