@@ -737,6 +737,14 @@ typedef struct CUlaunchAttribute_st {
     CUlaunchAttributeValue value;
 } CUlaunchAttribute;
 
+/* cuLaunchKernel's extra: the parameters as one buffer. */
+#define CU_LAUNCH_PARAM_END_AS_INT 0x00
+#define CU_LAUNCH_PARAM_END ((void *)CU_LAUNCH_PARAM_END_AS_INT)
+#define CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT 0x01
+#define CU_LAUNCH_PARAM_BUFFER_POINTER ((void *)CU_LAUNCH_PARAM_BUFFER_POINTER_AS_INT)
+#define CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT 0x02
+#define CU_LAUNCH_PARAM_BUFFER_SIZE ((void *)CU_LAUNCH_PARAM_BUFFER_SIZE_AS_INT)
+
 typedef struct CUlaunchConfig_st {
     unsigned int gridDimX;
     unsigned int gridDimY;

@@ -2587,11 +2587,33 @@ static CUresult launch(CUfunction f, CUstream s, int ptsz, void **kernelParams, 
         return CUDA_ERROR_INVALID_HANDLE;
     if (current_device() < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
-    if (extra || !kernelParams)
+    if (!extra == !kernelParams)
+        return CUDA_ERROR_INVALID_VALUE;
+    /* extra: one buffer of the parameters, each at its offset (cuFuncGetParamInfo's). */
+    const char *buffer = NULL;
+    size_t buffer_size = 0;
+    for (unsigned i = 0; extra && extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buffer = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE && extra[i + 1])
+            buffer_size = *(const size_t *)extra[i + 1];
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (extra && !buffer)
         return CUDA_ERROR_INVALID_VALUE;
     struct fake_op op = { .run = k->run };
-    for (unsigned i = 0; i < k->nargs; i++)
-        memcpy(&op.args[i], kernelParams[i], k->arg_size[i]);
+    for (unsigned i = 0; i < k->nargs; i++) {
+        size_t offset = 0, size = 0;
+        if (kernelParams) {
+            memcpy(&op.args[i], kernelParams[i], k->arg_size[i]);
+            continue;
+        }
+        cuFuncGetParamInfo(f, i, &offset, &size);
+        if (offset + size > buffer_size)
+            return CUDA_ERROR_INVALID_VALUE;
+        memcpy(&op.args[i], buffer + offset, size);
+    }
     CUresult rc = k->check ? k->check(op.args) : CUDA_SUCCESS;
     if (rc != CUDA_SUCCESS)
         return rc;

@@ -142,6 +142,33 @@ static void paths(void)
     for (int i = 0; i < N; i++)
         wrong += host[i] != (i == 1 ? 3.0f : (float)i + 1);
     printf("elements wrong after the kernel %d\n", wrong);
+    /* The same kernel with its parameters as one buffer, each at the offset
+     * the driver gives (as cuBLASLt launches), through cuLaunchKernelEx; a
+     * buffer too short for them is refused. */
+    size_t offset[2], psize[2];
+    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(add_one, 0, &offset[0], &psize[0]));
+    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(add_one, 1, &offset[1], &psize[1]));
+    char buffer[64] = { 0 };
+    memcpy(buffer + offset[0], &d, psize[0]);
+    memcpy(buffer + offset[1], &count, psize[1]);
+    size_t buffer_size = offset[1] + psize[1];
+    void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size,
+                      CU_LAUNCH_PARAM_END };
+    CUlaunchConfig config = { .gridDimX = N / 256, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
+                              .blockDimZ = 1, .hStream = s };
+    SHOW("cuLaunchKernelEx with a parameter buffer", F(cuLaunchKernelEx)(&config, add_one, NULL, extra));
+    size_t short_size = buffer_size - 1;
+    void *short_extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &short_size,
+                            CU_LAUNCH_PARAM_END };
+    SHOW("cuLaunchKernel with a short parameter buffer",
+         (strict = 0, F(cuLaunchKernel)(add_one, N / 256, 1, 1, 256, 1, 1, 0, s, NULL, short_extra)));
+    strict = 1;
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(host, d, N * sizeof(float)));
+    wrong = 0;
+    for (int i = 0; i < N; i++)
+        wrong += host[i] != (i == 1 ? 4.0f : (float)i + 2);
+    printf("elements wrong after the buffer's kernel %d\n", wrong);
     size_t free_b = 0, total_b = 0;
     SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));
     printf("memory info total %zu\n", total_b);

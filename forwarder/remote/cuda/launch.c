@@ -19,18 +19,23 @@
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 
 /* A kernel's parameters, learnt from the executor (cuFuncGetParamInfo, or
- * cuKernelGetParamInfo for a library's kernel): how many and how long each
- * is.  Each is of the generation it was learnt in (cache.h): a context
+ * cuKernelGetParamInfo for a library's kernel): how many, and where each
+ * lies in the kernel's parameter buffer and how long it is.  Each is of the generation it was learnt in (cache.h): a context
  * reset or a module unloaded may give a function's address to another,
  * so an older one is never used, and goes at the next learning.  Owned by
  * this file, under params_lock; callers get copies. */
 #define MAX_PARAMS 256
+/* No parameter lies further into the buffer (CUDA's is 32 KiB at most). */
+#define MAX_PARAM_END (64u << 10)
+struct param {
+    uint32_t offset, size;
+};
 struct layout {
     struct layout *next;
     uint64_t gen;
     CUfunction f;
     unsigned n;
-    uint32_t size[];
+    struct param p[];
 };
 static struct layout *layouts;
 static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -50,8 +55,8 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-/* f's parameter count in *n and their sizes in size[]. */
-static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
+/* f's parameter count in *n and where each is in p[]. */
+static CUresult layout_of(CUfunction f, unsigned *n, struct param p[MAX_PARAMS])
 {
     pthread_once(&atfork_once, register_atfork);
     uint64_t gen = vgpu_remote_generation();
@@ -59,7 +64,7 @@ static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
     for (const struct layout *l = layouts; l; l = l->next)
         if (l->f == f && l->gen == gen) {
             *n = l->n;
-            memcpy(size, l->size, l->n * sizeof(uint32_t));
+            memcpy(p, l->p, l->n * sizeof(*p));
             pthread_mutex_unlock(&params_lock);
             return CUDA_SUCCESS;
         }
@@ -75,20 +80,20 @@ static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
             break; /* past the last parameter */
         if (r != CUDA_SUCCESS)
             return r;
-        if (got[1] > 4096)
+        if (got[1] > 4096 || got[0] > MAX_PARAM_END)
             return CUDA_ERROR_INVALID_VALUE;
-        size[count] = (uint32_t)got[1];
+        p[count] = (struct param){ (uint32_t)got[0], (uint32_t)got[1] };
     }
     if (count == MAX_PARAMS)
         return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
     *n = count;
-    struct layout *made = malloc(sizeof(*made) + count * sizeof(uint32_t));
+    struct layout *made = malloc(sizeof(*made) + count * sizeof(*p));
     if (!made)
         return CUDA_SUCCESS; /* known for this launch, learnt again at the next */
     made->gen = gen;
     made->f = f;
     made->n = count;
-    memcpy(made->size, size, count * sizeof(uint32_t));
+    memcpy(made->p, p, count * sizeof(*p));
     pthread_mutex_lock(&params_lock);
     for (struct layout **at = &layouts; *at;) { /* the older generations' go */
         struct layout *old = *at;
@@ -105,19 +110,53 @@ static CUresult layout_of(CUfunction f, unsigned *n, uint32_t size[MAX_PARAMS])
     return CUDA_SUCCESS;
 }
 
+/* extra's parameters (CU_LAUNCH_PARAM_BUFFER_POINTER, a buffer laid out as
+ * the kernel's, and CU_LAUNCH_PARAM_BUFFER_SIZE, its size) as pointers to
+ * each, from its offset; a buffer too short for them is refused, as the
+ * driver refuses it. */
+static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p, void **params)
+{
+    const char *buffer = NULL;
+    const size_t *size = NULL;
+    for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (i >= 16)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buffer = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            size = extra[i + 1];
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!buffer || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        if ((size_t)p[i].offset + p[i].size > *size)
+            return CUDA_ERROR_INVALID_VALUE;
+        params[i] = (void *)(buffer + p[i].offset);
+    }
+    return CUDA_SUCCESS;
+}
+
 /* A launch as it crosses: words f, the grid, the block, shared memory,
  * stream, the count; each parameter's size; then their bytes, each padded
- * to 8.  prefix (n words) goes before it (cuLaunchKernelEx's attributes). */
+ * to 8, whether they came as an array (params) or as one buffer (extra).
+ * prefix (n words) goes before it (cuLaunchKernelEx's attributes). */
 static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], CUstream stream, void **params,
                             void **extra, const uint64_t *prefix, size_t nprefix)
 {
-    if (extra)
-        return vgpu_remote_refuse(slot); /* CU_LAUNCH_PARAM_* buffers: not carried */
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
     unsigned n = 0;
-    uint32_t size[MAX_PARAMS];
-    CUresult r = layout_of(f, &n, size);
+    struct param p[MAX_PARAMS];
+    CUresult r = layout_of(f, &n, p);
     if (r != CUDA_SUCCESS)
         return r;
+    void *from_buffer[MAX_PARAMS];
+    if (extra && (r = params_of_buffer(extra, n, p, from_buffer)) != CUDA_SUCCESS)
+        return r;
+    if (extra)
+        params = from_buffer;
     if (n && !params)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t head[10 + MAX_PARAMS];
@@ -128,14 +167,14 @@ static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], 
     head[9] = n;
     size_t bytes = 0;
     for (unsigned i = 0; i < n; i++) {
-        head[10 + i] = size[i];
-        bytes += (size[i] + 7) & ~7u;
+        head[10 + i] = p[i].size;
+        bytes += (p[i].size + 7) & ~7u;
     }
     char *packed = calloc(1, bytes ? bytes : 1);
     if (!packed)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    for (unsigned i = 0, at = 0; i < n; at += (size[i] + 7) & ~7u, i++)
-        memcpy(packed + at, params[i], size[i]);
+    for (unsigned i = 0, at = 0; i < n; at += (p[i].size + 7) & ~7u, i++)
+        memcpy(packed + at, params[i], p[i].size);
     struct iovec q[3] = { { (void *)prefix, nprefix * sizeof(uint64_t) },
                           { head, (10 + n) * sizeof(uint64_t) },
                           { packed, bytes } };
