@@ -326,7 +326,7 @@ forged-handles-are-refused)
     for call in cuStreamSynchronize cuCtxSetCurrent cuLaunchKernel; do
         grep -q "$call forged: 400" "$tmp/forged.out" || fail "$call with a forged handle was not refused"
     done
-    for call in cuMemsetD32_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2; do
+    for call in cuMemsetD32_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2 cuMemcpy2D_v2; do
         grep -q "$call forged pointer: 1$" "$tmp/forged.out" ||
             fail "$call with a pointer that is none of the guest's allocations was not refused (1)"
     done

@@ -169,6 +169,40 @@ static void paths(void)
     for (int i = 0; i < N; i++)
         wrong += host[i] != (i == 1 ? 4.0f : (float)i + 2);
     printf("elements wrong after the buffer's kernel %d\n", wrong);
+    /* 2D copies: a 6 x 5 block from guest memory of pitch 16 (from x 2)
+     * into device memory of pitch 32 (at x 3, y 1); device to device,
+     * asynchronously; back into guest memory of pitch 8, asynchronously;
+     * and one whose rows run past the allocation, refused. */
+    unsigned char block[5][16], rows[5][8];
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 16; x++)
+            block[y][x] = (unsigned char)(y * 16 + x);
+    memset(rows, 0xee, sizeof(rows));
+    CUdeviceptr pitched;
+    SHOW("cuMemAlloc_v2 pitched", F(cuMemAlloc_v2)(&pitched, 512));
+    SHOW("cuMemsetD8_v2 pitched", F(cuMemsetD8_v2)(pitched, 0, 512));
+    CUDA_MEMCPY2D c2 = { .srcXInBytes = 2, .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = block, .srcPitch = 16,
+                         .dstXInBytes = 3, .dstY = 1, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = pitched,
+                         .dstPitch = 32, .WidthInBytes = 6, .Height = 5 };
+    SHOW("cuMemcpy2D_v2 to the device", F(cuMemcpy2D_v2)(&c2));
+    CUDA_MEMCPY2D d2 = { .srcXInBytes = 3, .srcY = 1, .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = pitched,
+                         .srcPitch = 32, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = pitched + 256,
+                         .dstPitch = 32, .WidthInBytes = 6, .Height = 5 };
+    SHOW("cuMemcpy2DAsync_v2 device to device", F(cuMemcpy2DAsync_v2)(&d2, s));
+    CUDA_MEMCPY2D h2 = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = pitched + 256, .srcPitch = 32,
+                         .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = rows, .dstPitch = 8, .WidthInBytes = 6,
+                         .Height = 5 };
+    SHOW("cuMemcpy2DAsync_v2 to the guest", F(cuMemcpy2DAsync_v2)(&h2, s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+    wrong = 0;
+    for (int y = 0; y < 5; y++)
+        for (int x = 0; x < 8; x++)
+            wrong += rows[y][x] != (x < 6 ? block[y][2 + x] : 0xee);
+    printf("bytes wrong after the 2D copies %d\n", wrong);
+    c2.Height = 20;
+    SHOW("cuMemcpy2D_v2 past the allocation", (strict = 0, F(cuMemcpy2D_v2)(&c2)));
+    strict = 1;
+    SHOW("cuMemFree_v2 pitched", F(cuMemFree_v2)(pitched));
     size_t free_b = 0, total_b = 0;
     SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));
     printf("memory info total %zu\n", total_b);
@@ -310,6 +344,10 @@ int main(int argc, char **argv)
         SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
         SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
         SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
+        CUDA_MEMCPY2D forged2d = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = elsewhere, .srcPitch = 64,
+                                   .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = &word, .dstPitch = 4,
+                                   .WidthInBytes = 4, .Height = 1 };
+        SHOW("cuMemcpy2D_v2 forged pointer", F(cuMemcpy2D_v2)(&forged2d));
         /* Copies between the guest and the device on a stream being
          * captured: the graph would read and write the executor's buffers
          * at each launch, long after they are freed. */

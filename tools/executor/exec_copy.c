@@ -9,7 +9,8 @@
  * reads or writes that memory at each of the graph's launches, long after
  * it is freed: an asynchronous copy to or from the guest is refused there
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), as copies from pageable memory
- * are in graphs the driver cannot keep pinned.
+ * are in graphs the driver cannot keep pinned.  A 2D copy's device side is
+ * checked from its first row's start to its last row's end.
  */
 #include "tools/executor/exec_manual.h"
 
@@ -100,4 +101,105 @@ int vgpu_exec_cuMemcpyHtoDAsync_v2(struct vgpu_exec *x, void *fn, const void *re
 int vgpu_exec_cuMemcpyDtoHAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     return to_host(x, fn, req, len, 3, "cuMemcpyDtoHAsync_v2");
+}
+
+/* ---- 2D copies ---- */
+
+/* One side of a 2D copy: a device range of the guest's (from its start,
+ * (height - 1) pitches and a width), an array it was given, or the guest's
+ * bytes in the executor's buffer.  0, or the code to reply. */
+static int side_2d(struct vgpu_exec *x, uint64_t type, uint64_t xb, uint64_t y, uint64_t at, uint64_t pitch,
+                   uint64_t width, uint64_t height, const char *call)
+{
+    if (type == CU_MEMORYTYPE_ARRAY)
+        return at && vgpu_exec_handle_known(x, at, false) ? 0 : CUDA_ERROR_INVALID_HANDLE;
+    if (type != CU_MEMORYTYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!width || !height)
+        return 0;
+    uint64_t start, extent;
+    if (__builtin_mul_overflow(y, pitch, &start) || __builtin_add_overflow(start, xb, &start) ||
+        __builtin_add_overflow(start, at, &start) || __builtin_mul_overflow(height - 1, pitch, &extent) ||
+        __builtin_add_overflow(extent, width, &extent))
+        return CUDA_ERROR_INVALID_VALUE;
+    return vgpu_exec_device_range(x, start, extent, call) ? 0 : CUDA_ERROR_INVALID_VALUE;
+}
+
+/* The words of forwarder/remote/cuda/copy.c's send_2d, then the guest's
+ * bytes when the source is its memory; the destination's bytes back when
+ * it is.  Guest memory on both sides is the guest's to copy. */
+#define WORDS_2D 13
+static int copy_2d(struct vgpu_exec *x, void *fn, const void *req, size_t len, bool async, const char *call)
+{
+    if (len < WORDS_2D * 8)
+        return vgpu_exec_malformed(call, len);
+    uint64_t w[WORDS_2D];
+    for (unsigned i = 0; i < WORDS_2D; i++)
+        w[i] = vgpu_exec_word(req, i);
+    bool from_guest = w[0] == CU_MEMORYTYPE_HOST, to_guest = w[5] == CU_MEMORYTYPE_HOST;
+    uint64_t width = w[10], height = w[11], stream = w[12], bytes = 0;
+    if ((from_guest || to_guest) &&
+        (from_guest == to_guest || __builtin_mul_overflow(width, height, &bytes) || bytes > VGPU_REMOTE_CHUNK))
+        return vgpu_exec_malformed(call, len);
+    if (len != WORDS_2D * 8 + (from_guest ? bytes : 0))
+        return vgpu_exec_malformed(call, len);
+    CUDA_MEMCPY2D c = {
+        .srcMemoryType = (CUmemorytype)w[0],
+        .srcXInBytes = from_guest ? 0 : w[1],
+        .srcY = from_guest ? 0 : w[2],
+        .srcPitch = from_guest ? width : w[4],
+        .dstMemoryType = (CUmemorytype)w[5],
+        .dstXInBytes = to_guest ? 0 : w[6],
+        .dstY = to_guest ? 0 : w[7],
+        .dstPitch = to_guest ? width : w[9],
+        .WidthInBytes = width,
+        .Height = height,
+    };
+    int r = 0;
+    if (async && !vgpu_exec_handle_known(x, stream, true))
+        r = CUDA_ERROR_INVALID_HANDLE;
+    if (r == 0 && async && (from_guest || to_guest) && capturing(x, stream, call))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == 0 && !from_guest)
+        r = side_2d(x, w[0], w[1], w[2], w[3], w[4], width, height, call);
+    if (r == 0 && !to_guest)
+        r = side_2d(x, w[5], w[6], w[7], w[8], w[9], width, height, call);
+    if (r != 0)
+        return vgpu_exec_reply(x, r, NULL, 0);
+    if (from_guest)
+        c.srcHost = (const char *)req + WORDS_2D * 8;
+    else if (c.srcMemoryType == CU_MEMORYTYPE_ARRAY)
+        c.srcArray = (CUarray)(uintptr_t)w[3];
+    else
+        c.srcDevice = w[3];
+    void *buf = NULL;
+    if (to_guest && !(buf = calloc(1, bytes ? bytes : 1))) /* zeroed: nothing of the executor's goes back */
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    if (to_guest)
+        c.dstHost = buf;
+    else if (c.dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        c.dstArray = (CUarray)(uintptr_t)w[8];
+    else
+        c.dstDevice = w[8];
+    r = async ? ((CUresult(*)(const CUDA_MEMCPY2D *, CUstream))fn)(&c, (CUstream)(uintptr_t)stream)
+              : ((CUresult(*)(const CUDA_MEMCPY2D *))fn)(&c);
+    struct iovec v = { buf, r == CUDA_SUCCESS && to_guest ? bytes : 0 };
+    int sent = vgpu_exec_reply(x, r, &v, 1);
+    free(buf);
+    return sent;
+}
+
+int vgpu_exec_cuMemcpy2D_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return copy_2d(x, fn, req, len, false, "cuMemcpy2D_v2");
+}
+
+int vgpu_exec_cuMemcpy2DUnaligned_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return copy_2d(x, fn, req, len, false, "cuMemcpy2DUnaligned_v2");
+}
+
+int vgpu_exec_cuMemcpy2DAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    return copy_2d(x, fn, req, len, true, "cuMemcpy2DAsync_v2");
 }

@@ -25,6 +25,9 @@ int vgpu_exec_cuMemcpyHtoD_v2(struct vgpu_exec *x, void *fn, const void *req, si
 int vgpu_exec_cuMemcpyDtoH_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuMemcpyHtoDAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuMemcpyDtoHAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpy2D_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpy2DUnaligned_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuMemcpy2DAsync_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 
 /* Launches (exec_launch.c). */
 int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len);

@@ -5,7 +5,8 @@
  * reply when the copy is asynchronous, from the device always waited for
  * (the guest's buffer is written when the reply comes, as a copy to
  * pageable memory is done when the driver returns).  A copy between
- * unified addresses asks the executor which side is the GPU's.
+ * unified addresses asks the executor which side is the GPU's.  A 2D copy's
+ * guest side crosses packed, its rows one after another.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
@@ -14,6 +15,7 @@
 
 #include "vgpu_cuda_slots.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
@@ -148,4 +150,134 @@ CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, 
 {
     stream = vgpu_remote_per_thread(stream);
     return unified(dst, src, n, &stream);
+}
+
+/* ---- 2D copies ---- */
+
+/* A 2D copy as it crosses: words [src type][src x][src y][src][src pitch]
+ * [dst type][dst x][dst y][dst][dst pitch][width][height][stream], where a
+ * side is a device address or an array, or the guest's memory (type
+ * CU_MEMORYTYPE_HOST: its bytes follow, width × height, row after row, or
+ * come back so); its x, y and pitch are then the executor's own buffer's. */
+#define WORDS_2D 13
+
+static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *stream)
+{
+    bool from_guest = c->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c->dstMemoryType == CU_MEMORYTYPE_HOST;
+    size_t width = c->WidthInBytes, bytes = width * c->Height;
+    uint64_t w[WORDS_2D] = {
+        c->srcMemoryType,
+        from_guest ? 0 : c->srcXInBytes,
+        from_guest ? 0 : c->srcY,
+        c->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->srcArray : c->srcDevice,
+        from_guest ? width : c->srcPitch,
+        c->dstMemoryType,
+        to_guest ? 0 : c->dstXInBytes,
+        to_guest ? 0 : c->dstY,
+        c->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->dstArray : c->dstDevice,
+        to_guest ? width : c->dstPitch,
+        width,
+        c->Height,
+        stream ? (uint64_t)(uintptr_t)*stream : 0,
+    };
+    char *packed = NULL;
+    if (from_guest || to_guest) {
+        packed = malloc(bytes ? bytes : 1);
+        if (!packed)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (from_guest)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy(packed + y * width, (const char *)c->srcHost + (c->srcY + y) * c->srcPitch + c->srcXInBytes, width);
+    struct iovec q[2] = { { w, sizeof(w) }, { packed, from_guest ? bytes : 0 } };
+    struct iovec a = { packed, to_guest ? bytes : 0 };
+    size_t got = 0;
+    CUresult r = stream && !to_guest ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, &a, 1, &got);
+    if (r == CUDA_SUCCESS && to_guest && got != bytes)
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS && to_guest)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy((char *)c->dstHost + (c->dstY + y) * c->dstPitch + c->dstXInBytes, packed + y * width, width);
+    free(packed);
+    return r;
+}
+
+/* A 2D copy: a unified address resolved to the guest's memory or the GPU's;
+ * guest to guest the guest's own, after the stream's work; else in parts
+ * whose guest bytes fit a chunk (rows, or pieces of one row). */
+static CUresult copy_2d(unsigned slot, const CUDA_MEMCPY2D *copy, const CUstream *stream)
+{
+    if (!copy)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY2D c = *copy;
+    if (c.srcMemoryType == CU_MEMORYTYPE_UNIFIED) {
+        c.srcMemoryType = on_device(c.srcDevice) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        c.srcHost = (const void *)(uintptr_t)c.srcDevice;
+    }
+    if (c.dstMemoryType == CU_MEMORYTYPE_UNIFIED) {
+        c.dstMemoryType = on_device(c.dstDevice) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        c.dstHost = (void *)(uintptr_t)c.dstDevice;
+    }
+    bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;
+    if (!c.WidthInBytes || !c.Height || !(from_guest || to_guest))
+        return send_2d(slot, &c, stream);
+    /* The guest's side is read or written here: it must hold the rows. */
+    if ((from_guest && (!c.srcHost || c.srcPitch < c.WidthInBytes)) ||
+        (to_guest && (!c.dstHost || c.dstPitch < c.WidthInBytes)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (from_guest && to_guest) {
+        CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+        for (size_t y = 0; r == CUDA_SUCCESS && y < c.Height; y++)
+            memmove((char *)c.dstHost + (c.dstY + y) * c.dstPitch + c.dstXInBytes,
+                    (const char *)c.srcHost + (c.srcY + y) * c.srcPitch + c.srcXInBytes, c.WidthInBytes);
+        return r;
+    }
+    size_t piece = c.WidthInBytes < VGPU_REMOTE_CHUNK ? c.WidthInBytes : VGPU_REMOTE_CHUNK;
+    size_t rows = piece == c.WidthInBytes ? VGPU_REMOTE_CHUNK / piece : 1;
+    for (size_t y = 0; y < c.Height; y += rows) {
+        for (size_t x = 0; x < c.WidthInBytes; x += piece) {
+            CUDA_MEMCPY2D part = c;
+            part.srcXInBytes += x;
+            part.dstXInBytes += x;
+            part.srcY += y;
+            part.dstY += y;
+            part.WidthInBytes = c.WidthInBytes - x < piece ? c.WidthInBytes - x : piece;
+            part.Height = c.Height - y < rows ? c.Height - y : rows;
+            CUresult r = send_2d(slot, &part, stream);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2D_v2(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2DUnaligned_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2DUnaligned_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    return copy_2d(SLOT(cuMemcpy2DAsync_v2), copy, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    stream = vgpu_remote_per_thread(stream);
+    return copy_2d(SLOT(cuMemcpy2DAsync_v2), copy, &stream);
 }

@@ -48,6 +48,12 @@ CUresult vgpu_remote_guest_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult vgpu_remote_guest_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult vgpu_remote_guest_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
 CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpy2D_v2(const CUDA_MEMCPY2D *copy);
+CUresult vgpu_remote_guest_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *copy);
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *copy);
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *copy);
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy, CUstream stream);
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *copy, CUstream stream);
 
 /* Launches, occupancy and host functions (launch.c). */
 CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
