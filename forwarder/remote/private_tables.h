@@ -1,6 +1,6 @@
 /*
  * The drivers' private tables whose functions cross to the host (the
- * guest's answers: forwarder/remote/cuda/export_tables.c and
+ * guest's answers: forwarder/remote/cuda/private/export_tables.c and
  * forwarder/remote/nvml/manual.c; the executor's: tools/executor/
  * exec_private.c and exec_nvml.c; docs/remote.md, "The runtime's private
  * tables").  Requests on the slot of cuGetExportTable (nvmlInternalGetExportTable):

@@ -1,7 +1,7 @@
 /*
  * The driver's private tables, the executor's side: the functions of them
  * whose answers only the host's driver has (the guest's side:
- * forwarder/remote/cuda/device_layout.c; what crosses: docs/remote.md,
+ * forwarder/remote/cuda/private/device_layout.c; what crosses: docs/remote.md,
  * "The runtime's private tables").  One is served: cuBLASLt's device
  * layout (function 4 of table 1734dc26-...).
  *

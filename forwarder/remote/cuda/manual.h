@@ -15,9 +15,9 @@ CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr);
 CUresult vgpu_remote_guest_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
                                                CUdriverProcAddressQueryResult *status);
 CUresult vgpu_remote_guest_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags);
-/* The driver's private tables, emulated in the guest (export_tables.c). */
+/* The driver's private tables, emulated in the guest (private/export_tables.c). */
 CUresult vgpu_remote_guest_cuGetExportTable(const void **table, const CUuuid *id);
-/* cuBLASLt's private table (device_layout.c). */
+/* cuBLASLt's private table (private/device_layout.c). */
 extern const void *const vgpu_remote_cublaslt_table[];
 
 /* Modules and libraries (library.c). */

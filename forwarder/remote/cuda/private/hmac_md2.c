@@ -1,5 +1,5 @@
 /* HMAC-MD2 (hmac_md2.h), written from RFC 1319 and RFC 2104. */
-#include "forwarder/remote/cuda/hmac_md2.h"
+#include "forwarder/remote/cuda/private/hmac_md2.h"
 
 #include <string.h>
 

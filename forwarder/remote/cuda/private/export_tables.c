@@ -23,7 +23,7 @@
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/private_tables.h"
 #include "forwarder/remote/cuda/manual.h"
-#include "forwarder/remote/cuda/hmac_md2.h"
+#include "forwarder/remote/cuda/private/hmac_md2.h"
 
 #include "vgpu_cuda_slots.h"
 
