@@ -324,7 +324,7 @@ warns-when-the-mediator-would-refuse-the-services-user)
     ;;
 
 cdi-spec-validates-against-the-schema)
-    printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n' |
+    printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n[vgpu.far]\ndevices = 0\nuids = 0\nremote = yes\n' |
         install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
     vs 0 cdi
     python3 "$src/test/setup/validate_cdi.py" "$src/test/setup/cdi-schema.json" "$R/etc/cdi/vgpu.yaml" ||
@@ -353,11 +353,17 @@ gids = 0
 [vgpu.vm1]
 devices = 1
 guest = yes
+[vgpu.far]
+devices = 0
+memory = 1G
+uids = 0
+remote = yes
 CONF
     install -D "$tmp/conf" "$R/etc/vgpu/mediatord.conf"
     vs 0 cdi
     says out "--device vgpu.dev/vgpu=train"
     says out "--device vgpu.dev/vgpu=infer"
+    says out "--device vgpu.dev/vgpu=far"
     says err "vGPU vm1 is a VM's (guest = yes), not a container's: left out of the spec"
     python3 - "$R/etc/cdi/vgpu.yaml" "$lib" >"$tmp/check" 2>&1 <<'PY' || fail "$(cat "$tmp/check")"
 import sys, yaml
@@ -365,15 +371,21 @@ spec = yaml.safe_load(open(sys.argv[1]))
 lib = sys.argv[2]
 assert spec["kind"] == "vgpu.dev/vgpu", spec["kind"]
 devs = {d["name"]: d["containerEdits"] for d in spec["devices"]}
-assert list(devs) == ["train", "infer"], list(devs)
+assert list(devs) == ["train", "infer", "far"], list(devs)
+control = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
 assert devs["train"]["env"] == ["VGPU_NAME=train"], devs["train"]
-assert [n["path"] for n in devs["train"]["deviceNodes"]] == ["/dev/nvidia0"], devs["train"]
+assert [n["path"] for n in devs["train"]["deviceNodes"]] == control + ["/dev/nvidia0"], devs["train"]
 assert devs["infer"]["env"] == ["VGPU_NAME=infer"], devs["infer"]
-assert [n["path"] for n in devs["infer"]["deviceNodes"]] == ["/dev/nvidia1", "/dev/nvidia0"], devs["infer"]
+assert [n["path"] for n in devs["infer"]["deviceNodes"]] == control + ["/dev/nvidia1", "/dev/nvidia0"], devs["infer"]
+# A remote vGPU's container holds no NVIDIA device: /dev/nvidiactl is /dev/null, without device access.
+assert devs["far"]["env"] == ["VGPU_NAME=far"], devs["far"]
+assert "deviceNodes" not in devs["far"], devs["far"]
+assert devs["far"]["mounts"] == [{"hostPath": "/dev/null", "containerPath": "/dev/nvidiactl",
+                                  "options": ["ro", "nosuid", "nodev", "bind"]}], devs["far"]
 common = spec["containerEdits"]
 assert common["env"] == [f"LD_PRELOAD={lib}/libvgpu-cuda.so {lib}/libvgpu-nvml.so",
                          "VGPU_MEDIATOR_SOCKET=/run/vgpu-med/mediator.sock"], common["env"]
-assert [n["path"] for n in common["deviceNodes"]] == ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
+assert "deviceNodes" not in common, common
 mounts = {m["hostPath"]: m for m in common["mounts"]}
 for path in (f"{lib}/libvgpu-cuda.so", f"{lib}/libvgpu-nvml.so", f"{lib}/vgpu", "/run/vgpu-med"):
     assert path in mounts, (path, list(mounts))
@@ -389,7 +401,8 @@ assert dev["name"] == "standalone", dev
 assert dev["containerEdits"]["env"] == ["VGPU_VISIBLE_DEVICES=GPU-fa4e0000-0000-0000-0000-000000000001",
                                         "VGPU_MEMORY_LIMIT=8G"], dev
 assert "VGPU_MEDIATOR_SOCKET=none" in spec["containerEdits"]["env"], spec["containerEdits"]
-assert [n["path"] for n in dev["containerEdits"]["deviceNodes"]] == ["/dev/nvidia1"], dev
+assert [n["path"] for n in dev["containerEdits"]["deviceNodes"]] == ["/dev/nvidiactl", "/dev/nvidia-uvm",
+                                                                   "/dev/nvidia-uvm-tools", "/dev/nvidia1"], dev
 PY
     ;;
 

@@ -19,9 +19,18 @@
 /* Device files every CUDA process opens, whichever GPU it uses. */
 static const char *const control_nodes[] = { "/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools" };
 
+/* Where a remote vGPU's container finds the path /dev/nvidiactl, which is
+ * no device: /dev/null, bound without device access (nodev), so that
+ * whatever opens it is refused.  Frameworks look for the path before they
+ * load a driver at all (JAX's CUDA backend is skipped without one of
+ * /dev/nvidia0, /dev/nvidiactl, /dev/dxg); the guest's driver is vgpu's. */
+#define REMOTE_MARKER_HOST "/dev/null"
+#define REMOTE_MARKER "/dev/nvidiactl"
+
 /* One device of the spec: a vGPU. */
 struct cdi_device {
     char name[VGPU_NAME_LEN];
+    bool remote; /* its containers hold no GPU: an executor of the mediator's runs their calls */
     int ngpus;
     const char *tokens[VGPU_MAX_DEVICES];
     struct setup_gpu gpu[VGPU_MAX_DEVICES];
@@ -74,15 +83,21 @@ static void node_item(struct setup_text *t, const char *indent, const char *path
     setup_text_add(t, "\n");
 }
 
-/* A read-only bind mount at the same path inside: the symlink directory's
- * links are relative (../libvgpu-cuda.so), and LD_PRELOAD names paths. */
+/* A read-only bind mount of host path at inside (the same path where the
+ * symlink directory's links are relative, ../libvgpu-cuda.so, and
+ * LD_PRELOAD names paths). */
+static void mount_at(struct setup_text *t, const char *indent, const char *path, const char *inside, bool dir)
+{
+    setup_text_add(t, "%s- hostPath: ", indent);
+    quoted(t, path);
+    setup_text_add(t, "\n%s  containerPath: ", indent);
+    quoted(t, inside);
+    setup_text_add(t, "\n%s  options: [\"ro\", \"nosuid\", \"nodev\", \"%s\"]\n", indent, dir ? "rbind" : "bind");
+}
+
 static void mount_item(struct setup_text *t, const char *path, bool dir)
 {
-    setup_text_add(t, "    - hostPath: ");
-    quoted(t, path);
-    setup_text_add(t, "\n      containerPath: ");
-    quoted(t, path);
-    setup_text_add(t, "\n      options: [\"ro\", \"nosuid\", \"nodev\", \"%s\"]\n", dir ? "rbind" : "bind");
+    mount_at(t, "    ", path, path, dir);
 }
 
 /* The devices from the mediator's config: every vGPU of this host's
@@ -108,6 +123,7 @@ static int from_config(const struct setup_ctx *c, struct med_config *conf, struc
                              "with a letter or a digit; rename it", path, v->line, v->name);
         struct cdi_device *d = &dev[(*ndev)++];
         snprintf(d->name, sizeof(d->name), "%s", v->name);
+        d->remote = v->remote;
         d->ngpus = v->ndev;
         for (int k = 0; k < v->ndev; k++)
             d->tokens[k] = v->devices[k];
@@ -156,7 +172,8 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
                    "# Container Device Interface spec for vgpu: one device per vGPU (docs/install.md,\n"
                    "# \"Containers (CDI)\"), written by vgpu-setup cdi%s%s.\n"
                    "# Run it again after changing %s.  With the NVIDIA Container Toolkit's spec:\n"
-                   "#   docker run --device nvidia.com/gpu=all --device %s=%s ...\n",
+                   "#   docker run --device nvidia.com/gpu=all --device %s=%s ...\n"
+                   "# A remote vGPU's device (remote = yes) needs no other: its containers hold no GPU.\n",
                    o->standalone ? " --standalone" : " from ", o->standalone ? "" : c->config,
                    o->standalone ? "the vGPU's settings" : "that file", SETUP_CDI_KIND, dev[0].name);
     setup_text_add(&t, "cdiVersion: \"%s\"\nkind: \"%s\"\ncontainerEdits:\n  env:\n", SETUP_CDI_VERSION,
@@ -167,9 +184,6 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
         env_item(&t, "    ", "LD_PRELOAD", preload);
     /* Named, so that a container whose mediator is away is refused, not run without limits. */
     env_item(&t, "    ", "VGPU_MEDIATOR_SOCKET", o->standalone ? "none" : conf->socket);
-    setup_text_add(&t, "  deviceNodes:\n");
-    for (size_t i = 0; i < sizeof(control_nodes) / sizeof(*control_nodes); i++)
-        node_item(&t, "    ", control_nodes[i]);
     setup_text_add(&t, "  mounts:\n");
     mount_item(&t, cuda, false);
     mount_item(&t, nvml, false);
@@ -197,7 +211,14 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
         } else {
             env_item(&t, "        ", "VGPU_NAME", dev[i].name);
         }
+        if (dev[i].remote) {
+            setup_text_add(&t, "      mounts:\n");
+            mount_at(&t, "        ", REMOTE_MARKER_HOST, REMOTE_MARKER, false);
+            continue;
+        }
         setup_text_add(&t, "      deviceNodes:\n");
+        for (size_t k = 0; k < sizeof(control_nodes) / sizeof(*control_nodes); k++)
+            node_item(&t, "        ", control_nodes[k]);
         for (int k = 0; k < dev[i].ngpus; k++) {
             char node[32];
             snprintf(node, sizeof(node), "/dev/nvidia%u", dev[i].gpu[k].minor);
@@ -255,13 +276,16 @@ int setup_cdi(const struct setup_ctx *c, const struct setup_cdi_opts *o, char *e
     free(text);
     if (rc != 0)
         return -1;
-    for (size_t i = 0; i < sizeof(control_nodes) / sizeof(*control_nodes); i++)
+    bool local = false;
+    for (int i = 0; i < ndev; i++)
+        local |= !dev[i].remote;
+    for (size_t i = 0; local && i < sizeof(control_nodes) / sizeof(*control_nodes); i++)
         warn_missing_node(c, control_nodes[i]);
     for (int i = 0; i < ndev; i++)
-        for (int k = 0; k < dev[i].ngpus; k++) {
+        for (int k = 0; k < (dev[i].remote ? 0 : dev[i].ngpus); k++) {
             bool warned = false; /* vGPUs share GPUs: one warning per device file */
             for (int j = 0; j <= i && !warned; j++)
-                for (int l = 0; l < (j < i ? dev[j].ngpus : k) && !warned; l++)
+                for (int l = 0; l < (j < i ? (dev[j].remote ? 0 : dev[j].ngpus) : k) && !warned; l++)
                     warned = dev[j].gpu[l].minor == dev[i].gpu[k].minor;
             char node[32];
             snprintf(node, sizeof(node), "/dev/nvidia%u", dev[i].gpu[k].minor);
