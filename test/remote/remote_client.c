@@ -202,6 +202,48 @@ static void paths(void)
     c2.Height = 20;
     SHOW("cuMemcpy2D_v2 past the allocation", (strict = 0, F(cuMemcpy2D_v2)(&c2)));
     strict = 1;
+    /* Tensor maps of that memory: tiled, im2col, im2col wide, an address
+     * replaced, a rank refused.  Printed as whether the first word is the
+     * address and the sum of the others (the addresses differ between runs). */
+    CUtensorMap map;
+    cuuint64_t dims[3] = { 8, 4, 2 }, strides[2] = { 32, 128 };
+    cuuint32_t box[3] = { 8, 4, 1 }, estrides[3] = { 1, 1, 1 };
+    int lower[1] = { -1 }, upper[1] = { 1 };
+#define SHOW_MAP(what, call, address)                                                                                  \
+    do {                                                                                                               \
+        memset(&map, 0, sizeof(map));                                                                                  \
+        SHOW(what, call);                                                                                              \
+        uint64_t sum_ = 0;                                                                                             \
+        for (int i_ = 1; i_ < CU_TENSOR_MAP_NUM_QWORDS; i_++)                                                           \
+            sum_ += map.opaque[i_] * (uint64_t)i_;                                                                     \
+        printf("%s: address %d, words %llx\n", what, map.opaque[0] == (address), (unsigned long long)sum_);           \
+    } while (0)
+    SHOW_MAP("cuTensorMapEncodeTiled",
+             F(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, (void *)(uintptr_t)pitched, dims,
+                                       strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                       CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
+                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             pitched);
+    SHOW("cuTensorMapReplaceAddress", F(cuTensorMapReplaceAddress)(&map, (void *)(uintptr_t)(pitched + 256)));
+    printf("replaced address %d\n", map.opaque[0] == pitched + 256);
+    SHOW_MAP("cuTensorMapEncodeIm2col",
+             F(cuTensorMapEncodeIm2col)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT16, 3, (void *)(uintptr_t)pitched, dims,
+                                        strides, lower, upper, 4, 8, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                        CU_TENSOR_MAP_SWIZZLE_64B, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                        CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA),
+             pitched);
+    SHOW_MAP("cuTensorMapEncodeIm2colWide",
+             F(cuTensorMapEncodeIm2colWide)(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)(uintptr_t)pitched,
+                                            dims, strides, -2, 2, 4, 8, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                            CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128, CU_TENSOR_MAP_SWIZZLE_128B,
+                                            CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+             pitched);
+    SHOW("cuTensorMapEncodeTiled rank 0",
+         (strict = 0, F(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 0, (void *)(uintptr_t)pitched,
+                                                dims, strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+                                                CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
+                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)));
+    strict = 1;
     SHOW("cuMemFree_v2 pitched", F(cuMemFree_v2)(pitched));
     size_t free_b = 0, total_b = 0;
     SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));

@@ -34,6 +34,11 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, siz
 int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+/* Tensor maps, which kernels take (exec_launch.c). */
+int vgpu_exec_cuTensorMapEncodeTiled(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuTensorMapEncodeIm2col(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuTensorMapEncodeIm2colWide(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuTensorMapReplaceAddress(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 
 /* Pointers' attributes (exec_pointer.c). */
 int vgpu_exec_cuPointerGetAttribute(struct vgpu_exec *x, void *fn, const void *req, size_t len);

@@ -136,3 +136,25 @@ CUresult vgpu_remote_guest_cuMemGetAllocationGranularity(size_t *granularity, co
 CUresult vgpu_remote_guest_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
                                        const CUmemAllocationProp *prop, unsigned long long flags);
 CUresult vgpu_remote_guest_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *desc, size_t count);
+
+/* Tensor maps (tensor_map.c). */
+CUresult vgpu_remote_guest_cuTensorMapEncodeTiled(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                                  void *address, const cuuint64_t *dim, const cuuint64_t *strides,
+                                                  const cuuint32_t *box, const cuuint32_t *element_strides,
+                                                  CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                                  CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
+CUresult vgpu_remote_guest_cuTensorMapEncodeIm2col(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                                   void *address, const cuuint64_t *dim, const cuuint64_t *strides,
+                                                   const int *lower, const int *upper, cuuint32_t channels,
+                                                   cuuint32_t pixels, const cuuint32_t *element_strides,
+                                                   CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
+                                                   CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
+CUresult vgpu_remote_guest_cuTensorMapEncodeIm2colWide(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
+                                                       void *address, const cuuint64_t *dim,
+                                                       const cuuint64_t *strides, int lower, int upper,
+                                                       cuuint32_t channels, cuuint32_t pixels,
+                                                       const cuuint32_t *element_strides,
+                                                       CUtensorMapInterleave interleave,
+                                                       CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
+                                                       CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
+CUresult vgpu_remote_guest_cuTensorMapReplaceAddress(CUtensorMap *map, void *address);
