@@ -7,6 +7,7 @@
  * each written at its own size.
  */
 #include "forwarder/dispatch.h"
+#include "common/log.h"
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
 
@@ -25,16 +26,31 @@ static size_t value_size(CUpointer_attribute a)
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
     case CU_POINTER_ATTRIBUTE_IS_LEGACY_CUDA_IPC_CAPABLE:
     case CU_POINTER_ATTRIBUTE_MAPPED:
-    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE: return 4;
+    case CU_POINTER_ATTRIBUTE_IS_GPU_DIRECT_RDMA_CAPABLE:
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: return 4;
     case CU_POINTER_ATTRIBUTE_CONTEXT:
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
     case CU_POINTER_ATTRIBUTE_HOST_POINTER:
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR:
     case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
-    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE: return 8;
+    case CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE:
+    case CU_POINTER_ATTRIBUTE_ALLOWED_HANDLE_TYPES: /* a 64-bit mask: the driver writes 8 bytes */
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: return 8;
     default: return 0;
     }
+}
+
+/* An attribute not carried: the peer-to-peer tokens (for the host's
+ * kernel), and those whose values' types this file does not know. */
+static CUresult refuse_attribute(unsigned slot, CUpointer_attribute a)
+{
+    static int said;
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        vgpu_warn("remote GPU: pointer attribute %d is not carried (and any other such, unsaid)", (int)a);
+    return vgpu_remote_refuse(slot);
 }
 
 /* An attribute of guest host memory (base, size, mapped: its block). */
@@ -59,7 +75,11 @@ static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, s
     case CU_POINTER_ATTRIBUTE_HOST_POINTER: *v = ptr; return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_BUFFER_ID:
     case CU_POINTER_ATTRIBUTE_RANGE_START_ADDR: *v = (uint64_t)(uintptr_t)base; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_RANGE_SIZE: *v = size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_RANGE_SIZE:
+    case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *v = size; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
+    case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *v = (uint64_t)(uintptr_t)base; return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *v = 0; /* none: the GPU reaches guest memory only by copies */ return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPED: *v = 1; return CUDA_SUCCESS;
     default: /* sync memops, managed, IPC, RDMA: no; no pool */ *v = 0; return CUDA_SUCCESS;
     }
@@ -106,7 +126,7 @@ CUresult vgpu_remote_guest_cuPointerGetAttributes(unsigned int n, CUpointer_attr
         return vgpu_remote_refuse(SLOT(cuPointerGetAttributes));
     for (unsigned i = 0; i < n; i++)
         if (!value_size(attrs[i]))
-            return vgpu_remote_refuse(SLOT(cuPointerGetAttributes));
+            return refuse_attribute(SLOT(cuPointerGetAttributes), attrs[i]);
     uint64_t v[MAX_ATTRS];
     CUresult r = values(SLOT(cuPointerGetAttributes), n, attrs, ptr, v);
     if (r == CUDA_SUCCESS)
@@ -121,7 +141,7 @@ CUresult vgpu_remote_guest_cuPointerGetAttribute(void *data, CUpointer_attribute
     if (!data)
         return CUDA_ERROR_INVALID_VALUE;
     if (!value_size(attribute))
-        return vgpu_remote_refuse(SLOT(cuPointerGetAttribute));
+        return refuse_attribute(SLOT(cuPointerGetAttribute), attribute);
     uint64_t v = 0;
     CUresult r = values(SLOT(cuPointerGetAttribute), 1, &attribute, ptr, &v);
     if (r == CUDA_SUCCESS)
