@@ -182,16 +182,17 @@ bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const c
         (int (*)(uint64_t *, size_t *, uint64_t))vgpu_exec_function_named(x, "cuMemGetAddressRange_v2");
     uint64_t base = 0;
     size_t size = 0;
-    if (address_range && address_range(&base, &size, p) == 0 && p >= base && p - base < size)
-        return n <= size - (p - base);
+    int r = address_range ? address_range(&base, &size, p) : -1;
+    if (r == 0 && p >= base && p - base < size && n <= size - (p - base))
+        return true;
     for (const struct vgpu_exec_range *g = x->reserved; g; g = g->next)
-        if (p >= g->base && p - g->base < g->size)
-            return n <= g->size - (p - g->base);
+        if (p >= g->base && p - g->base < g->size && n <= g->size - (p - g->base))
+            return true;
     if (!x->said_pointer) { /* once a guest: a hostile one would fill the log */
         x->said_pointer = true;
         vgpu_warn("executor: %s with a device pointer that is none of the guest's allocations: refused (and "
-                  "any more such, unsaid)",
-                  call);
+                  "any more such, unsaid): %#llx, %llu bytes; the driver's range: %d, %#llx, %zu bytes",
+                  call, (unsigned long long)p, (unsigned long long)n, r, (unsigned long long)base, size);
     }
     return false;
 }
