@@ -1516,6 +1516,19 @@ CUresult cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N)
     return set_d32(dstDevice, ui, N);
 }
 
+/* 2D memsets of bytes, row by row. */
+CUresult cuMemsetD2D8_v2(CUdeviceptr dstDevice, size_t dstPitch, unsigned char uc, size_t Width, size_t Height)
+{
+    ENTER();
+    fake_timeline_drain_all();
+    for (size_t y = 0; y < Height; y++) {
+        CUresult r = set_d8(dstDevice + y * dstPitch, uc, Width);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}
+
 /* Stream-ordered copies and memsets are done by the host at once, after
  * what their stream queued before them: later work on the stream is queued
  * after the call returns, so stream order holds. */

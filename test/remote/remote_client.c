@@ -245,6 +245,32 @@ static void paths(void)
                                                 CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)));
     strict = 1;
     SHOW("cuMemFree_v2 pitched", F(cuMemFree_v2)(pitched));
+    /* Page-locked memory set by its address (as XLA sets flags in it), on a
+     * stream; a memset that runs far past it refused. */
+    unsigned int *pinned;
+    SHOW("cuMemAllocHost_v2 to set", F(cuMemAllocHost_v2)((void **)&pinned, 64));
+    memset(pinned, 0, 64);
+    SHOW("cuMemsetD32Async on page-locked memory",
+         F(cuMemsetD32Async)((CUdeviceptr)(uintptr_t)(pinned + 1), 0x01020304u, 3, s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+    printf("page-locked words %x %x %x %x %x\n", pinned[0], pinned[1], pinned[2], pinned[3], pinned[4]);
+    /* The same memory named as the GPU's side of copies. */
+    unsigned int word = 0, back_word = 0;
+    SHOW("cuMemcpyDtoH_v2 from page-locked memory",
+         F(cuMemcpyDtoH_v2)(&word, (CUdeviceptr)(uintptr_t)(pinned + 1), sizeof(word)));
+    word += 1;
+    SHOW("cuMemcpyHtoD_v2 into page-locked memory",
+         F(cuMemcpyHtoD_v2)((CUdeviceptr)(uintptr_t)(pinned + 5), &word, sizeof(word)));
+    SHOW("cuMemcpyDtoDAsync_v2 from page-locked memory",
+         F(cuMemcpyDtoDAsync_v2)(d, (CUdeviceptr)(uintptr_t)(pinned + 5), sizeof(word), s));
+    SHOW("cuMemcpyDtoH_v2 of it", F(cuMemcpyDtoH_v2)(&back_word, d, sizeof(back_word)));
+    printf("page-locked copies %x %x\n", pinned[5], back_word);
+    SHOW("cuMemsetD2D8_v2 on page-locked memory", F(cuMemsetD2D8_v2)((CUdeviceptr)(uintptr_t)pinned, 16, 0xab, 2, 3));
+    printf("page-locked rows %x %x %x %x\n", pinned[0], pinned[4], pinned[8], pinned[12]);
+    SHOW("cuMemsetD8_v2 past page-locked memory",
+         (strict = 0, F(cuMemsetD8_v2)((CUdeviceptr)(uintptr_t)pinned + 60, 7, 1 << 20)));
+    strict = 1;
+    SHOW("cuMemFreeHost to set", F(cuMemFreeHost)(pinned));
     size_t free_b = 0, total_b = 0;
     SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));
     printf("memory info total %zu\n", total_b);

@@ -6,12 +6,16 @@
  * (the guest's buffer is written when the reply comes, as a copy to
  * pageable memory is done when the driver returns).  A copy between
  * unified addresses asks the executor which side is the GPU's.  A 2D copy's
- * guest side crosses packed, its rows one after another.
+ * guest side crosses packed, its rows one after another.  The guest's own
+ * page-locked memory named as a copy's device side is the guest's: the
+ * executor's driver has never seen it.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
 #include "forwarder/remote/wire.h"
+
+#include "vgpu_remote_cuda.h"
 
 #include "vgpu_cuda_slots.h"
 
@@ -20,11 +24,42 @@
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 
+/* Whether p is in the guest's own page-locked memory (host_memory.c),
+ * which a program may name as the GPU's side of a copy under unified
+ * addressing: the executor's driver has never seen it. */
+static bool guest_block(CUdeviceptr p)
+{
+    void *base;
+    size_t size;
+    bool mapped;
+    return p && vgpu_remote_host_block((const void *)(uintptr_t)p, &base, &size, &mapped);
+}
+
+/* A copy of the guest's memory to the guest's memory: its own, after the
+ * stream's work; n bytes from a page-locked block must lie in it. */
+static CUresult in_guest(void *dst, const void *src, size_t n, const CUstream *stream)
+{
+    void *base;
+    size_t size;
+    bool mapped;
+    const void *ends[2] = { dst, src };
+    for (int i = 0; i < 2; i++)
+        if (vgpu_remote_host_block(ends[i], &base, &size, &mapped) &&
+            n > size - (size_t)((const char *)ends[i] - (const char *)base))
+            return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && n)
+        memmove(dst, src, n);
+    return r;
+}
+
 /* Words: dst, the length, the stream (asynchronous copies only); then the bytes. */
 static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_t n, const CUstream *stream)
 {
     if (n && !src)
         return CUDA_ERROR_INVALID_VALUE;
+    if (guest_block(dst))
+        return in_guest((void *)(uintptr_t)dst, src, n, stream);
     size_t done = 0;
     do {
         size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
@@ -42,6 +77,8 @@ static CUresult to_host(unsigned slot, void *dst, CUdeviceptr src, size_t n, con
 {
     if (n && !dst)
         return CUDA_ERROR_INVALID_VALUE;
+    if (guest_block(src))
+        return in_guest(dst, (const void *)(uintptr_t)src, n, stream);
     size_t done = 0;
     do {
         size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK, got = 0;
@@ -125,10 +162,7 @@ static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, const CUstre
     if (s)
         return stream ? vgpu_remote_guest_cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, n, *stream)
                       : vgpu_remote_guest_cuMemcpyDtoH_v2((void *)(uintptr_t)dst, src, n);
-    CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
-    if (r == CUDA_SUCCESS)
-        memmove((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n);
-    return r;
+    return in_guest((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, stream);
 }
 
 CUresult vgpu_remote_guest_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
@@ -150,6 +184,35 @@ CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, 
 {
     stream = vgpu_remote_per_thread(stream);
     return unified(dst, src, n, &stream);
+}
+
+/* Device to device, where either side may be the guest's page-locked
+ * memory named as the GPU's: then a copy between unified addresses. */
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return guest_block(dst) || guest_block(src) ? unified(dst, src, n, NULL)
+                                                : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2(dst, src, n);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return guest_block(dst) || guest_block(src) ? unified(dst, src, n, NULL)
+                                                : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2_ptds(dst, src, n);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return guest_block(dst) || guest_block(src)
+               ? unified(dst, src, n, &stream)
+               : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2(dst, src, n, stream);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    CUstream own = vgpu_remote_per_thread(stream);
+    return guest_block(dst) || guest_block(src)
+               ? unified(dst, src, n, &own)
+               : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2_ptsz(dst, src, n, stream);
 }
 
 /* ---- 2D copies ---- */
@@ -216,6 +279,14 @@ static CUresult copy_2d(unsigned slot, const CUDA_MEMCPY2D *copy, const CUstream
     }
     if (c.dstMemoryType == CU_MEMORYTYPE_UNIFIED) {
         c.dstMemoryType = on_device(c.dstDevice) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+        c.dstHost = (void *)(uintptr_t)c.dstDevice;
+    }
+    if (c.srcMemoryType == CU_MEMORYTYPE_DEVICE && guest_block(c.srcDevice)) {
+        c.srcMemoryType = CU_MEMORYTYPE_HOST;
+        c.srcHost = (const void *)(uintptr_t)c.srcDevice;
+    }
+    if (c.dstMemoryType == CU_MEMORYTYPE_DEVICE && guest_block(c.dstDevice)) {
+        c.dstMemoryType = CU_MEMORYTYPE_HOST;
         c.dstHost = (void *)(uintptr_t)c.dstDevice;
     }
     bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;

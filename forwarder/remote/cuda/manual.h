@@ -158,3 +158,41 @@ CUresult vgpu_remote_guest_cuTensorMapEncodeIm2colWide(CUtensorMap *map, CUtenso
                                                        CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
                                                        CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
 CUresult vgpu_remote_guest_cuTensorMapReplaceAddress(CUtensorMap *map, void *address);
+
+/* Memsets of the guest's own page-locked memory, done in the guest (memset.c). */
+CUresult vgpu_remote_wrapped_cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h,
+                                                 CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h,
+                                                 CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h,
+                                                 CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h,
+                                                 CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int value, size_t n);
+CUresult vgpu_remote_wrapped_cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h,
+                                                 CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h,
+                                                 CUstream stream);
+
+/* Device-to-device copies, a side of which may be the guest's own memory (copy.c). */
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
