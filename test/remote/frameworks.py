@@ -28,6 +28,30 @@ def torch_train():
     print("ok torch training step lowers the loss")
 
 
+def torch_bf16():
+    # bf16 and fp16 GEMMs: on Hopper, cuBLASLt's kernels that ask the driver's
+    # private table for the device's layout.
+    import torch
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(1024, 4096), torch.nn.GELU(), torch.nn.Linear(4096, 1024)).cuda()
+    model = model.to(torch.bfloat16)
+    opt = torch.optim.SGD(model.parameters(), lr=0.05)
+    x = torch.randn(2048, 1024, device="cuda", dtype=torch.bfloat16)
+    losses = []
+    for _ in range(10):
+        opt.zero_grad()
+        loss = (model(x).float() - x.float()).pow(2).mean()
+        loss.backward()
+        opt.step()
+        losses.append(float(loss))
+    for i in (0, 9):
+        print("result bf16_loss_%d %.4f" % (i, losses[i]))
+    assert losses[9] < losses[0], losses
+    h = torch.randn(1024, 1024, device="cuda", dtype=torch.float16)
+    print("result fp16_matmul_sum %.2f" % float((h @ h).float().abs().sum()))
+    print("ok torch bf16 training lowers the loss; fp16 matmul")
+
+
 def torch_infer():
     import torch
     torch.manual_seed(1)
@@ -131,6 +155,21 @@ def cuda_python():
     out = np.zeros(n, dtype=np.float32)
     ok(d.cuMemcpyDtoH(out.ctypes.data, buf, n * 4))
     assert np.array_equal(out, host * host)
+    # A 2D copy: 8 rows of 16 floats from the device (pitch 64 floats) into a
+    # host array of pitch 16.
+    grid = np.zeros((8, 16), dtype=np.float32)
+    c = d.CUDA_MEMCPY2D()
+    c.srcMemoryType = d.CUmemorytype.CU_MEMORYTYPE_DEVICE
+    c.srcDevice = buf
+    c.srcPitch = 64 * 4
+    c.dstMemoryType = d.CUmemorytype.CU_MEMORYTYPE_HOST
+    c.dstHost = grid.ctypes.data
+    c.dstPitch = 16 * 4
+    c.WidthInBytes = 16 * 4
+    c.Height = 8
+    ok(d.cuMemcpy2D(c))
+    assert np.array_equal(grid, (host * host).reshape(64, 64)[:8, :16])
+    print("result cudapy_2d_sum %.6e" % float(grid.sum()))
     name = ok(d.cuDeviceGetName(64, dev))
     print("result cudapy_name %s" % name.split(b"\0")[0].decode().replace(" ", "_"))
     print("result cudapy_sum %.6e" % float(out.sum()))
@@ -161,7 +200,7 @@ def pynvml_query():
     pynvml.nvmlShutdown()
 
 
-WORKLOADS = {"torch-train": torch_train, "torch-infer": torch_infer, "torch-graph": torch_graph,
+WORKLOADS = {"torch-train": torch_train, "torch-bf16": torch_bf16, "torch-infer": torch_infer, "torch-graph": torch_graph,
              "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "jax": jax_jit,
              "pynvml": pynvml_query}
 

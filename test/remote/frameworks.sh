@@ -1,19 +1,19 @@
 #!/usr/bin/env bash
 # The gpu suite's check of real clients on a remote GPU (docs/remote.md):
-# PyTorch (a training step, inference with a pinned copy, a CUDA graph, the
-# quota's torch.OutOfMemoryError), CuPy, cuda-python (NVRTC and the driver
-# API), pynvml and nvidia-smi, each run twice: natively under an 8 GiB vGPU,
-# and as a guest of an executor under the same vGPU, in a mount namespace
-# where /dev holds no NVIDIA device and every NVIDIA driver library is an
-# empty file.  Their results must agree (numbers within 1e-3).
-# Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   (also: jax, not run by default: see
-# docs/gpu-results.md)   Skips (77) without a GPU or without root
+# PyTorch (a training step in fp32 and one in bf16, inference with a pinned
+# copy, a CUDA graph, the quota's torch.OutOfMemoryError), CuPy, cuda-python
+# (NVRTC, the driver API, a 2D copy), JAX, pynvml and nvidia-smi, each run
+# twice: natively under an 8 GiB vGPU, and as a guest of an executor under
+# the same vGPU, in a mount namespace where /dev holds no NVIDIA device and
+# every NVIDIA driver library is an empty file.  Their results must agree
+# (numbers within 1e-3).
+# Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   Skips (77) without a GPU or without root
 # (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
 set -uo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath "$1"); out=$(realpath -m "${2:-$(mktemp -d)}")
 shift $(($# < 2 ? $# : 2))
-workloads=${*:-torch-train torch-infer torch-graph torch-oom cupy cudapy pynvml}
+workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom cupy cudapy pynvml smi}
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
     echo "SKIP: no NVIDIA GPU"; exit 77
 fi
@@ -29,7 +29,11 @@ trap 'kill $executor 2>/dev/null' EXIT
 for _ in $(seq 1 100); do [ -S "$out/sock" ] && break; sleep 0.05; done
 
 # hidden CMD...: CMD with no NVIDIA device in /dev and every NVIDIA driver
-# library (libcuda, libnvidia-*) an empty file, as a container without the GPU has.
+# library (libcuda, libcudadebugger, libnvidia-*) an empty file, as a
+# container without the GPU has; the CUDA toolkit's libraries (libcudart,
+# which JAX's plugin loads) are not the driver's and stay.  /dev/nvidiactl
+# is /dev/null that cannot be opened, as a remote vGPU's CDI device has it
+# (docs/install.md).
 hidden() {
     unshare -m --propagation private bash -c '
         set -e
@@ -40,17 +44,21 @@ hidden() {
         for n in null zero full random urandom tty; do : >/dev/$n; mount --bind "$h/dev/$n" /dev/$n; done
         mkdir /dev/shm /dev/pts; mount -t tmpfs none /dev/shm
         ln -s /proc/self/fd /dev/fd; ln -s /proc/self/fd/1 /dev/stdout; ln -s /proc/self/fd/2 /dev/stderr
+        # /dev/nvidiactl as a remote vGPU'"'"'s CDI device gives it: /dev/null, no device access.
+        : >/dev/nvidiactl; mount --bind "$h/dev/null" /dev/nvidiactl; mount -o remount,bind,ro,nodev /dev/nvidiactl
         umount -l "$h/dev"
-        for f in $(ldconfig -p | awk "/(libcuda|libnvidia-)[^ ]*\.so/ { print \$NF }"); do
+        for f in $(ldconfig -p | awk "/(libcuda\.so|libcudadebugger|libnvidia-)[^ ]*/ { print \$NF }"); do
             r=$(readlink -f "$f"); [ -f "$r" ] && mount --bind "$h/empty" "$r"
         done
-        ! ls /dev/nvidia* >/dev/null 2>&1
+        [ "$(echo /dev/nvidia*)" = /dev/nvidiactl ] && ! cat /dev/nvidiactl 2>/dev/null
         exec "$@"' hidden "$out/hide" "$@"
 }
 
 run() {  # WORKLOAD native|remote: its output in $out/WORKLOAD.MODE
     local w=$1 mode=$2 cmd
-    if [ "$w" = smi ]; then cmd=(nvidia-smi --query-gpu=name,memory.total --format=csv,noheader)
+    # nvidia-smi: its summary (whose failure fails the run), then a query compared.
+    if [ "$w" = smi ]; then
+        cmd=(bash -c 'nvidia-smi >&2 && nvidia-smi --query-gpu=name,memory.total,pci.bus_id,uuid --format=csv,noheader')
     else cmd=(python3 "$src/frameworks.py" "$w"); fi
     if [ "$mode" = native ]; then
         LD_PRELOAD="$libs" VGPU_BAR0=$out/native.bar0 VGPU_MEMORY_LIMIT=8G timeout 300 "${cmd[@]}"
