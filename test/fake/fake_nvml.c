@@ -337,6 +337,24 @@ nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t dev, nvmlMemory_t *m)
     return r;
 }
 
+/* Field values: each field's id times 10 plus the device's index, as an
+ * unsigned long long, at a fixed time; field 0 is not supported. */
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t dev, int count, nvmlFieldValue_t *values)
+{
+    nvmlReturn_t r = check_device(dev);
+    if (r == NVML_SUCCESS && (count <= 0 || !values))
+        r = NVML_ERROR_INVALID_ARGUMENT;
+    for (int i = 0; r == NVML_SUCCESS && i < count; i++) {
+        nvmlFieldValue_t *v = &values[i];
+        v->timestamp = 1700000000000000LL;
+        v->latencyUsec = 0;
+        v->valueType = NVML_VALUE_TYPE_UNSIGNED_LONG_LONG;
+        v->nvmlReturn = v->fieldId ? NVML_SUCCESS : NVML_ERROR_NOT_SUPPORTED;
+        v->value.ullVal = (unsigned long long)v->fieldId * 10 + dev->index;
+    }
+    return r;
+}
+
 nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t dev, nvmlMemory_v2_t *m)
 {
     nvmlReturn_t r = check_device(dev);

@@ -57,6 +57,15 @@ int main(int argc, char **argv)
         r = F(nvmlDeviceGetPciInfo_v3)(d, &pci);
         printf("  pci %d %s\n", r, pci.busId);
     }
+    /* Field values of device 0: two fields, one NVML does not know. */
+    if (n) {
+        nvmlDevice_t d0;
+        nvmlFieldValue_t fields[2] = { { .fieldId = 7 }, { .fieldId = 0 } };
+        F(nvmlDeviceGetHandleByIndex_v2)(0, &d0);
+        r = F(nvmlDeviceGetFieldValues)(d0, 2, fields);
+        printf("field values: %d: %u %d %llu; %u %d\n", r, fields[0].fieldId, (int)fields[0].nvmlReturn,
+               fields[0].value.ullVal, fields[1].fieldId, (int)fields[1].nvmlReturn);
+    }
     /* nvidia-smi's private table: its size and how many functions it has. */
     static const unsigned char smi[16] = { 0xc4, 0xfe, 0x3e, 0x6c, 0xc9, 0x8f, 0x6c, 0x4e,
                                            0xa3, 0x27, 0xee, 0x69, 0x6e, 0x12, 0xf7, 0xc4 };

@@ -142,3 +142,23 @@ int vgpu_exec_nvmlInternalGetExportTable(struct vgpu_exec *x, void *fn, const vo
     struct iovec v = { &size, r == 0 ? sizeof(size) : 0 };
     return vgpu_exec_reply(x, r, &v, 1);
 }
+
+/* [device][count] and count entries: the entries back.  The executor's own
+ * copy is what NVML reads and writes. */
+#define MAX_FIELDS 256
+int vgpu_exec_nvmlDeviceGetFieldValues(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 16 || vgpu_exec_word(req, 1) == 0 || vgpu_exec_word(req, 1) > MAX_FIELDS ||
+        len != 16 + vgpu_exec_word(req, 1) * sizeof(nvmlFieldValue_t))
+        return vgpu_exec_malformed("nvmlDeviceGetFieldValues", len);
+    uint64_t device = vgpu_exec_word(req, 0);
+    int count = (int)vgpu_exec_word(req, 1);
+    if (!vgpu_exec_handle_known(x, device, false))
+        return vgpu_exec_reply(x, x->lib->bad_handle, NULL, 0);
+    nvmlFieldValue_t values[MAX_FIELDS];
+    memcpy(values, (const char *)req + 16, (size_t)count * sizeof(*values));
+    int r = ((nvmlReturn_t(*)(nvmlDevice_t, int, nvmlFieldValue_t *))fn)((nvmlDevice_t)(uintptr_t)device, count,
+                                                                          values);
+    struct iovec v = { values, r == NVML_SUCCESS ? (size_t)count * sizeof(*values) : 0 };
+    return vgpu_exec_reply(x, r, &v, 1);
+}

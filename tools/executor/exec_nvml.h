@@ -20,3 +20,6 @@ int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses_v3(struct vgpu_exec *x, vo
 
 /* nvidia-smi's private table: its size. */
 int vgpu_exec_nvmlInternalGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+
+/* Field values. */
+int vgpu_exec_nvmlDeviceGetFieldValues(struct vgpu_exec *x, void *fn, const void *req, size_t len);

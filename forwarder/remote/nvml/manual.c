@@ -181,3 +181,21 @@ nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, co
     *table = t;
     return NVML_SUCCESS;
 }
+
+/* Field values: [device][count] and the count entries (their field and
+ * scope ids read); the entries back as NVML wrote them.  At most 256. */
+#define MAX_FIELDS 256
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values)
+{
+    if (count <= 0 || !values)
+        return NVML_ERROR_INVALID_ARGUMENT;
+    if (count > MAX_FIELDS)
+        return NVML_ERROR_NOT_SUPPORTED;
+    uint64_t w[2] = { (uint64_t)(uintptr_t)device, (uint64_t)count };
+    size_t got = 0, bytes = (size_t)count * sizeof(*values);
+    struct iovec q[2] = { { w, sizeof(w) }, { values, bytes } }, a = { values, bytes };
+    int r = vgpu_remote_call(SLOT(nvmlDeviceGetFieldValues), q, 2, &a, 1, &got);
+    if (r == NVML_SUCCESS && got != bytes)
+        return NVML_ERROR_UNKNOWN;
+    return (nvmlReturn_t)r;
+}

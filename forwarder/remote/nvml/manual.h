@@ -31,3 +31,6 @@ nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetMPSComputeRunningProcesses_v3(nvmlDe
 
 /* nvidia-smi's private table: its size, no function. */
 nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, const void *id);
+
+/* Field values, at most 256 a call. */
+nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values);
