@@ -68,6 +68,6 @@ int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const void *req, siz
 int vgpu_exec_cuGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 /* How many bytes get(&a, &b) copies into each of the two chunks it takes
  * with malloc (release(a, b) frees them), learnt by calling it on chunks
- * filled two ways: CUDA_SUCCESS and *length, get's error, or
- * CUDA_ERROR_NOT_SUPPORTED where this allocator does not tell. */
+ * filled two ways: CUDA_SUCCESS and *length (0 where this allocator does
+ * not tell), or get's error. */
 CUresult vgpu_exec_copied_length(void *get, void *release, size_t *length);

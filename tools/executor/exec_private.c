@@ -7,7 +7,7 @@
  *
  * That function copies two descriptions of the current context's device
  * into memory it takes with malloc, and does not say how many bytes it
- * copied.  The chunks malloc gives are longer than asked (up to 15
+ * copied.  The chunks malloc gives are longer than asked (up to 23
  * bytes), and what lies past the copy is whatever the executor's heap held
  * there: it must not cross.  So the executor learns the length once per
  * device: it calls the function twice on chunks it has just freed and
@@ -16,7 +16,8 @@
  * checks that the driver took exactly the chunks it filled (glibc's
  * allocator hands back the latest freed chunk of a size first) and that
  * both answers agree; where not (another allocator, such as a sanitizer's),
- * the function is refused, logged once.
+ * the function is refused, logged once.  No answer sends more than its
+ * chunks hold.
  */
 #define _GNU_SOURCE
 #include "tools/executor/exec_manual.h"
@@ -87,7 +88,7 @@ CUresult vgpu_exec_copied_length(void *get_fn, void *release_fn, size_t *length)
     size_t room = malloc_usable_size(a) < malloc_usable_size(b) ? malloc_usable_size(a) : malloc_usable_size(b);
     release(a, b);
     if (room == 0 || room > VGPU_REMOTE_DEVICE_LAYOUT_MAX)
-        return CUDA_ERROR_NOT_SUPPORTED;
+        return CUDA_SUCCESS; /* not measured */
     uint8_t *zeros = malloc(2 * room), *ones = malloc(2 * room);
     bool ours0 = false, ours1 = false;
     if (!zeros || !ones)
@@ -97,27 +98,21 @@ CUresult vgpu_exec_copied_length(void *get_fn, void *release_fn, size_t *length)
             break;
     if (r == CUDA_SUCCESS && ours0)
         r = filled_call(get, release, room, 0xff, ones, &ours1);
-    if (r == CUDA_SUCCESS && !(ours0 && ours1)) {
+    if (r == CUDA_SUCCESS && !(ours0 && ours1))
         vgpu_debug("executor: the driver did not take the filled chunks");
-        r = CUDA_ERROR_NOT_SUPPORTED;
-    }
-    if (r == CUDA_SUCCESS) {
-        /* The filled chunks may have been handed out in either order:
-         * compare each answer's bytes, wherever they landed. */
+    if (r == CUDA_SUCCESS && ours0 && ours1) {
+        /* out holds the first answer, then the second, whichever chunk
+         * each landed in: the length is where both fills begin in both. */
         size_t n = room;
         for (; n > 0; n--) {
             size_t i = n - 1;
             if (zeros[i] || zeros[room + i] || ones[i] != 0xff || ones[room + i] != 0xff)
                 break;
         }
-        bool agree = n > 0 && ((memcmp(zeros, ones, n) == 0 && memcmp(zeros + room, ones + room, n) == 0) ||
-                               (memcmp(zeros, ones + room, n) == 0 && memcmp(zeros + room, ones, n) == 0));
-        if (agree) {
+        if (n > 0 && memcmp(zeros, ones, n) == 0 && memcmp(zeros + room, ones + room, n) == 0)
             *length = n;
-        } else {
+        else
             vgpu_debug("executor: the driver's two answers differ in their first %zu bytes", n);
-            r = CUDA_ERROR_NOT_SUPPORTED;
-        }
     }
     free(zeros);
     free(ones);
@@ -137,15 +132,12 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release)
     if (x->layout_length[dev] == 0) {
         size_t n = 0;
         r = vgpu_exec_copied_length(get, release, &n);
-        if (r == CUDA_ERROR_NOT_SUPPORTED) {
+        if (r != CUDA_SUCCESS)
+            return vgpu_exec_reply(x, r, NULL, 0);
+        if (!n)
             vgpu_warn("executor: the driver's device layout (cuBLASLt's private table) cannot be measured with this "
                       "allocator: refused to the guest (docs/remote.md)");
-            x->layout_length[dev] = -1;
-        } else if (r != CUDA_SUCCESS) {
-            return vgpu_exec_reply(x, r, NULL, 0);
-        } else {
-            x->layout_length[dev] = (int)n;
-        }
+        x->layout_length[dev] = n ? (int)n : -1;
     }
     if (x->layout_length[dev] < 0)
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
@@ -154,6 +146,13 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release)
     r = ((layout_fn)get)(&a, &b);
     if (r != CUDA_SUCCESS)
         return vgpu_exec_reply(x, r, NULL, 0);
+    /* Never more than the chunks hold: an answer shorter than the one
+     * measured (another driver, another context) is measured again. */
+    if (n > malloc_usable_size(a) || n > malloc_usable_size(b)) {
+        ((free_fn)release)(a, b);
+        x->layout_length[dev] = 0;
+        return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
+    }
     struct iovec v[3] = { { &n, sizeof(n) }, { a, n }, { b, n } };
     int sent = vgpu_exec_reply(x, r, v, 3);
     ((free_fn)release)(a, b);

@@ -69,23 +69,14 @@ static CUresult refuse_unknown(void)
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 
+/* The size word is the driver's (16 functions); the array goes on with
+ * refusals, for a cuBLASLt that calls past it without reading the size. */
 #define UNKNOWN (const void *)refuse_unknown
-const void *const vgpu_remote_cublaslt_table[VGPU_REMOTE_CUBLASLT_SLOTS] = {
-    (const void *)sizeof(vgpu_remote_cublaslt_table),
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
+const void *const vgpu_remote_cublaslt_table[64] = {
+    [0] = (const void *)(VGPU_REMOTE_CUBLASLT_SLOTS * sizeof(void *)),
+    [1 ... VGPU_REMOTE_DEVICE_LAYOUT - 1] = UNKNOWN,
     [VGPU_REMOTE_DEVICE_LAYOUT] = (const void *)device_layout,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
+    [VGPU_REMOTE_DEVICE_LAYOUT + 1 ... VGPU_REMOTE_DEVICE_LAYOUT_FREE - 1] = UNKNOWN,
     [VGPU_REMOTE_DEVICE_LAYOUT_FREE] = (const void *)free_layout,
-    UNKNOWN,
-    UNKNOWN,
-    UNKNOWN,
+    [VGPU_REMOTE_DEVICE_LAYOUT_FREE + 1 ... 63] = UNKNOWN,
 };
