@@ -326,6 +326,10 @@ forged-handles-are-refused)
     for call in cuStreamSynchronize cuCtxSetCurrent cuLaunchKernel; do
         grep -q "$call forged: 400" "$tmp/forged.out" || fail "$call with a forged handle was not refused"
     done
+    grep -q "cuMemsetD32_v2 past the allocation: 1$" "$tmp/forged.out" ||
+        fail "a memset running past the guest's allocation was not refused (1)"
+    grep -q "refused (and any more such, unsaid): 0x[0-9a-f]*, 4194304 bytes" "$tmp/executor.err" ||
+        fail "the executor did not refuse the memset past the allocation itself, by its length"
     for call in cuMemsetD32_v2 cuMemcpyHtoD_v2 cuMemcpyDtoH_v2 cuMemcpy2D_v2; do
         grep -q "$call forged pointer: 1$" "$tmp/forged.out" ||
             fail "$call with a pointer that is none of the guest's allocations was not refused (1)"

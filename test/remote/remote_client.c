@@ -199,6 +199,8 @@ static void paths(void)
         for (int x = 0; x < 8; x++)
             wrong += rows[y][x] != (x < 6 ? block[y][2 + x] : 0xee);
     printf("bytes wrong after the 2D copies %d\n", wrong);
+    unsigned char tall[20][16] = { { 0 } };
+    c2.srcHost = tall;
     c2.Height = 20;
     SHOW("cuMemcpy2D_v2 past the allocation", (strict = 0, F(cuMemcpy2D_v2)(&c2)));
     strict = 1;
@@ -400,6 +402,11 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[1], "forged") == 0) {
         primary_context();
         strict = 0;
+        /* A memset that starts in the guest's allocation and runs far past
+         * it (the executor's first refusal, which it logs with its length). */
+        CUdeviceptr small;
+        SHOW("cuMemAlloc_v2 small", F(cuMemAlloc_v2)(&small, 4096));
+        SHOW("cuMemsetD32_v2 past the allocation", F(cuMemsetD32_v2)(small, 0, 1u << 20));
         /* Handles of the executor's own address space, never given to this process. */
         SHOW("cuStreamSynchronize forged", F(cuStreamSynchronize)((CUstream)(uintptr_t)0x7f0000001000ull));
         SHOW("cuCtxSetCurrent forged", F(cuCtxSetCurrent)((CUcontext)(uintptr_t)0x7f0000002000ull));

@@ -119,6 +119,10 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
 bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call);
 /* The same for the n bytes from p, all in one allocation. */
 bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const char *call);
+/* The same for height rows of width elements of size bytes, pitch apart
+ * (a memset's, a copy's): from the first row's start to the last's end. */
+bool vgpu_exec_device_rows(struct vgpu_exec *x, uint64_t p, uint64_t pitch, uint64_t width, uint64_t size,
+                           uint64_t height, const char *call);
 
 /* The i-th 64-bit word of a request. */
 static inline uint64_t vgpu_exec_word(const void *req, unsigned i)

@@ -202,6 +202,18 @@ bool vgpu_exec_device_memory(struct vgpu_exec *x, uint64_t p, const char *call)
     return vgpu_exec_device_range(x, p, 1, call);
 }
 
+bool vgpu_exec_device_rows(struct vgpu_exec *x, uint64_t p, uint64_t pitch, uint64_t width, uint64_t size,
+                           uint64_t height, const char *call)
+{
+    uint64_t row, extent;
+    if (!width || !height)
+        return vgpu_exec_device_memory(x, p, call);
+    if (__builtin_mul_overflow(width, size, &row) || __builtin_mul_overflow(height - 1, pitch, &extent) ||
+        __builtin_add_overflow(extent, row, &extent))
+        return false;
+    return vgpu_exec_device_range(x, p, extent, call);
+}
+
 /* A kernel's parameter sizes as cuFuncGetParamInfo gave them: learnt once
  * per function, all forgotten at any drop of a handle (a module unloaded
  * may free functions whose values come back for others).  Owned by the

@@ -65,7 +65,8 @@ ASYNC = re.compile(r"^(cuLaunchKernel|cuLaunchKernelEx|cuLaunchCooperativeKernel
                    r"|cuStreamWaitEvent|cuMemsetD(8|16|32|2D8|2D16|2D32)Async|cuMemFreeAsync"
                    r"|cuMemcpy(HtoD|DtoD|2D)Async)(_v2)?(_ptsz|_ptds)?$")
 # Calls that synchronize: an asynchronous call's error comes back with them.
-SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(Async)?(_v2)?(_ptds|_ptsz)?$")
+SYNC = re.compile(r"Synchronize|Query|^cuMemcpyDtoH(Async)?(_v2)?(_ptds|_ptsz)?$"
+                  r"|^cuMemcpy2D(Unaligned)?(Async)?(_v2)?(_ptds|_ptsz)?$")
 # Calls no guest may make whatever their arguments: they reach beyond its
 # executor (other processes by pid, IPC handles of other processes, the
 # profiler of the host), or change the physical GPU for every tenant (NVML's
@@ -115,6 +116,24 @@ def fnv1a(data):
 
 def flag(b):
     return "true" if b else "false"
+
+
+MEMSET = re.compile(r"^cuMemsetD(2D)?(8|16|32)(Async)?(_v2)?(_ptsz|_ptds)?$")
+DTOD = re.compile(r"^cuMemcpyDtoD(Async)?(_v2)?(_ptsz|_ptds)?$")
+
+
+def extent(name):
+    """The device range a memset or a device-to-device copy touches, as the
+    indexes of its parameters: (pitch, width, element size, height), None
+    for a pitch of 0 or a height of 1; None for a call that touches one
+    address (the executor then checks that address only)."""
+    m = MEMSET.match(name)
+    if m:
+        size = int(m.group(2)) // 8
+        return (1, 3, size, 4) if m.group(1) else (None, 2, size, None)
+    if DTOD.match(name):
+        return (None, 2, 1, None)
+    return None
 
 
 def declaration(params):
@@ -221,8 +240,14 @@ def carried(g, gtable, e, etable, slot, name, params, lib, wrapped=False):
         if k in ("h", "hs"):
             e.append("    if (!vgpu_exec_handle_known(x, in[%d], %s))\n        %s" % (ii[i] + 1, flag(k == "hs"), bad))
         if k == "d" and not QUERIES.match(name):
-            e.append("    if (in[%d] && !vgpu_exec_device_memory(x, in[%d], \"%s\"))\n        %s"
-                     % (ii[i] + 1, ii[i] + 1, name, bad.replace(lib["bad_handle"], lib["invalid"])))
+            rows = extent(name)
+            w = lambda j: "in[%d]" % (ii[j] + 1)
+            check = ("vgpu_exec_device_rows(x, in[%d], %s, %s, %d, %s, \"%s\")"
+                     % (ii[i] + 1, w(rows[0]) if rows[0] is not None else "0", w(rows[1]), rows[2],
+                        w(rows[3]) if rows[3] is not None else "1", name) if rows
+                     else "vgpu_exec_device_memory(x, in[%d], \"%s\")" % (ii[i] + 1, name))
+            e.append("    if (in[%d] && !%s)\n        %s"
+                     % (ii[i] + 1, check, bad.replace(lib["bad_handle"], lib["invalid"])))
     args = []
     for i, k in enumerate(params):
         null = "(in[0] >> %d) & 1 ? NULL : " % bit[i] if i in bit else ""

@@ -187,23 +187,35 @@ CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, 
 }
 
 /* Device to device, where either side may be the guest's page-locked
- * memory named as the GPU's: then a copy between unified addresses. */
+ * memory named as the GPU's: that side is the guest's, the other the GPU's. */
+static CUresult device_to_device(CUdeviceptr dst, CUdeviceptr src, size_t n, const CUstream *stream)
+{
+    bool d = guest_block(dst), s = guest_block(src);
+    if (d && s)
+        return in_guest((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, stream);
+    if (d)
+        return stream ? vgpu_remote_guest_cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, n, *stream)
+                      : vgpu_remote_guest_cuMemcpyDtoH_v2((void *)(uintptr_t)dst, src, n);
+    return stream ? vgpu_remote_guest_cuMemcpyHtoDAsync_v2(dst, (const void *)(uintptr_t)src, n, *stream)
+                  : vgpu_remote_guest_cuMemcpyHtoD_v2(dst, (const void *)(uintptr_t)src, n);
+}
+
 CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    return guest_block(dst) || guest_block(src) ? unified(dst, src, n, NULL)
+    return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
                                                 : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2(dst, src, n);
 }
 
 CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
-    return guest_block(dst) || guest_block(src) ? unified(dst, src, n, NULL)
+    return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
                                                 : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2_ptds(dst, src, n);
 }
 
 CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
 {
     return guest_block(dst) || guest_block(src)
-               ? unified(dst, src, n, &stream)
+               ? device_to_device(dst, src, n, &stream)
                : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2(dst, src, n, stream);
 }
 
@@ -211,7 +223,7 @@ CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdevice
 {
     CUstream own = vgpu_remote_per_thread(stream);
     return guest_block(dst) || guest_block(src)
-               ? unified(dst, src, n, &own)
+               ? device_to_device(dst, src, n, &own)
                : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2_ptsz(dst, src, n, stream);
 }
 
@@ -249,7 +261,7 @@ static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *s
         if (!packed)
             return CUDA_ERROR_OUT_OF_MEMORY;
     }
-    if (from_guest)
+    if (from_guest && bytes)
         for (size_t y = 0; y < c->Height; y++)
             memcpy(packed + y * width, (const char *)c->srcHost + (c->srcY + y) * c->srcPitch + c->srcXInBytes, width);
     struct iovec q[2] = { { w, sizeof(w) }, { packed, from_guest ? bytes : 0 } };
@@ -258,7 +270,7 @@ static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *s
     CUresult r = stream && !to_guest ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, &a, 1, &got);
     if (r == CUDA_SUCCESS && to_guest && got != bytes)
         r = CUDA_ERROR_UNKNOWN;
-    if (r == CUDA_SUCCESS && to_guest)
+    if (r == CUDA_SUCCESS && to_guest && bytes)
         for (size_t y = 0; y < c->Height; y++)
             memcpy((char *)c->dstHost + (c->dstY + y) * c->dstPitch + c->dstXInBytes, packed + y * width, width);
     free(packed);
@@ -290,7 +302,9 @@ static CUresult copy_2d(unsigned slot, const CUDA_MEMCPY2D *copy, const CUstream
         c.dstHost = (void *)(uintptr_t)c.dstDevice;
     }
     bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;
-    if (!c.WidthInBytes || !c.Height || !(from_guest || to_guest))
+    if (!c.WidthInBytes || !c.Height)
+        return from_guest && to_guest ? CUDA_SUCCESS : send_2d(slot, &c, stream);
+    if (!(from_guest || to_guest))
         return send_2d(slot, &c, stream);
     /* The guest's side is read or written here: it must hold the rows. */
     if ((from_guest && (!c.srcHost || c.srcPitch < c.WidthInBytes)) ||

@@ -113,7 +113,7 @@ static CUresult layout_of(CUfunction f, unsigned *n, struct param p[MAX_PARAMS])
 /* extra's parameters (CU_LAUNCH_PARAM_BUFFER_POINTER, a buffer laid out as
  * the kernel's, and CU_LAUNCH_PARAM_BUFFER_SIZE, its size) as pointers to
  * each, from its offset; a buffer too short for them is refused, as the
- * driver refuses it. */
+ * driver refuses it, and a kernel with no parameters needs none. */
 static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p, void **params)
 {
     const char *buffer = NULL;
@@ -128,7 +128,7 @@ static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p
         else
             return CUDA_ERROR_INVALID_VALUE;
     }
-    if (!buffer || !size)
+    if (n && (!buffer || !size))
         return CUDA_ERROR_INVALID_VALUE;
     for (unsigned i = 0; i < n; i++) {
         if ((size_t)p[i].offset + p[i].size > *size)

@@ -18,9 +18,11 @@
 
 #include <string.h>
 
-/* Whether the rows (height of width elements of size bytes, pitch apart)
- * from dst are guest memory: 1 they are, 0 they are none of it, -1 they
- * start in it and run past it. */
+/* Whether the rows (height of width elements of size bytes, pitch apart;
+ * one row when height is 1) from dst are guest memory: 1 they are, 0 they
+ * are none of it, -1 they start in it but are not a memset the driver
+ * takes: past the block, rows longer than their pitch, an element not at
+ * its alignment. */
 static int guest_rows(CUdeviceptr dst, size_t pitch, size_t width, size_t height, size_t size)
 {
     void *base;
@@ -28,11 +30,12 @@ static int guest_rows(CUdeviceptr dst, size_t pitch, size_t width, size_t height
     bool mapped;
     if (!dst || !vgpu_remote_host_block((const void *)(uintptr_t)dst, &base, &room, &mapped))
         return 0;
-    size_t at = dst - (uintptr_t)base, last;
     if (!width || !height)
         return 1;
-    if (__builtin_mul_overflow(height - 1, pitch, &last) || __builtin_add_overflow(last, width * size, &last) ||
-        width > SIZE_MAX / size || last > room - at)
+    size_t at = dst - (uintptr_t)base, row, last;
+    if (__builtin_mul_overflow(width, size, &row) || (height > 1 && pitch < row) || dst % size || pitch % size ||
+        __builtin_mul_overflow(height - 1, pitch, &last) || __builtin_add_overflow(last, row, &last) ||
+        last > room - at)
         return -1;
     return 1;
 }
