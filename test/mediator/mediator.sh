@@ -587,8 +587,10 @@ out-of-descriptors-keeps-serving-and-stops-on-sigterm)
     pids="$pids $!"
     sleep 1.5
     kill -TERM "$medpid"
-    for _ in $(seq 1 50); do gone "$medpid" && break; sleep 0.02; done
-    gone "$medpid" || fail "still running 1 s after SIGTERM while out of descriptors"
+    # A liveness bound, not a speed: the flood (and a sanitizer) on a busy
+    # 2-core machine has made the last second's refusals outlast 1 s.
+    for _ in $(seq 1 250); do gone "$medpid" && break; sleep 0.04; done
+    gone "$medpid" || fail "still running 10 s after SIGTERM while out of descriptors"
     medpid=
     ;;
 

@@ -173,7 +173,8 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
                    "# \"Containers (CDI)\"), written by vgpu-setup cdi%s%s.\n"
                    "# Run it again after changing %s.  With the NVIDIA Container Toolkit's spec:\n"
                    "#   docker run --device nvidia.com/gpu=all --device %s=%s ...\n"
-                   "# A remote vGPU's device (remote = yes) needs no other: its containers hold no GPU.\n",
+                   "# A remote vGPU's device (remote = yes) goes alone: its containers hold no GPU, and its\n"
+                   "# /dev/nvidiactl (/dev/null) would hide the real one of another device.\n",
                    o->standalone ? " --standalone" : " from ", o->standalone ? "" : c->config,
                    o->standalone ? "the vGPU's settings" : "that file", SETUP_CDI_KIND, dev[0].name);
     setup_text_add(&t, "cdiVersion: \"%s\"\nkind: \"%s\"\ncontainerEdits:\n  env:\n", SETUP_CDI_VERSION,
