@@ -10,9 +10,9 @@
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/private_tables.h"
 
-#include <stdlib.h>
 #include "vgpu_nvml_slots.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_NVML_SLOT_##name
