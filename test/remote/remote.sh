@@ -342,6 +342,8 @@ forged-handles-are-refused)
         fail "a copy from the guest on a stream being captured was not refused (900, at the next synchronize)"
     grep -q "on a stream being captured: refused" "$tmp/executor.err" ||
         fail "the executor did not refuse the captured copy itself"
+    grep -q "cuModuleLoadDataEx with symbols: 801" "$tmp/forged.out" ||
+        fail "a JIT option passing the guest's pointers was not refused (801)"
     grep -q "cuIpcGetMemHandle: 801" "$tmp/forged.out" || fail "cuIpcGetMemHandle was not refused"
     grep -q "cuIpcGetMemHandle is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
     grep -q "cuGetExportTable unknown: 500" "$tmp/forged.out" || fail "an unknown private table was found (want 500)"

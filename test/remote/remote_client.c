@@ -120,6 +120,28 @@ static void paths(void)
     SHOW("cuModuleGetFunction missing", (strict = 0, F(cuModuleGetFunction)(&add_one, mod, "no_such_kernel")));
     strict = 1;
     SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+    /* The JIT's options: its logs, their lengths, the wall time and the
+     * threads a block come back; a failed load's error log too. */
+    char info_log[64], error_log[64];
+    for (int bad = 0; bad < 2; bad++) {
+        memset(info_log, '#', sizeof(info_log));
+        memset(error_log, '#', sizeof(error_log));
+        CUjit_option jit[6] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME, CU_JIT_THREADS_PER_BLOCK };
+        void *jit_values[6] = { info_log, (void *)(uintptr_t)sizeof(info_log), error_log,
+                                (void *)(uintptr_t)sizeof(error_log), NULL, (void *)(uintptr_t)256 };
+        CUmodule jitted = NULL;
+        SHOW(bad ? "cuModuleLoadDataEx of no image" : "cuModuleLoadDataEx",
+             (strict = 0, F(cuModuleLoadDataEx)(&jitted, bad ? "not an image" : "fakegpu", 6, jit, jit_values)));
+        strict = 1;
+        float ms;
+        memcpy(&ms, &jit_values[4], sizeof(ms));
+        printf("jit: info \"%.40s\" (%zu), error \"%.40s\" (%zu), %.1f ms, %zu threads\n", info_log,
+               (size_t)(uintptr_t)jit_values[1], error_log[0] == '#' ? "" : error_log, (size_t)(uintptr_t)jit_values[3],
+               ms, (size_t)(uintptr_t)jit_values[5]);
+        if (jitted)
+            SHOW("cuModuleUnload", F(cuModuleUnload)(jitted));
+    }
     int count = N;
     void *params[] = { &d, &count };
     CUstream s;
@@ -402,6 +424,11 @@ int main(int argc, char **argv)
     } else if (strcmp(argv[1], "forged") == 0) {
         primary_context();
         strict = 0;
+        /* A JIT option that passes an array of the guest's pointers. */
+        CUjit_option symbols[1] = { CU_JIT_GLOBAL_SYMBOL_NAMES };
+        void *symbol_values[1] = { NULL };
+        CUmodule none;
+        SHOW("cuModuleLoadDataEx with symbols", F(cuModuleLoadDataEx)(&none, "fakegpu", 1, symbols, symbol_values));
         /* A memset that starts in the guest's allocation and runs far past
          * it (the executor's first refusal, which it logs with its length). */
         CUdeviceptr small;

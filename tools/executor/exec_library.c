@@ -57,6 +57,70 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
     return reply_handle(x, r, (uint64_t)(uintptr_t)m);
 }
 
+/* [count][option, value]... then [length][image] (forwarder/remote/cuda/
+ * library.c says what crosses): the module, the options' values as the JIT
+ * left them (the log buffers' own words zero: they are the executor's),
+ * the info and error logs at their sizes, zeroed past what the JIT wrote.
+ * Options that pass arrays of pointers are refused. */
+#define MAX_JIT_OPTIONS 32
+#define MAX_JIT_LOG (64u << 10)
+int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+{
+    if (len < 8 || vgpu_exec_word(req, 0) > MAX_JIT_OPTIONS || len < (1 + 2 * vgpu_exec_word(req, 0)) * 8)
+        return vgpu_exec_malformed("cuModuleLoadDataEx", len);
+    unsigned n = (unsigned)vgpu_exec_word(req, 0);
+    CUjit_option options[MAX_JIT_OPTIONS];
+    void *values[MAX_JIT_OPTIONS];
+    size_t info = 0, error = 0;
+    for (unsigned i = 0; i < n; i++) {
+        uint64_t o = vgpu_exec_word(req, 1 + 2 * i), v = vgpu_exec_word(req, 2 + 2 * i);
+        if (o >= CU_JIT_NUM_OPTIONS || o == CU_JIT_GLOBAL_SYMBOL_NAMES || o == CU_JIT_GLOBAL_SYMBOL_ADDRESSES ||
+            o == CU_JIT_REFERENCED_KERNEL_NAMES || o == CU_JIT_REFERENCED_VARIABLE_NAMES)
+            return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
+        if (o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+            info = v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+        if (o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            error = v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+        options[i] = (CUjit_option)o;
+        values[i] = (void *)(uintptr_t)(o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES    ? info
+                                        : o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES ? error
+                                                                                  : v);
+    }
+    size_t head = (1 + 2 * (size_t)n) * 8;
+    int r;
+    char *image = image_of((const char *)req + head, len - head, "cuModuleLoadDataEx", &r);
+    if (!image)
+        return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
+    char *logs = calloc(1, info + error + 1);
+    if (!logs) {
+        free(image);
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    }
+    for (unsigned i = 0; i < n; i++)
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER)
+            values[i] = options[i] == CU_JIT_INFO_LOG_BUFFER ? (info ? logs : NULL) : (error ? logs + info : NULL);
+    CUmodule m = NULL;
+    r = ((CUresult(*)(CUmodule *, const void *, unsigned, CUjit_option *, void **))fn)(&m, image, n, options, values);
+    free(image);
+    if (r == CUDA_SUCCESS)
+        vgpu_exec_handle_add(x, (uint64_t)(uintptr_t)m);
+    uint64_t h = (uint64_t)(uintptr_t)m, out[MAX_JIT_OPTIONS];
+    for (unsigned i = 0; i < n; i++) {
+        bool buffer = options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER;
+        out[i] = 0;
+        if (!buffer)
+            memcpy(&out[i], &values[i], sizeof(out[i]));
+    }
+    if (info)
+        logs[info - 1] = 0; /* the JIT's text ends within its buffer */
+    if (error)
+        logs[info + error - 1] = 0;
+    struct iovec v[3] = { { &h, sizeof(h) }, { out, n * sizeof(uint64_t) }, { logs, info + error } };
+    int sent = vgpu_exec_reply(x, r, v, 3);
+    free(logs);
+    return sent;
+}
+
 /* No options cross: the guest refuses those it cannot drop (docs/remote.md).
  * The image is the executor's copy, freed after the call, so never
  * "preserved". */

@@ -10,6 +10,7 @@
 int vgpu_exec_cuGetErrorName(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetErrorString(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len);
+int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuModuleGetFunction(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetProcAddress_v2(struct vgpu_exec *x, void *fn, const void *req, size_t len);
 int vgpu_exec_cuGetProcAddress(struct vgpu_exec *x, void *fn, const void *req, size_t len);

@@ -2,8 +2,9 @@
  * Modules and libraries, the guest's side (tools/executor/exec_library.c is
  * the other; what crosses: docs/remote.md).  Images travel whole, their
  * extent read from their own headers; names travel as strings.  Options
- * that only tune the loading are dropped; those that would give the host
- * guest pointers (log buffers, a table of host functions) are refused.
+ * that only tune a library's loading are dropped; those that would give the
+ * host guest pointers (a table of host functions) are refused; a module's
+ * JIT options cross, its log buffers emulated.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
@@ -59,6 +60,93 @@ CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t h = 0;
     CUresult r = load(SLOT(cuModuleLoadData), image, &h);
+    if (r == CUDA_SUCCESS)
+        *module = (CUmodule)(uintptr_t)h;
+    return r;
+}
+
+/* cuModuleLoadDataEx: the JIT's options cross as [count][option, value]...
+ * before the image: plain values as they are, the two log buffers as their
+ * sizes (the executor's own buffers receive the logs, which come back).
+ * Back: the module, each option's value as the JIT left it (the threads it
+ * targeted, the wall time, the logs' lengths; the buffers' own words
+ * zero), then the info log and the error log at their sizes.  Options that
+ * pass arrays of the guest's pointers (symbols, kernels' names) are
+ * refused. */
+#define MAX_JIT_OPTIONS 32
+#define MAX_JIT_LOG (64u << 10)
+
+static bool jit_option_carried(CUjit_option o)
+{
+    return o < CU_JIT_NUM_OPTIONS && o != CU_JIT_GLOBAL_SYMBOL_NAMES && o != CU_JIT_GLOBAL_SYMBOL_ADDRESSES &&
+           o != CU_JIT_REFERENCED_KERNEL_NAMES && o != CU_JIT_REFERENCED_VARIABLE_NAMES;
+}
+
+/* The size option of log buffer option o's, and the size it names. */
+static size_t jit_log_size(unsigned n, const CUjit_option *options, void *const *values, CUjit_option o)
+{
+    CUjit_option size_option =
+        o == CU_JIT_INFO_LOG_BUFFER ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
+    for (unsigned i = 0; i < n; i++)
+        if (options[i] == size_option) {
+            size_t v = (size_t)(uintptr_t)values[i];
+            return v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+        }
+    return 0;
+}
+
+CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n, CUjit_option *options,
+                                              void **values)
+{
+    if (!module || !code || (n && (!options || !values)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > MAX_JIT_OPTIONS)
+        return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
+    uint64_t words[1 + 2 * MAX_JIT_OPTIONS] = { n };
+    for (unsigned i = 0; i < n; i++) {
+        if (!jit_option_carried(options[i]))
+            return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
+        words[1 + 2 * i] = options[i];
+        words[2 + 2 * i] = (uint64_t)(uintptr_t)values[i];
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER)
+            words[2 + 2 * i] = 0; /* the guest's buffer: never the executor's business */
+    }
+    const void *image = vgpu_remote_image_unwrap(code);
+    if (!image)
+        return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
+    size_t extent = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64 - sizeof(words));
+    if (!extent)
+        return CUDA_ERROR_INVALID_IMAGE;
+    size_t info = jit_log_size(n, options, values, CU_JIT_INFO_LOG_BUFFER);
+    size_t error = jit_log_size(n, options, values, CU_JIT_ERROR_LOG_BUFFER);
+    char *logs = calloc(1, info + error + 1);
+    if (!logs)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    uint64_t w = extent, h = 0, out[MAX_JIT_OPTIONS];
+    struct iovec q[3] = { { words, (1 + 2 * (size_t)n) * sizeof(uint64_t) },
+                          { &w, sizeof(w) },
+                          { (void *)image, extent } };
+    struct iovec a[3] = { { &h, sizeof(h) }, { out, n * sizeof(uint64_t) }, { logs, info + error } };
+    size_t got = 0;
+    CUresult r = (CUresult)vgpu_remote_call(SLOT(cuModuleLoadDataEx), q, 3, a, 3, &got);
+    /* The JIT's outputs and logs come back whether it succeeded or not: a
+     * failed compilation's error log is the point of asking for one. */
+    if (got == sizeof(h) + n * sizeof(uint64_t) + info + error) {
+        for (unsigned i = 0; i < n; i++) {
+            if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
+                size_t size = options[i] == CU_JIT_INFO_LOG_BUFFER ? info : error;
+                if (values[i] && size)
+                    memcpy(values[i], logs + (options[i] == CU_JIT_INFO_LOG_BUFFER ? 0 : info), size);
+            } else if (options[i] == CU_JIT_THREADS_PER_BLOCK || options[i] == CU_JIT_WALL_TIME ||
+                       options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
+                       options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
+                memcpy(&values[i], &out[i], sizeof(values[i]));
+            }
+        }
+    } else if (r == CUDA_SUCCESS) {
+        r = CUDA_ERROR_UNKNOWN;
+    }
+    free(logs);
     if (r == CUDA_SUCCESS)
         *module = (CUmodule)(uintptr_t)h;
     return r;

@@ -22,6 +22,8 @@ extern const void *const vgpu_remote_cublaslt_table[];
 
 /* Modules and libraries (library.c). */
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image);
+CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n,
+                                              CUjit_option *options, void **values);
 CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
 CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
