@@ -27,6 +27,26 @@ struct host_block {
 };
 static struct host_block *host_blocks;
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork may find the lock held by a thread it does not have; its
+ * blocks are its own copies of the parent's, at the same addresses, and
+ * stay known. */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&host_lock, NULL);
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+static void lock_blocks(void)
+{
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&host_lock);
+}
 
 /* The block starting at p (registered or not), or NULL; under host_lock. */
 static struct host_block **find(const void *p, bool registered)
@@ -43,7 +63,7 @@ static CUresult remember(void *p, size_t n, unsigned flags, bool registered)
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
     *b = (struct host_block){ .p = p, .n = n, .flags = flags, .registered = registered };
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     b->next = host_blocks;
     host_blocks = b;
     pthread_mutex_unlock(&host_lock);
@@ -83,7 +103,7 @@ CUresult vgpu_remote_guest_cuMemHostAlloc(void **pp, size_t n, unsigned int flag
 
 CUresult vgpu_remote_guest_cuMemFreeHost(void *p)
 {
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     struct host_block **at = find(p, false), *b = *at;
     if (b)
         *at = b->next;
@@ -99,7 +119,7 @@ CUresult vgpu_remote_guest_cuMemHostRegister_v2(void *p, size_t n, unsigned int 
 {
     if (!p || !n)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     bool known = *find(p, true) != NULL;
     pthread_mutex_unlock(&host_lock);
     return known ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : remember(p, n, flags, true);
@@ -112,7 +132,7 @@ CUresult vgpu_remote_guest_cuMemHostRegister(void *p, size_t n, unsigned int fla
 
 CUresult vgpu_remote_guest_cuMemHostUnregister(void *p)
 {
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     struct host_block **at = find(p, true), *b = *at;
     if (b)
         *at = b->next;
@@ -135,7 +155,7 @@ CUresult vgpu_remote_guest_cuMemHostGetFlags(unsigned int *flags, void *p)
 {
     if (!flags)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     const struct host_block *b = containing(p);
     if (b)
         *flags = b->flags;
@@ -149,7 +169,7 @@ CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void
 {
     if (!pdptr || flags)
         return CUDA_ERROR_INVALID_VALUE;
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     const struct host_block *b = containing(p);
     bool mapped = b && (b->registered ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP);
     pthread_mutex_unlock(&host_lock);
@@ -161,7 +181,7 @@ CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void
 
 bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapped)
 {
-    pthread_mutex_lock(&host_lock);
+    lock_blocks();
     const struct host_block *b = containing(p);
     if (b) {
         *base = b->p;
