@@ -117,12 +117,11 @@ static int side_2d(struct vgpu_exec *x, uint64_t type, uint64_t xb, uint64_t y, 
         return CUDA_ERROR_INVALID_VALUE;
     if (!width || !height)
         return 0;
-    uint64_t start, extent;
+    uint64_t start;
     if (__builtin_mul_overflow(y, pitch, &start) || __builtin_add_overflow(start, xb, &start) ||
-        __builtin_add_overflow(start, at, &start) || __builtin_mul_overflow(height - 1, pitch, &extent) ||
-        __builtin_add_overflow(extent, width, &extent))
+        __builtin_add_overflow(start, at, &start))
         return CUDA_ERROR_INVALID_VALUE;
-    return vgpu_exec_device_range(x, start, extent, call) ? 0 : CUDA_ERROR_INVALID_VALUE;
+    return vgpu_exec_device_rows(x, start, pitch, width, 1, height, call) ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
 /* The words of forwarder/remote/cuda/copy.c's send_2d, then the guest's
