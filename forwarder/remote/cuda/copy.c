@@ -277,6 +277,19 @@ static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *s
     return r;
 }
 
+/* A 2D copy's side named by address (unified, or the device's) that is the
+ * guest's memory becomes host memory at that address. */
+static void guest_side(CUmemorytype *type, CUdeviceptr address, const void **host)
+{
+    CUmemorytype named = *type;
+    if (*type == CU_MEMORYTYPE_UNIFIED)
+        *type = on_device(address) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (*type == CU_MEMORYTYPE_DEVICE && guest_block(address))
+        *type = CU_MEMORYTYPE_HOST;
+    if (named != CU_MEMORYTYPE_HOST && *type == CU_MEMORYTYPE_HOST)
+        *host = (const void *)(uintptr_t)address;
+}
+
 /* A 2D copy: a unified address resolved to the guest's memory or the GPU's;
  * guest to guest the guest's own, after the stream's work; else in parts
  * whose guest bytes fit a chunk (rows, or pieces of one row). */
@@ -285,22 +298,12 @@ static CUresult copy_2d(unsigned slot, const CUDA_MEMCPY2D *copy, const CUstream
     if (!copy)
         return CUDA_ERROR_INVALID_VALUE;
     CUDA_MEMCPY2D c = *copy;
-    if (c.srcMemoryType == CU_MEMORYTYPE_UNIFIED) {
-        c.srcMemoryType = on_device(c.srcDevice) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-        c.srcHost = (const void *)(uintptr_t)c.srcDevice;
-    }
-    if (c.dstMemoryType == CU_MEMORYTYPE_UNIFIED) {
-        c.dstMemoryType = on_device(c.dstDevice) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
-        c.dstHost = (void *)(uintptr_t)c.dstDevice;
-    }
-    if (c.srcMemoryType == CU_MEMORYTYPE_DEVICE && guest_block(c.srcDevice)) {
-        c.srcMemoryType = CU_MEMORYTYPE_HOST;
-        c.srcHost = (const void *)(uintptr_t)c.srcDevice;
-    }
-    if (c.dstMemoryType == CU_MEMORYTYPE_DEVICE && guest_block(c.dstDevice)) {
-        c.dstMemoryType = CU_MEMORYTYPE_HOST;
-        c.dstHost = (void *)(uintptr_t)c.dstDevice;
-    }
+    const void *src = c.srcHost;
+    guest_side(&c.srcMemoryType, c.srcDevice, &src);
+    c.srcHost = src;
+    const void *dst = c.dstHost;
+    guest_side(&c.dstMemoryType, c.dstDevice, &dst);
+    c.dstHost = (void *)dst;
     bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;
     if (!c.WidthInBytes || !c.Height)
         return from_guest && to_guest ? CUDA_SUCCESS : send_2d(slot, &c, stream);
