@@ -15,6 +15,14 @@
 #define VGPU_REMOTE_MAX_LEN (64u << 20)
 #define VGPU_REMOTE_CHUNK (16u << 20)
 
+/* Hand-written calls' shapes and bounds, which the guest sends within and
+ * the executor checks (docs/remote.md). */
+#define VGPU_REMOTE_2D_WORDS 13         /* a 2D copy's words (forwarder/remote/cuda/copy.c) */
+#define VGPU_REMOTE_TENSOR_RANK 5       /* a tensor map's largest rank */
+#define VGPU_REMOTE_JIT_OPTIONS 32      /* cuModuleLoadDataEx's options */
+#define VGPU_REMOTE_JIT_LOG (64u << 10) /* each of its logs' bytes */
+#define VGPU_REMOTE_NVML_FIELDS 256     /* nvmlDeviceGetFieldValues's entries */
+
 enum vgpu_remote_type {
     VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid */
     VGPU_REMOTE_CALL = 2,  /* call: the slot; payload: the call's arguments */

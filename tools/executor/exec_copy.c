@@ -127,20 +127,19 @@ static int side_2d(struct vgpu_exec *x, uint64_t type, uint64_t xb, uint64_t y, 
 /* The words of forwarder/remote/cuda/copy.c's send_2d, then the guest's
  * bytes when the source is its memory; the destination's bytes back when
  * it is.  Guest memory on both sides is the guest's to copy. */
-#define WORDS_2D 13
 static int copy_2d(struct vgpu_exec *x, void *fn, const void *req, size_t len, bool async, const char *call)
 {
-    if (len < WORDS_2D * 8)
+    if (len < VGPU_REMOTE_2D_WORDS * 8)
         return vgpu_exec_malformed(call, len);
-    uint64_t w[WORDS_2D];
-    for (unsigned i = 0; i < WORDS_2D; i++)
+    uint64_t w[VGPU_REMOTE_2D_WORDS];
+    for (unsigned i = 0; i < VGPU_REMOTE_2D_WORDS; i++)
         w[i] = vgpu_exec_word(req, i);
     bool from_guest = w[0] == CU_MEMORYTYPE_HOST, to_guest = w[5] == CU_MEMORYTYPE_HOST;
     uint64_t width = w[10], height = w[11], stream = w[12], bytes = 0;
     if ((from_guest || to_guest) &&
         (from_guest == to_guest || __builtin_mul_overflow(width, height, &bytes) || bytes > VGPU_REMOTE_CHUNK))
         return vgpu_exec_malformed(call, len);
-    if (len != WORDS_2D * 8 + (from_guest ? bytes : 0))
+    if (len != VGPU_REMOTE_2D_WORDS * 8 + (from_guest ? bytes : 0))
         return vgpu_exec_malformed(call, len);
     CUDA_MEMCPY2D c = {
         .srcMemoryType = (CUmemorytype)w[0],
@@ -166,7 +165,7 @@ static int copy_2d(struct vgpu_exec *x, void *fn, const void *req, size_t len, b
     if (r != 0)
         return vgpu_exec_reply(x, r, NULL, 0);
     if (from_guest)
-        c.srcHost = (const char *)req + WORDS_2D * 8;
+        c.srcHost = (const char *)req + VGPU_REMOTE_2D_WORDS * 8;
     else if (c.srcMemoryType == CU_MEMORYTYPE_ARRAY)
         c.srcArray = (CUarray)(uintptr_t)w[3];
     else

@@ -8,6 +8,8 @@
  */
 #include "tools/executor/exec_manual.h"
 
+#include "forwarder/remote/wire.h"
+
 #include <string.h>
 
 /* A launch as it crosses: words f, the grid (3), the block (3), shared
@@ -193,7 +195,6 @@ int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn, const 
 /* ---- tensor maps, which kernels take (the guest's side and the words:
  * forwarder/remote/cuda/tensor_map.c) ---- */
 
-#define MAX_RANK 5
 enum map_kind { TILED, IM2COL, IM2COL_WIDE };
 
 /* A descriptor encoded from plain values: the driver reads the arrays and
@@ -205,15 +206,15 @@ static int encode(struct vgpu_exec *x, void *fn, const void *req, size_t len, en
     if (len < (7 + own) * 8)
         return vgpu_exec_malformed(call, len);
     uint64_t rank = vgpu_exec_word(req, 1);
-    if (rank < (kind == TILED ? 1 : 3) || rank > MAX_RANK)
+    if (rank < (kind == TILED ? 1 : 3) || rank > VGPU_REMOTE_TENSOR_RANK)
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
     unsigned kind_arrays = kind == TILED ? (unsigned)rank : kind == IM2COL ? 2 * ((unsigned)rank - 2) : 0;
     unsigned words = 7 + own + (unsigned)rank + ((unsigned)rank - 1) + kind_arrays + (unsigned)rank;
     if (len != words * 8)
         return vgpu_exec_malformed(call, len);
-    cuuint64_t dim[MAX_RANK], strides[MAX_RANK];
-    cuuint32_t box[MAX_RANK], element_strides[MAX_RANK];
-    int corners[2 * MAX_RANK];
+    cuuint64_t dim[VGPU_REMOTE_TENSOR_RANK], strides[VGPU_REMOTE_TENSOR_RANK];
+    cuuint32_t box[VGPU_REMOTE_TENSOR_RANK], element_strides[VGPU_REMOTE_TENSOR_RANK];
+    int corners[2 * VGPU_REMOTE_TENSOR_RANK];
     unsigned at = 7 + own;
     for (unsigned i = 0; i < rank; i++)
         dim[i] = vgpu_exec_word(req, at++);

@@ -8,6 +8,7 @@
 #include "tools/executor/exec_manual.h"
 
 #include "forwarder/remote/image.h"
+#include "forwarder/remote/wire.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -62,15 +63,13 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
  * left them (the log buffers' own words zero: they are the executor's),
  * the info and error logs at their sizes, zeroed past what the JIT wrote.
  * Options that pass arrays of pointers are refused. */
-#define MAX_JIT_OPTIONS 32
-#define MAX_JIT_LOG (64u << 10)
 int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
-    if (len < 8 || vgpu_exec_word(req, 0) > MAX_JIT_OPTIONS || len < (1 + 2 * vgpu_exec_word(req, 0)) * 8)
+    if (len < 8 || vgpu_exec_word(req, 0) > VGPU_REMOTE_JIT_OPTIONS || len < (1 + 2 * vgpu_exec_word(req, 0)) * 8)
         return vgpu_exec_malformed("cuModuleLoadDataEx", len);
     unsigned n = (unsigned)vgpu_exec_word(req, 0);
-    CUjit_option options[MAX_JIT_OPTIONS];
-    void *values[MAX_JIT_OPTIONS];
+    CUjit_option options[VGPU_REMOTE_JIT_OPTIONS];
+    void *values[VGPU_REMOTE_JIT_OPTIONS];
     size_t info = 0, error = 0;
     for (unsigned i = 0; i < n; i++) {
         uint64_t o = vgpu_exec_word(req, 1 + 2 * i), v = vgpu_exec_word(req, 2 + 2 * i);
@@ -78,9 +77,9 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
             o == CU_JIT_REFERENCED_KERNEL_NAMES || o == CU_JIT_REFERENCED_VARIABLE_NAMES)
             return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
         if (o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
-            info = v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+            info = v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
         if (o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            error = v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+            error = v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
         options[i] = (CUjit_option)o;
         values[i] = (void *)(uintptr_t)(o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES    ? info
                                         : o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES ? error
@@ -104,7 +103,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     free(image);
     if (r == CUDA_SUCCESS)
         vgpu_exec_handle_add(x, (uint64_t)(uintptr_t)m);
-    uint64_t h = (uint64_t)(uintptr_t)m, out[MAX_JIT_OPTIONS];
+    uint64_t h = (uint64_t)(uintptr_t)m, out[VGPU_REMOTE_JIT_OPTIONS];
     for (unsigned i = 0; i < n; i++) {
         bool buffer = options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER;
         out[i] = 0;

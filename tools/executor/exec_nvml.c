@@ -7,6 +7,7 @@
 #include "tools/executor/exec_nvml.h"
 
 #include "forwarder/remote/private_tables.h"
+#include "forwarder/remote/wire.h"
 #include "vgpu/nvml_abi.h"
 
 #include <string.h>
@@ -145,17 +146,16 @@ int vgpu_exec_nvmlInternalGetExportTable(struct vgpu_exec *x, void *fn, const vo
 
 /* [device][count] and count entries: the entries back.  The executor's own
  * copy is what NVML reads and writes. */
-#define MAX_FIELDS 256
 int vgpu_exec_nvmlDeviceGetFieldValues(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
-    if (len < 16 || vgpu_exec_word(req, 1) == 0 || vgpu_exec_word(req, 1) > MAX_FIELDS ||
+    if (len < 16 || vgpu_exec_word(req, 1) == 0 || vgpu_exec_word(req, 1) > VGPU_REMOTE_NVML_FIELDS ||
         len != 16 + vgpu_exec_word(req, 1) * sizeof(nvmlFieldValue_t))
         return vgpu_exec_malformed("nvmlDeviceGetFieldValues", len);
     uint64_t device = vgpu_exec_word(req, 0);
     int count = (int)vgpu_exec_word(req, 1);
     if (!vgpu_exec_handle_known(x, device, false))
         return vgpu_exec_reply(x, x->lib->bad_handle, NULL, 0);
-    nvmlFieldValue_t values[MAX_FIELDS];
+    nvmlFieldValue_t values[VGPU_REMOTE_NVML_FIELDS];
     memcpy(values, (const char *)req + 16, (size_t)count * sizeof(*values));
     int r = ((nvmlReturn_t(*)(nvmlDevice_t, int, nvmlFieldValue_t *))fn)((nvmlDevice_t)(uintptr_t)device, count,
                                                                           values);

@@ -234,13 +234,12 @@ CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdevice
  * side is a device address or an array, or the guest's memory (type
  * CU_MEMORYTYPE_HOST: its bytes follow, width × height, row after row, or
  * come back so); its x, y and pitch are then the executor's own buffer's. */
-#define WORDS_2D 13
 
 static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *stream)
 {
     bool from_guest = c->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c->dstMemoryType == CU_MEMORYTYPE_HOST;
     size_t width = c->WidthInBytes, bytes = width * c->Height;
-    uint64_t w[WORDS_2D] = {
+    uint64_t w[VGPU_REMOTE_2D_WORDS] = {
         c->srcMemoryType,
         from_guest ? 0 : c->srcXInBytes,
         from_guest ? 0 : c->srcY,

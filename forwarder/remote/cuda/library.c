@@ -73,8 +73,6 @@ CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
  * zero), then the info log and the error log at their sizes.  Options that
  * pass arrays of the guest's pointers (symbols, kernels' names) are
  * refused. */
-#define MAX_JIT_OPTIONS 32
-#define MAX_JIT_LOG (64u << 10)
 
 static bool jit_option_carried(CUjit_option o)
 {
@@ -90,7 +88,7 @@ static size_t jit_log_size(unsigned n, const CUjit_option *options, void *const 
     for (unsigned i = 0; i < n; i++)
         if (options[i] == size_option) {
             size_t v = (size_t)(uintptr_t)values[i];
-            return v < MAX_JIT_LOG ? v : MAX_JIT_LOG;
+            return v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
         }
     return 0;
 }
@@ -100,9 +98,9 @@ CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code
 {
     if (!module || !code || (n && (!options || !values)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (n > MAX_JIT_OPTIONS)
+    if (n > VGPU_REMOTE_JIT_OPTIONS)
         return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
-    uint64_t words[1 + 2 * MAX_JIT_OPTIONS] = { n };
+    uint64_t words[1 + 2 * VGPU_REMOTE_JIT_OPTIONS] = { n };
     for (unsigned i = 0; i < n; i++) {
         if (!jit_option_carried(options[i]))
             return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
@@ -122,7 +120,7 @@ CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code
     char *logs = calloc(1, info + error + 1);
     if (!logs)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t w = extent, h = 0, out[MAX_JIT_OPTIONS];
+    uint64_t w = extent, h = 0, out[VGPU_REMOTE_JIT_OPTIONS];
     struct iovec q[3] = { { words, (1 + 2 * (size_t)n) * sizeof(uint64_t) },
                           { &w, sizeof(w) },
                           { (void *)image, extent } };

@@ -15,14 +15,14 @@
  */
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
+#include "forwarder/remote/wire.h"
 
 #include "vgpu_cuda_slots.h"
 
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define MAX_RANK 5
-#define MAX_WORDS (12 + 6 * MAX_RANK)
+#define MAX_WORDS (12 + 6 * VGPU_REMOTE_TENSOR_RANK)
 
 struct encoding {
     CUtensorMapDataType type;
@@ -41,7 +41,7 @@ static CUresult encode(unsigned slot, CUtensorMap *map, const struct encoding *e
 {
     if (!map || !e->dim || !e->element_strides || (e->rank > 1 && !e->strides) || (narrays && !arrays))
         return CUDA_ERROR_INVALID_VALUE;
-    if (e->rank < min_rank || e->rank > MAX_RANK)
+    if (e->rank < min_rank || e->rank > VGPU_REMOTE_TENSOR_RANK)
         return CUDA_ERROR_INVALID_VALUE;
     uint64_t w[MAX_WORDS];
     unsigned n = 0;
@@ -86,9 +86,9 @@ CUresult vgpu_remote_guest_cuTensorMapEncodeIm2col(CUtensorMap *map, CUtensorMap
                                                    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                                    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob)
 {
-    if (!lower || !upper || rank < 3 || rank > MAX_RANK)
+    if (!lower || !upper || rank < 3 || rank > VGPU_REMOTE_TENSOR_RANK)
         return CUDA_ERROR_INVALID_VALUE;
-    int corners[2 * (MAX_RANK - 2)];
+    int corners[2 * (VGPU_REMOTE_TENSOR_RANK - 2)];
     memcpy(corners, lower, (rank - 2) * sizeof(int));
     memcpy(corners + rank - 2, upper, (rank - 2) * sizeof(int));
     struct encoding e = { type, rank, address, dim, strides, element_strides, interleave, swizzle, l2, oob };

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/private_tables.h"
+#include "forwarder/remote/wire.h"
 
 #include "vgpu_nvml_slots.h"
 
@@ -184,12 +185,11 @@ nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, co
 
 /* Field values: [device][count] and the count entries (their field and
  * scope ids read); the entries back as NVML wrote them.  At most 256. */
-#define MAX_FIELDS 256
 nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values)
 {
     if (count <= 0 || !values)
         return NVML_ERROR_INVALID_ARGUMENT;
-    if (count > MAX_FIELDS)
+    if (count > VGPU_REMOTE_NVML_FIELDS)
         return NVML_ERROR_NOT_SUPPORTED;
     uint64_t w[2] = { (uint64_t)(uintptr_t)device, (uint64_t)count };
     size_t got = 0, bytes = (size_t)count * sizeof(*values);
