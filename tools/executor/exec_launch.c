@@ -240,12 +240,12 @@ static int encode(struct vgpu_exec *x, void *fn, const void *req, size_t len, en
     CUresult r;
     if (kind == TILED)
         r = ((__typeof__(&cuTensorMapEncodeTiled))fn)(&map, type, (cuuint32_t)rank, address, dim, strides, box,
-                                                       element_strides, interleave, swizzle, l2, oob);
+                                                      element_strides, interleave, swizzle, l2, oob);
     else if (kind == IM2COL)
-        r = ((__typeof__(&cuTensorMapEncodeIm2col))fn)(
-            &map, type, (cuuint32_t)rank, address, dim, strides, corners, corners + rank - 2,
-            (cuuint32_t)vgpu_exec_word(req, 7), (cuuint32_t)vgpu_exec_word(req, 8), element_strides, interleave,
-            swizzle, l2, oob);
+        r = ((__typeof__(&cuTensorMapEncodeIm2col))fn)(&map, type, (cuuint32_t)rank, address, dim, strides, corners,
+                                                       corners + rank - 2, (cuuint32_t)vgpu_exec_word(req, 7),
+                                                       (cuuint32_t)vgpu_exec_word(req, 8), element_strides, interleave,
+                                                       swizzle, l2, oob);
     else
         r = ((__typeof__(&cuTensorMapEncodeIm2colWide))fn)(
             &map, type, (cuuint32_t)rank, address, dim, strides, (int)(int64_t)vgpu_exec_word(req, 7),

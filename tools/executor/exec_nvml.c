@@ -157,8 +157,8 @@ int vgpu_exec_nvmlDeviceGetFieldValues(struct vgpu_exec *x, void *fn, const void
         return vgpu_exec_reply(x, x->lib->bad_handle, NULL, 0);
     nvmlFieldValue_t values[VGPU_REMOTE_NVML_FIELDS];
     memcpy(values, (const char *)req + 16, (size_t)count * sizeof(*values));
-    int r = ((nvmlReturn_t(*)(nvmlDevice_t, int, nvmlFieldValue_t *))fn)((nvmlDevice_t)(uintptr_t)device, count,
-                                                                          values);
+    int r =
+        ((nvmlReturn_t(*)(nvmlDevice_t, int, nvmlFieldValue_t *))fn)((nvmlDevice_t)(uintptr_t)device, count, values);
     struct iovec v = { values, r == NVML_SUCCESS ? (size_t)count * sizeof(*values) : 0 };
     return vgpu_exec_reply(x, r, &v, 1);
 }

@@ -22,8 +22,8 @@ extern const void *const vgpu_remote_cublaslt_table[];
 
 /* Modules and libraries (library.c). */
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image);
-CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n,
-                                              CUjit_option *options, void **values);
+CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n, CUjit_option *options,
+                                              void **values);
 CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name);
 CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
 CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *code, CUjit_option *jitOptions,
@@ -152,13 +152,12 @@ CUresult vgpu_remote_guest_cuTensorMapEncodeIm2col(CUtensorMap *map, CUtensorMap
                                                    CUtensorMapInterleave interleave, CUtensorMapSwizzle swizzle,
                                                    CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
 CUresult vgpu_remote_guest_cuTensorMapEncodeIm2colWide(CUtensorMap *map, CUtensorMapDataType type, cuuint32_t rank,
-                                                       void *address, const cuuint64_t *dim,
-                                                       const cuuint64_t *strides, int lower, int upper,
-                                                       cuuint32_t channels, cuuint32_t pixels,
+                                                       void *address, const cuuint64_t *dim, const cuuint64_t *strides,
+                                                       int lower, int upper, cuuint32_t channels, cuuint32_t pixels,
                                                        const cuuint32_t *element_strides,
-                                                       CUtensorMapInterleave interleave,
-                                                       CUtensorMapIm2ColWideMode mode, CUtensorMapSwizzle swizzle,
-                                                       CUtensorMapL2promotion l2, CUtensorMapFloatOOBfill oob);
+                                                       CUtensorMapInterleave interleave, CUtensorMapIm2ColWideMode mode,
+                                                       CUtensorMapSwizzle swizzle, CUtensorMapL2promotion l2,
+                                                       CUtensorMapFloatOOBfill oob);
 CUresult vgpu_remote_guest_cuTensorMapReplaceAddress(CUtensorMap *map, void *address);
 
 /* Memsets of the guest's own page-locked memory, done in the guest (memset.c). */
@@ -167,31 +166,34 @@ CUresult vgpu_remote_wrapped_cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char v
 CUresult vgpu_remote_wrapped_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD8Async_ptsz(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD2D8_v2(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h);
-CUresult vgpu_remote_wrapped_cuMemsetD2D8_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w,
+                                                  size_t h);
 CUresult vgpu_remote_wrapped_cuMemsetD2D8Async(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h,
-                                                 CUstream stream);
-CUresult vgpu_remote_wrapped_cuMemsetD2D8Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w, size_t h,
-                                                 CUstream stream);
+                                               CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D8Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned char value, size_t w,
+                                                    size_t h, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD16_v2(CUdeviceptr dst, unsigned short value, size_t n);
 CUresult vgpu_remote_wrapped_cuMemsetD16_v2_ptds(CUdeviceptr dst, unsigned short value, size_t n);
 CUresult vgpu_remote_wrapped_cuMemsetD16Async(CUdeviceptr dst, unsigned short value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD16Async_ptsz(CUdeviceptr dst, unsigned short value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD2D16_v2(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h);
-CUresult vgpu_remote_wrapped_cuMemsetD2D16_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w,
+                                                   size_t h);
 CUresult vgpu_remote_wrapped_cuMemsetD2D16Async(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h,
-                                                 CUstream stream);
-CUresult vgpu_remote_wrapped_cuMemsetD2D16Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w, size_t h,
-                                                 CUstream stream);
+                                                CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D16Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned short value, size_t w,
+                                                     size_t h, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD32_v2(CUdeviceptr dst, unsigned int value, size_t n);
 CUresult vgpu_remote_wrapped_cuMemsetD32_v2_ptds(CUdeviceptr dst, unsigned int value, size_t n);
 CUresult vgpu_remote_wrapped_cuMemsetD32Async(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD32Async_ptsz(CUdeviceptr dst, unsigned int value, size_t n, CUstream stream);
 CUresult vgpu_remote_wrapped_cuMemsetD2D32_v2(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h);
-CUresult vgpu_remote_wrapped_cuMemsetD2D32_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32_v2_ptds(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w,
+                                                   size_t h);
 CUresult vgpu_remote_wrapped_cuMemsetD2D32Async(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h,
-                                                 CUstream stream);
-CUresult vgpu_remote_wrapped_cuMemsetD2D32Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w, size_t h,
-                                                 CUstream stream);
+                                                CUstream stream);
+CUresult vgpu_remote_wrapped_cuMemsetD2D32Async_ptsz(CUdeviceptr dst, size_t pitch, unsigned int value, size_t w,
+                                                     size_t h, CUstream stream);
 
 /* Device-to-device copies, a side of which may be the guest's own memory (copy.c). */
 CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n);

@@ -61,7 +61,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
 #define MEMSET(name, type, size)                                                                                       \
     CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, type value, size_t n)                                         \
     {                                                                                                                  \
-        int g = guest_rows(dst, 0, n, 1, size);                                                                          \
+        int g = guest_rows(dst, 0, n, 1, size);                                                                        \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
                : g   ? fill(dst, 0, value, size, n, 1, NULL)                                                           \
                      : (CUresult)vgpu_remote_carried_##name(dst, value, n);                                              \
@@ -69,7 +69,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
 #define MEMSET_ASYNC(name, type, size, ptsz)                                                                           \
     CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, type value, size_t n, CUstream stream)                        \
     {                                                                                                                  \
-        int g = guest_rows(dst, 0, n, 1, size);                                                                          \
+        int g = guest_rows(dst, 0, n, 1, size);                                                                        \
         CUstream s = ptsz ? vgpu_remote_per_thread(stream) : stream;                                                   \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
                : g   ? fill(dst, 0, value, size, n, 1, &s)                                                             \
@@ -78,7 +78,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
 #define MEMSET_2D(name, type, size)                                                                                    \
     CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h)                 \
     {                                                                                                                  \
-        int g = guest_rows(dst, pitch, w, h, size);                                                                      \
+        int g = guest_rows(dst, pitch, w, h, size);                                                                    \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
                : g   ? fill(dst, pitch, value, size, w, h, NULL)                                                       \
                      : (CUresult)vgpu_remote_carried_##name(dst, pitch, value, w, h);                                    \
@@ -87,7 +87,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
     CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h,                 \
                                         CUstream stream)                                                               \
     {                                                                                                                  \
-        int g = guest_rows(dst, pitch, w, h, size);                                                                      \
+        int g = guest_rows(dst, pitch, w, h, size);                                                                    \
         CUstream s = ptsz ? vgpu_remote_per_thread(stream) : stream;                                                   \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
                : g   ? fill(dst, pitch, value, size, w, h, &s)                                                         \

@@ -79,7 +79,9 @@ static CUresult host_value(CUpointer_attribute a, CUdeviceptr ptr, void *base, s
     case CU_POINTER_ATTRIBUTE_MAPPING_SIZE: *v = size; return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPING_BASE_ADDR:
     case CU_POINTER_ATTRIBUTE_MEMORY_BLOCK_ID: *v = (uint64_t)(uintptr_t)base; return CUDA_SUCCESS;
-    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS: *v = 0; /* none: the GPU reaches guest memory only by copies */ return CUDA_SUCCESS;
+    case CU_POINTER_ATTRIBUTE_ACCESS_FLAGS:
+        *v = 0; /* none: the GPU reaches guest memory only by copies */
+        return CUDA_SUCCESS;
     case CU_POINTER_ATTRIBUTE_MAPPED: *v = 1; return CUDA_SUCCESS;
     default: /* sync memops, managed, IPC, RDMA: no; no pool */ *v = 0; return CUDA_SUCCESS;
     }
