@@ -219,6 +219,24 @@ counters-rebuilt-with-a-live-process)
     run expect-used 0 0
     ;;
 
+half-reaped-slot-finished)
+    # A process of the vGPU killed halfway through returning a dead
+    # process's slot leaves it reaping, in its own name: the next reap
+    # finishes it, and the counters are rebuilt to what the live process
+    # holds (they could not be while a slot said reaping).
+    export VGPU_LOG=info VGPU_MEMORY_LIMIT=4G FAKEGPU_STATE="$tmp/fake.state"
+    "$client" hold 1G "$tmp/a.ready" "$tmp/a.go" & a=$!
+    pids="$a"
+    wait_file "$tmp/a.ready"
+    run poke-half-reaped $((300 * MiB)) $((200 * MiB))
+    run expect-rebuilt $((GiB + 256 * MiB)) 1
+    grep -q 'left half returned by a process that died returning it' "$VGPU_LOG_FILE" ||
+        fail "finishing the slot was not logged"
+    touch "$tmp/a.go"
+    join "$a" "the holding process"
+    run expect-used 0 0
+    ;;
+
 threads)
     # 32 threads of one process churn against a 1G quota.
     export VGPU_MEMORY_LIMIT=1G

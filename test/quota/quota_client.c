@@ -1015,6 +1015,50 @@ static void scenario_poke_counters(int argc, char **argv)
     munmap(b, sizeof(*b));
 }
 
+/*
+ * poke-half-reaped HELD LOST: leaves a free slot of BAR0 as a process of the
+ * vGPU that died halfway through returning a dead process's memory leaves
+ * it: reaping, in the name of a pid that is gone, still holding HELD, and
+ * the counters still counting HELD + LOST and the process (LOST: what the
+ * dead reaper took out of the slot but not off the counters).
+ */
+static void scenario_poke_half_reaped(int argc, char **argv)
+{
+    if (argc < 4) {
+        fprintf(stderr, "usage: poke-half-reaped HELD LOST\n");
+        exit(2);
+    }
+    pid_t dead = fork();
+    if (dead == 0)
+        _exit(0);
+    waitpid(dead, NULL, 0);
+    const char *path = getenv("VGPU_BAR0");
+    int fd = open(path, O_RDWR | O_CLOEXEC);
+    struct vgpu_bar0 *b = fd >= 0 ? mmap(NULL, sizeof(*b), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0) : MAP_FAILED;
+    if (fd >= 0)
+        close(fd);
+    struct stat ns;
+    if (b == MAP_FAILED || stat("/proc/self/ns/pid", &ns) != 0) {
+        CHECK(0, "cannot map %s read-write", path);
+        return;
+    }
+    int slot = 0;
+    while (slot < VGPU_BAR0_MAX_PROCS && atomic_load(&b->procs[slot].owner) != 0)
+        slot++;
+    CHECK(slot < VGPU_BAR0_MAX_PROCS, "no free slot in %s", path);
+    if (slot < VGPU_BAR0_MAX_PROCS) {
+        uint64_t held = strtoull(argv[2], NULL, 10), lost = strtoull(argv[3], NULL, 10);
+        struct vgpu_bar0_proc *p = &b->procs[slot];
+        p->pid_ns = ns.st_ino;
+        atomic_store(&p->held[0], held);
+        atomic_fetch_add(&b->status.device[0].memory_used, held + lost);
+        atomic_store(&p->owner, VGPU_BAR0_OWNER(dead, VGPU_PROC_REAPING));
+        printf("slot %d: reaping in the name of pid %d (gone), holding %llu, %llu more counted\n", slot, (int)dead,
+               (unsigned long long)held, (unsigned long long)lost);
+    }
+    munmap(b, sizeof(*b));
+}
+
 /* expect-rebuilt BYTES PROCESSES: once a process joins, the counters are
  * what the live processes hold, whatever they said before. */
 static void scenario_expect_rebuilt(int argc, char **argv)
@@ -1564,6 +1608,7 @@ int main(int argc, char **argv)
         { "procs-many", scenario_procs_many, NULL },
         { "poke-counters", NULL, scenario_poke_counters },
         { "expect-rebuilt", NULL, scenario_expect_rebuilt },
+        { "poke-half-reaped", NULL, scenario_poke_half_reaped },
         { "fork-bar0-unlinked", scenario_fork_bar0_unlinked, NULL },
         { "fork-rejoin-fails", scenario_fork_rejoin_fails, NULL },
         { "churn", NULL, scenario_churn },

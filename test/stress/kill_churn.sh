@@ -38,4 +38,6 @@ if [ "$scenario" = mediated ]; then
 fi
 # Counters a process killed between its two updates left apart, mended by a rebuild.
 echo "$(grep -c 'usage counter corrected' "$log") counter(s) mended by a rebuild"
+# Slots a process killed while returning them left half returned, finished by the next reap.
+echo "$(grep -c 'left half returned' "$log") slot(s) finished for a process killed returning them"
 echo "ok - $scenario"

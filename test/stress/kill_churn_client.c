@@ -246,7 +246,7 @@ static void *churn(void *arg)
     if (forker)
         tend_children(true);
     /* The final holding: others may still be freeing theirs, so retry. */
-    double end = now_s() + 60;
+    double end = now_s() + 30;
     while ((r = F(cuMemAlloc_v2)(&c->final, c->held)) == CUDA_ERROR_OUT_OF_MEMORY && now_s() < end)
         usleep(2000);
     if (r != CUDA_SUCCESS)
@@ -285,7 +285,7 @@ static __attribute__((noreturn)) void worker_main(int w, unsigned seed, uint64_t
     if (r == CUDA_SUCCESS)
         r = F(cuDeviceGet)(&dev, 0);
     /* While the others hold the whole quota, there is no room for a context. */
-    double end = now_s() + 60;
+    double end = now_s() + 30;
     while (r == CUDA_SUCCESS && (r = F(cuDevicePrimaryCtxRetain)(&worker_ctx, dev)) == CUDA_ERROR_OUT_OF_MEMORY &&
            now_s() < end) {
         atomic_fetch_add(&sh->context_refusals, 1);
@@ -545,15 +545,16 @@ int main(int argc, char **argv)
     atomic_store(&sh->quiesce, 1);
     double t0 = now_s();
     for (int w = 0; w < WORKERS; w++)
-        while (atomic_load(&sh->report[w].pid) != workers[w] && now_s() - t0 < 120) {
+        while (atomic_load(&sh->report[w].pid) != workers[w] && now_s() - t0 < 75) {
             reap_orphans(workers, false);
             usleep(10000);
         }
     for (int w = 0; w < WORKERS; w++)
         if (atomic_load(&sh->report[w].pid) != workers[w])
-            failure("worker %d (pid %d) did not settle within 120 s", w, (int)workers[w]);
+            failure("worker %d (pid %d) did not settle within 75 s", w, (int)workers[w]);
     reap_orphans(workers, true);
-    int rc = atomic_load(&sh->failures) ? 1 : run_check(vgpu, true);
+    /* After a failure too: what the window holds says where memory went. */
+    int rc = run_check(vgpu, true);
     atomic_store(&sh->release, 1);
     for (int w = 0; w < WORKERS; w++) {
         int st = 0;

@@ -125,26 +125,67 @@ int vgpu_bar0_claim_slot(struct vgpu_bar0 *b, int pid, uint64_t start_time)
     return slot;
 }
 
-bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned)
+/* Returns what a slot being reaped (by this process: owner says so) still
+ * holds to the counters, and frees it.  processes is decremented by the
+ * first reaper only; one that finishes a dead reaper's work leaves it to
+ * vgpu_bar0_rebuild (the dead one may or may not have decremented it). */
+static uint64_t finish_release(struct vgpu_bar0 *b, int slot, bool decrement)
 {
     struct vgpu_bar0_proc *p = &b->procs[slot];
     uint64_t sum = 0;
-    if (VGPU_BAR0_OWNER_STATE(owner) != VGPU_PROC_LIVE ||
-        !atomic_compare_exchange_strong(&p->owner, &owner, VGPU_BAR0_OWNER(VGPU_BAR0_OWNER_PID(owner), VGPU_PROC_REAPING)))
-        return false; /* another process frees it, or it changed hands */
     for (int d = 0; d < VGPU_MAX_DEVICES; d++) {
         uint64_t held = atomic_exchange(&p->held[d], 0);
         if (held)
             sub_saturating(&b->status.device[d].memory_used, held);
         sum += held;
     }
-    atomic_fetch_sub(&b->status.processes, 1);
+    if (decrement)
+        atomic_fetch_sub(&b->status.processes, 1);
     atomic_store(&p->busy, 0); /* what a process killed between two updates left */
     atomic_fetch_add(&b->status.changes, 1);
     atomic_store(&p->owner, 0);
+    return sum;
+}
+
+bool vgpu_bar0_release_slot(struct vgpu_bar0 *b, int slot, uint64_t owner, uint64_t *returned)
+{
+    /* The reaping word names the reaper, so that the slot of one killed
+     * halfway is finished by the next (vgpu_bar0_reap). */
+    if (VGPU_BAR0_OWNER_STATE(owner) != VGPU_PROC_LIVE ||
+        !atomic_compare_exchange_strong(&b->procs[slot].owner, &owner, VGPU_BAR0_OWNER(getpid(), VGPU_PROC_REAPING)))
+        return false; /* another process frees it, or it changed hands */
+    uint64_t sum = finish_release(b, slot, true);
     if (returned)
         *returned = sum;
     return true;
+}
+
+/* No such process, or a zombie; a pid that /proc will not say more of is
+ * taken to be at work.  (Its start time is not known: a pid reused since
+ * only delays the finishing.) */
+static bool process_gone(int pid)
+{
+    if (kill(pid, 0) != 0)
+        return errno == ESRCH;
+    bool zombie = false;
+    return vgpu_proc_start_time_at("/proc", pid, &zombie) != 0 && zombie;
+}
+
+/* A slot whose reaper died halfway (killed, as any process of the vGPU may
+ * be) would stay reaping for good, and keep vgpu_bar0_rebuild from ever
+ * mending the counters: taken over and finished.  What the dead reaper had
+ * taken out of the slot but not yet off the counters, the rebuild that
+ * follows mends. */
+static void finish_dead_reapers_work(struct vgpu_bar0 *b, int slot, uint64_t o)
+{
+    int reaper = VGPU_BAR0_OWNER_PID(o);
+    if (reaper == getpid() || !process_gone(reaper))
+        return; /* at work, or cannot tell */
+    if (!atomic_compare_exchange_strong(&b->procs[slot].owner, &o, VGPU_BAR0_OWNER(getpid(), VGPU_PROC_REAPING)))
+        return;
+    finish_release(b, slot, false);
+    vgpu_info("vGPU %s: slot %d was left half returned by a process that died returning it (pid %d); finished",
+              b->header.name[0] ? b->header.name : "(standalone)", slot, reaper);
 }
 
 void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
@@ -159,16 +200,20 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
         atomic_store(&b->status.last_reap_ns, now);
     /* A slot of another PID namespace names a pid this one cannot look up:
      * it is left to its own namespace's processes (or to the vGPU's going
-     * idle), never taken for dead. */
+     * idle), never taken for dead.  (A reaper works in its dead process's
+     * namespace, so the slot's namespace is the reaper's too.) */
     uint64_t ns = vgpu_bar0_pid_ns();
     for (int i = 0; i < VGPU_BAR0_MAX_PROCS; i++) {
         uint64_t o = atomic_load(&b->procs[i].owner);
-        if (VGPU_BAR0_OWNER_STATE(o) != VGPU_PROC_LIVE)
+        int state = VGPU_BAR0_OWNER_STATE(o);
+        if (state != VGPU_PROC_LIVE && state != VGPU_PROC_REAPING)
             continue;
         uint64_t theirs = b->procs[i].pid_ns;
         if (theirs && ns && theirs != ns)
             continue;
-        if (!vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
+        if (state == VGPU_PROC_REAPING)
+            finish_dead_reapers_work(b, i, o);
+        else if (!vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
             vgpu_bar0_release_slot(b, i, o, NULL);
     }
     vgpu_bar0_rebuild(b);

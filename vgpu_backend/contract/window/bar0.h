@@ -132,7 +132,7 @@ enum vgpu_bar0_proc_state {
 
 /*
  * A process slot.  owner = pid << 8 | state, so claiming and reaping are one
- * CAS.  busy counts the process's threads that are between their update of
+ * CAS; the pid of a reaping slot is its reaper's, not its dead owner's.  busy counts the process's threads that are between their update of
  * a device's memory_used and of the slot's held word (and, while a slot is
  * claimed, the claimer): a process killed there leaves the two apart, and
  * vgpu_bar0_rebuild() mends them at a moment when no slot is busy.
