@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "forwarder/dispatch.h"
+#include "forwarder/remote/ring.h"
 #include "forwarder/remote/wire.h"
 #include "vgpu_backend/contract/protocol/mediator_client.h"
 #include "vgpu_backend/contract/protocol/protocol.h"
@@ -17,20 +18,31 @@
 #include <sys/un.h>
 #include <unistd.h>
 
-/* The connection, owned by this file: one call at a time under lock.  fd
- * -1: not made yet; -2: it failed or broke, every call fails. */
+/* The connection, owned by this file: one call at a time under lock.
+ * conn.fd -1: not made yet; -2: it failed or broke, every call fails.
+ * conn.ring is &ring once the executor gave one. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static int fd = -1;
+static struct vgpu_wire conn = { .fd = -1 };
+static struct vgpu_ring ring;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* Closes the connection (and unmaps its ring); fd_after is what conn.fd becomes. */
+static void disconnect(int fd_after)
+{
+    if (conn.ring)
+        vgpu_ring_detach(conn.ring);
+    conn.ring = NULL;
+    if (conn.fd >= 0)
+        close(conn.fd);
+    conn.fd = fd_after;
+}
 
 /* A child of fork does not share its parent's executor: it makes its own
  * connection at its first call (the parent's stays the parent's). */
 static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
-    if (fd >= 0)
-        close(fd);
-    fd = -1;
+    disconnect(-1);
 }
 
 static void register_atfork(void)
@@ -107,9 +119,53 @@ static int connect_executor(const char *path)
     return s;
 }
 
-/* Under lock: connects (through the mediator, or to the executor's socket)
- * and says hello; the fd, or -2. */
-static int connect_locked(void)
+/* Under lock, on a connection that said hello: asks the executor for the
+ * shared-memory ring (unless VGPU_REMOTE_TRANSPORT=socket) and maps it.
+ * Without one, the socket carries the calls, as it did the hello. */
+static void ask_ring(const char *path)
+{
+    uint64_t want, spin;
+    char why[256];
+    if (vgpu_ring_settings(&want, &spin, why, sizeof(why)) != 0)
+        vgpu_warn("remote GPU: %s", why);
+    if (!want)
+        return;
+    struct iovec q = { &want, sizeof(want) };
+    struct vgpu_remote_hdr h;
+    uint64_t length = 0;
+    int memfd = -1;
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_RING, 0, 0, &q, 1) != 0 ||
+        vgpu_wire_read_hdr_fd(conn.fd, &h, &memfd) != 0 || h.type != VGPU_REMOTE_REPLY ||
+        h.len != (h.call == 0 ? sizeof(length) : 0) || (h.len && vgpu_wire_read(&conn, &length, sizeof(length)) != 0)) {
+        vgpu_error("remote GPU: the executor at %s broke off when asked for a shared-memory ring: every %s call fails",
+                   path, what_library());
+        if (memfd >= 0)
+            close(memfd);
+        disconnect(-2);
+        return;
+    }
+    if (h.call != 0 || memfd < 0) {
+        vgpu_warn("remote GPU: the executor at %s gave no shared-memory ring (code %u): calls go through its socket, "
+                  "slower (its log says why)",
+                  path, (unsigned)h.call);
+    } else if (vgpu_ring_attach(&ring, memfd, length, conn.fd) != 0) {
+        vgpu_error("remote GPU: the shared-memory ring the executor at %s gave cannot be used (%s): every %s call "
+                   "fails",
+                   path, strerror(errno), what_library());
+        disconnect(-2);
+    } else {
+        ring.spin_ns = spin;
+        conn.ring = &ring;
+        vgpu_info("remote GPU: calls go through a shared-memory ring of 2 x %llu MiB",
+                  (unsigned long long)(ring.tx.size >> 20));
+    }
+    if (memfd >= 0)
+        close(memfd); /* mapped, or not to be */
+}
+
+/* Under lock: connects (through the mediator, or to the executor's socket),
+ * says hello and asks for the ring; conn.fd is the socket, or -2. */
+static void connect_locked(void)
 {
     const char *path = vgpu_remote_where();
     bool mediator = strcmp(path, "mediator") == 0;
@@ -118,8 +174,9 @@ static int connect_locked(void)
         path = m && *m && strcmp(m, "none") != 0 ? m : VGPU_MEDIATOR_DEFAULT_SOCKET;
     }
     int s = mediator ? ask_mediator(path) : connect_executor(path);
+    conn.fd = s < 0 ? -2 : s;
     if (s < 0)
-        return -2;
+        return;
     /* The ABI's hash, the pid, the library, and the command's name (for
      * the host's listings: the executor takes it as its own, labelled). */
     uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
@@ -127,23 +184,23 @@ static int connect_locked(void)
     prctl(PR_GET_NAME, comm);
     struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
     struct vgpu_remote_hdr h;
-    if (vgpu_wire_send(s, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(s, &h) != 0 ||
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || h.len != 0) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
                    what_library());
-        close(s);
-        return -2;
+        disconnect(-2);
+        return;
     }
     if (h.call != 0) {
         vgpu_error("remote GPU: the executor at %s refused this guest's %s (code %u; this guest's ABI is "
                    "%016llx): its log says why (another vgpu build, no %s on the host)",
                    path, what_library(), (unsigned)h.call, (unsigned long long)vgpu_remote_library.hash,
                    what_library());
-        close(s);
-        return -2;
+        disconnect(-2);
+        return;
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
-    return s;
+    ask_ring(path);
 }
 
 /* Under lock: the connection broke mid-call; every later call fails. */
@@ -151,8 +208,7 @@ static int broken(const char *what)
 {
     vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later %s call fails",
                vgpu_remote_where(), what, errno ? strerror(errno) : "end of file", what_library());
-    close(fd);
-    fd = -2;
+    disconnect(-2);
     return vgpu_remote_library.unavailable;
 }
 
@@ -161,17 +217,17 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
-    if (fd == -1)
-        fd = connect_locked();
+    if (conn.fd == -1)
+        connect_locked();
     int r = vgpu_remote_library.unavailable;
     struct vgpu_remote_hdr h;
-    if (fd < 0)
+    if (conn.fd < 0)
         goto out;
-    if (vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, 0, req, nreq) != 0) {
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, 0, req, nreq) != 0) {
         r = broken("sending");
         goto out;
     }
-    if (vgpu_wire_read_hdr(fd, &h) != 0 || h.type != VGPU_REMOTE_REPLY) {
+    if (vgpu_wire_read_hdr(&conn, &h) != 0 || h.type != VGPU_REMOTE_REPLY) {
         r = broken("reading the reply");
         goto out;
     }
@@ -180,7 +236,7 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
         *got = left;
     for (int i = 0; i < nreply && left; i++) {
         size_t n = reply[i].iov_len < left ? reply[i].iov_len : left;
-        if (vgpu_wire_read(fd, reply[i].iov_base, n) != 0) {
+        if (vgpu_wire_read(&conn, reply[i].iov_base, n) != 0) {
             r = broken("reading the reply");
             goto out;
         }
@@ -201,11 +257,11 @@ int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&lock);
-    if (fd == -1)
-        fd = connect_locked();
+    if (conn.fd == -1)
+        connect_locked();
     int r = vgpu_remote_library.unavailable;
-    if (fd >= 0)
-        r = vgpu_wire_send(fd, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? 0 : broken("sending");
+    if (conn.fd >= 0)
+        r = vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? 0 : broken("sending");
     pthread_mutex_unlock(&lock);
     return r;
 }

@@ -5,7 +5,9 @@
  * dispatch table then holds its remote driver's functions
  * (vgpu_remote_cuda_table, vgpu_remote_nvml_table, generated) instead of a
  * real driver's.  One connection per library and process, made at its first
- * call, one call at a time on it; a child of fork makes its own.  The codes
+ * call, one call at a time on it; a child of fork makes its own.  Its
+ * messages cross the shared-memory ring the executor gives (ring.h), or
+ * the socket with VGPU_REMOTE_TRANSPORT=socket.  The codes
  * these functions return are the library's (CUresult, nvmlReturn_t).
  */
 #pragma once

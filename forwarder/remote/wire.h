@@ -27,6 +27,9 @@ enum vgpu_remote_type {
     VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid */
     VGPU_REMOTE_CALL = 2,  /* call: the slot; payload: the call's arguments */
     VGPU_REMOTE_REPLY = 3, /* call: the CUresult; payload: what the call returns */
+    VGPU_REMOTE_RING = 4,  /* after HELLO's reply; payload: u64 each stream's bytes (ring.h).  The
+                            * reply's call 0 comes with the ring's memfd and u64 its length;
+                            * another code with neither: the socket carries on */
 };
 
 /* A CALL's flags. */
@@ -41,10 +44,26 @@ struct vgpu_remote_hdr {
     uint64_t len;
 };
 
-/* Sends a header of type, call and flags with the iovecs as payload.  0,
- * or -1 with errno (the peer is gone: EPIPE, ECONNRESET). */
-int vgpu_wire_send(int fd, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov, int n);
+struct vgpu_ring;
+
+/* A connection: the socket, and the shared-memory ring once the two sides
+ * agreed on one (ring.h), which then carries every message. */
+struct vgpu_wire {
+    int fd;
+    struct vgpu_ring *ring;
+};
+
+/* Sends a header of type, call and flags with the iovecs as payload (at
+ * most 8).  0, or -1 with errno (the peer is gone: EPIPE, ECONNRESET). */
+int vgpu_wire_send(struct vgpu_wire *w, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov,
+                   int n);
 /* Reads exactly len bytes.  0, or -1 (errno; 0 at end of file). */
-int vgpu_wire_read(int fd, void *p, size_t len);
+int vgpu_wire_read(struct vgpu_wire *w, void *p, size_t len);
 /* Reads a header and checks magic, version and length.  0, or -1. */
-int vgpu_wire_read_hdr(int fd, struct vgpu_remote_hdr *h);
+int vgpu_wire_read_hdr(struct vgpu_wire *w, struct vgpu_remote_hdr *h);
+
+/* On the socket alone: a message with a file descriptor passed along
+ * (SCM_RIGHTS), and a header read with the one that came with it (-1 if
+ * none; any more are closed). */
+int vgpu_wire_send_fd(int fd, uint16_t type, uint32_t call, const struct iovec *iov, int n, int passed);
+int vgpu_wire_read_hdr_fd(int fd, struct vgpu_remote_hdr *h, int *passed);

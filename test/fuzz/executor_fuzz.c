@@ -63,7 +63,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     void *fn[2048];
     for (unsigned i = 0; i < lib->count && i < 2048; i++)
         fn[i] = (void *)succeed;
-    struct vgpu_exec x = { .fd = sink, .lib = lib, .fn = fn };
+    struct vgpu_exec x = { .wire = { .fd = sink }, .lib = lib, .fn = fn };
     /* Handles the guest was given: some inputs name them. */
     for (uint64_t h = 0x1000; h < 0x1010; h++)
         vgpu_exec_handle_add(&x, h);

@@ -216,6 +216,17 @@ paths-match-a-local-run)
     grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
     ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
     grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
+    grep -q "calls go through a shared-memory ring" "$tmp/remote.err" || fail "the guest's calls did not take the ring"
+    ;;
+
+paths-match-a-local-run-over-the-socket)
+    # The same over the socket, the ring turned off (VGPU_REMOTE_TRANSPORT=socket).
+    env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor
+    VGPU_REMOTE_TRANSPORT=socket guest paths >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    ! grep -q "shared-memory ring" "$tmp/remote.err" || fail "the guest took the ring"
     ;;
 
 guest-in-a-mount-namespace-with-no-driver)

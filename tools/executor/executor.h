@@ -14,6 +14,8 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
+#include "forwarder/remote/wire.h"
+
 /* What a handler returns when the message breaks the protocol: the
  * connection is to close. */
 #define VGPU_EXEC_CLOSE (-2)
@@ -55,7 +57,7 @@ extern const struct vgpu_exec_library vgpu_exec_cuda, vgpu_exec_nvml;
 
 /* One guest's state, owned by its executor process. */
 struct vgpu_exec {
-    int fd;                              /* the guest's connection */
+    struct vgpu_wire wire;               /* the guest's connection (its socket, then its ring) */
     const struct vgpu_exec_library *lib; /* the library it drives */
     void *driver;                        /* dlopen(lib->driver) */
     void **fn;                           /* the driver's function of each slot, looked up at first use */
@@ -148,5 +150,6 @@ int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n);
 struct vgpu_remote_hdr;
 int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload);
 
-/* Serves the guest on fd until it goes; the process's exit status. */
+/* Serves the guest on fd (and on the ring it asks for) until it goes; the
+ * process's exit status. */
 int vgpu_exec_serve(int fd);

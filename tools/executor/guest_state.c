@@ -165,7 +165,7 @@ int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
         x->deferred = 0;
         n = 0; /* an error carries nothing back */
     }
-    return vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);
+    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);
 }
 
 int vgpu_exec_malformed(const char *call, size_t len)

@@ -3,6 +3,7 @@
 #include "tools/executor/executor.h"
 
 #include "common/log.h"
+#include "forwarder/remote/ring.h"
 #include "forwarder/remote/wire.h"
 
 #include <dlfcn.h>
@@ -33,8 +34,8 @@ static int hello(struct vgpu_exec *x)
     struct vgpu_remote_hdr h;
     uint64_t words[3];
     char comm[16];
-    if (vgpu_wire_read_hdr(x->fd, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) + sizeof(comm) ||
-        vgpu_wire_read(x->fd, words, sizeof(words)) != 0 || vgpu_wire_read(x->fd, comm, sizeof(comm)) != 0) {
+    if (vgpu_wire_read_hdr(&x->wire, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) + sizeof(comm) ||
+        vgpu_wire_read(&x->wire, words, sizeof(words)) != 0 || vgpu_wire_read(&x->wire, comm, sizeof(comm)) != 0) {
         vgpu_error("executor: the guest did not say hello: closing");
         return -1;
     }
@@ -45,7 +46,7 @@ static int hello(struct vgpu_exec *x)
         vgpu_error("executor: guest %llu speaks another version of the remote ABI (library %llu, %016llx): "
                    "refused; guest and executor must come from one vgpu build",
                    (unsigned long long)words[1], (unsigned long long)words[2], (unsigned long long)words[0]);
-        vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, lib ? (uint32_t)lib->not_supported : 1u, 0, NULL, 0);
+        vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, lib ? (uint32_t)lib->not_supported : 1u, 0, NULL, 0);
         return -1;
     }
     x->lib = lib;
@@ -54,7 +55,7 @@ static int hello(struct vgpu_exec *x)
     if (!x->driver) {
         vgpu_error("executor: cannot load %s for guest %llu: %s", lib->driver, (unsigned long long)words[1],
                    x->fn ? dlerror() : "out of memory");
-        vgpu_wire_send(x->fd, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
+        vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
         return -1;
     }
     comm[sizeof(comm) - 1] = 0;
@@ -103,9 +104,42 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
     return sent;
 }
 
+/* The guest's RING (wire.h): the shared-memory ring made, its memfd sent
+ * over the socket, and every message after on the ring.  0; -1 when the
+ * guest is gone; VGPU_EXEC_CLOSE when it asks twice or wrongly. */
+static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct vgpu_remote_hdr *h, const void *payload)
+{
+    if (x->wire.ring || h->len != sizeof(uint64_t)) {
+        vgpu_error("executor: a malformed request for a shared-memory ring (%llu bytes%s): closing",
+                   (unsigned long long)h->len, x->wire.ring ? ", on the ring already" : "");
+        return VGPU_EXEC_CLOSE;
+    }
+    uint64_t want = vgpu_exec_word(payload, 0), spin, ignored;
+    char why[256];
+    if (vgpu_ring_settings(&ignored, &spin, why, sizeof(why)) != 0)
+        vgpu_warn("executor: %s", why);
+    int memfd = -1;
+    if (vgpu_ring_create(ring, want, x->wire.fd, &memfd) != 0) {
+        vgpu_warn("executor: no shared-memory ring of 2 x %llu bytes for the guest (%s): its calls go through the "
+                  "socket",
+                  (unsigned long long)want, strerror(errno));
+        return vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, (uint32_t)x->lib->not_supported, NULL, 0, -1);
+    }
+    ring->spin_ns = spin;
+    uint64_t length = ring->length;
+    struct iovec v = { &length, sizeof(length) };
+    int sent = vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, 0, &v, 1, memfd);
+    close(memfd);
+    x->wire.ring = ring;
+    vgpu_debug("executor: the guest's calls come through a shared-memory ring of 2 x %llu MiB",
+               (unsigned long long)(want >> 20));
+    return sent;
+}
+
 int vgpu_exec_serve(int fd)
 {
-    struct vgpu_exec x = { .fd = fd };
+    struct vgpu_exec x = { .wire = { .fd = fd } };
+    struct vgpu_ring ring = { 0 };
     /* A connection handed over by the mediator comes non-blocking (its loop's). */
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK))
@@ -116,7 +150,7 @@ int vgpu_exec_serve(int fd)
     size_t cap = 0;
     for (;;) {
         struct vgpu_remote_hdr h;
-        if (vgpu_wire_read_hdr(fd, &h) != 0) {
+        if (vgpu_wire_read_hdr(&x.wire, &h) != 0) {
             if (errno == 0)
                 return 0; /* the guest went: its process ends, and the driver frees what it held */
             vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
@@ -131,9 +165,9 @@ int vgpu_exec_serve(int fd)
             buf = grown;
             cap = h.len;
         }
-        if (h.len && vgpu_wire_read(fd, buf, h.len) != 0)
+        if (h.len && vgpu_wire_read(&x.wire, buf, h.len) != 0)
             return 1;
-        int sent = vgpu_exec_one(&x, &h, buf);
+        int sent = h.type == VGPU_REMOTE_RING ? give_ring(&x, &ring, &h, buf) : vgpu_exec_one(&x, &h, buf);
         if (sent == VGPU_EXEC_CLOSE)
             return 1;
         if (sent != 0)

@@ -1,0 +1,308 @@
+/* The shared-memory ring between a guest and its executor (ring.h). */
+#define _GNU_SOURCE
+#include "forwarder/remote/ring.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <linux/futex.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#define PAGE 4096u
+/* A sleeper looks at the socket this often, to tell that the other side is gone. */
+#define SLEEP_NS 20000000L
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
+static inline void cpu_relax(void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+    __builtin_ia32_pause();
+#elif defined(__aarch64__)
+    __asm__ __volatile__("yield");
+#endif
+}
+
+static void futex_wait(uint32_t *word, uint32_t seen)
+{
+    struct timespec t = { 0, SLEEP_NS };
+    syscall(SYS_futex, word, FUTEX_WAIT, seen, &t, NULL, 0);
+}
+
+static void futex_wake(uint32_t *word)
+{
+    syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
+}
+
+/* Whether the other side is gone: its socket hung up, or holds something
+ * to read (nothing is sent there once the ring is in use; what would be is
+ * its end of file). */
+static bool peer_gone(int fd)
+{
+    struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+}
+
+/* Waits until *word, the other side's position, is no longer seen: spins
+ * for r->spin_ns, then sleeps on seq, saying so in *sleeps.  0, or -1 when
+ * the other side is gone. */
+static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
+{
+    uint64_t start = 0;
+    for (unsigned i = 1;; i++) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+            return 0;
+        if (!(i & 63)) {
+            uint64_t t = now_ns();
+            if (!start)
+                start = t;
+            else if (t - start >= r->spin_ns)
+                break;
+        }
+        cpu_relax();
+    }
+    for (;;) {
+        uint32_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
+        __atomic_store_n(sleeps, 1, __ATOMIC_SEQ_CST);
+        if (__atomic_load_n(word, __ATOMIC_SEQ_CST) == seen)
+            futex_wait(seq, s);
+        __atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+            return 0;
+        if (peer_gone(r->peer_fd))
+            return -1;
+    }
+}
+
+/* Stores a position for the other side to see, and wakes it if it sleeps
+ * on seq. */
+static void publish(uint64_t *word, uint64_t pos, uint32_t *seq, uint32_t *sleeps)
+{
+    __atomic_store_n(word, pos, __ATOMIC_RELEASE);
+    __atomic_thread_fence(__ATOMIC_SEQ_CST);
+    if (__atomic_load_n(sleeps, __ATOMIC_RELAXED)) {
+        __atomic_fetch_add(seq, 1, __ATOMIC_RELEASE);
+        futex_wake(seq);
+    }
+}
+
+static void publish_head(struct vgpu_ring_end *e)
+{
+    if (e->published != e->pos) {
+        e->published = e->pos;
+        publish(&e->s->head, e->pos, &e->s->data_seq, &e->s->consumer_sleeps);
+    }
+}
+
+static void publish_tail(struct vgpu_ring_end *e)
+{
+    if (e->published != e->pos) {
+        e->published = e->pos;
+        publish(&e->s->tail, e->pos, &e->s->space_seq, &e->s->producer_sleeps);
+    }
+}
+
+int vgpu_ring_write(struct vgpu_ring *r, const struct iovec *iov, int n)
+{
+    struct vgpu_ring_end *e = &r->tx;
+    for (int i = 0; i < n; i++) {
+        const unsigned char *p = iov[i].iov_base;
+        size_t left = iov[i].iov_len;
+        while (left) {
+            uint64_t tail = __atomic_load_n(&e->s->tail, __ATOMIC_ACQUIRE);
+            if (e->pos - tail > e->size) { /* the other side's position is past what was written */
+                errno = EPROTO;
+                return -1;
+            }
+            uint64_t room = e->size - (e->pos - tail);
+            if (!room) {
+                publish_head(e);
+                if (wait_for(r, &e->s->tail, tail, &e->s->space_seq, &e->s->producer_sleeps) != 0) {
+                    errno = ECONNRESET;
+                    return -1;
+                }
+                continue;
+            }
+            uint64_t at = e->pos & (e->size - 1), c = left < room ? left : room;
+            uint64_t first = c < e->size - at ? c : e->size - at;
+            memcpy(e->data + at, p, first);
+            memcpy(e->data, p + first, c - first);
+            e->pos += c;
+            p += c;
+            left -= c;
+        }
+    }
+    publish_head(e);
+    return 0;
+}
+
+int vgpu_ring_read(struct vgpu_ring *r, void *dst, size_t len)
+{
+    struct vgpu_ring_end *e = &r->rx;
+    unsigned char *p = dst;
+    size_t done = 0;
+    while (done < len) {
+        uint64_t head = __atomic_load_n(&e->s->head, __ATOMIC_ACQUIRE);
+        if (head - e->pos > e->size) { /* more written than the stream holds, or a head gone back */
+            errno = EPROTO;
+            return -1;
+        }
+        uint64_t avail = head - e->pos;
+        if (!avail) {
+            publish_tail(e); /* room for the rest of a long message */
+            if (wait_for(r, &e->s->head, head, &e->s->data_seq, &e->s->consumer_sleeps) != 0) {
+                errno = done ? ECONNRESET : 0;
+                return -1;
+            }
+            continue;
+        }
+        uint64_t at = e->pos & (e->size - 1), c = len - done < avail ? len - done : avail;
+        uint64_t first = c < e->size - at ? c : e->size - at;
+        memcpy(p + done, e->data + at, first);
+        memcpy(p + done + first, e->data, c - first);
+        e->pos += c;
+        done += c;
+    }
+    publish_tail(e);
+    return 0;
+}
+
+/* The ends of side (the stream it writes, the one it reads). */
+static void set_ends(struct vgpu_ring *r, int writes, int peer_fd)
+{
+    struct vgpu_ring_shared *h = r->shared;
+    struct vgpu_ring_end *ends[2] = { &r->tx, &r->rx };
+    int which[2] = { writes, !writes };
+    for (int i = 0; i < 2; i++)
+        *ends[i] = (struct vgpu_ring_end){ .s = &h->stream[which[i]],
+                                           .data = (unsigned char *)h + h->offset[which[i]],
+                                           .size = h->size[which[i]] };
+    r->peer_fd = peer_fd;
+    r->spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+}
+
+int vgpu_ring_create(struct vgpu_ring *r, uint64_t stream_bytes, int peer_fd, int *memfd)
+{
+    if (stream_bytes < PAGE || (stream_bytes & (stream_bytes - 1)) ||
+        stream_bytes > (uint64_t)VGPU_RING_MAX_MIB << 20) {
+        errno = EINVAL;
+        return -1;
+    }
+    size_t length = PAGE + 2 * stream_bytes;
+    int fd = memfd_create("vgpu-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0)
+        return -1;
+    void *m = MAP_FAILED;
+    /* Sealed before the guest has it: it can neither shrink the memory
+     * under the executor (which would fault there) nor grow it. */
+    if (ftruncate(fd, (off_t)length) != 0 ||
+        (m = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
+        int e = errno;
+        if (m != MAP_FAILED)
+            munmap(m, length);
+        close(fd);
+        errno = e;
+        return -1;
+    }
+    struct vgpu_ring_shared *h = m;
+    h->version = VGPU_RING_VERSION;
+    for (int i = 0; i < 2; i++) {
+        h->offset[i] = PAGE + (uint64_t)i * stream_bytes;
+        h->size[i] = stream_bytes;
+    }
+    __atomic_store_n(&h->magic, VGPU_RING_MAGIC, __ATOMIC_RELEASE);
+    *r = (struct vgpu_ring){ .shared = h, .length = length };
+    set_ends(r, VGPU_RING_TO_GUEST, peer_fd);
+    *memfd = fd;
+    return 0;
+}
+
+int vgpu_ring_attach(struct vgpu_ring *r, int memfd, uint64_t length, int peer_fd)
+{
+    struct stat st;
+    if (fstat(memfd, &st) != 0)
+        return -1;
+    if ((uint64_t)st.st_size != length || length < PAGE || length > PAGE + 2 * ((uint64_t)VGPU_RING_MAX_MIB << 20)) {
+        errno = EPROTO;
+        return -1;
+    }
+    struct vgpu_ring_shared *h = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
+    if (h == MAP_FAILED)
+        return -1;
+    bool ok = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == VGPU_RING_MAGIC && h->version == VGPU_RING_VERSION;
+    for (int i = 0; ok && i < 2; i++) {
+        uint64_t off = h->offset[i], size = h->size[i];
+        ok = size >= PAGE && !(size & (size - 1)) && off >= PAGE && off <= length && size <= length - off &&
+             h->stream[i].head == 0 && h->stream[i].tail == 0;
+    }
+    ok = ok && (h->offset[0] + h->size[0] <= h->offset[1] || h->offset[1] + h->size[1] <= h->offset[0]);
+    if (!ok) {
+        munmap(h, length);
+        errno = EPROTO;
+        return -1;
+    }
+    *r = (struct vgpu_ring){ .shared = h, .length = length };
+    set_ends(r, VGPU_RING_TO_EXECUTOR, peer_fd);
+    return 0;
+}
+
+void vgpu_ring_detach(struct vgpu_ring *r)
+{
+    if (r->shared)
+        munmap(r->shared, r->length);
+    r->shared = NULL;
+}
+
+/* An unsigned number of at most most; false for anything else. */
+static bool number(const char *s, unsigned long most, unsigned long *v)
+{
+    char *end;
+    errno = 0;
+    *v = strtoul(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !*end && !errno && *v <= most;
+}
+
+int vgpu_ring_settings(uint64_t *stream_bytes, uint64_t *spin_ns, char *err, size_t errlen)
+{
+    const char *t = getenv("VGPU_REMOTE_TRANSPORT"), *mib = getenv("VGPU_REMOTE_RING_MIB"),
+               *spin = getenv("VGPU_REMOTE_SPIN_US");
+    unsigned long v;
+    int r = 0;
+    *stream_bytes = (uint64_t)VGPU_RING_DEFAULT_MIB << 20;
+    *spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+    if (mib && *mib) {
+        if (number(mib, VGPU_RING_MAX_MIB, &v) && v && !(v & (v - 1)))
+            *stream_bytes = (uint64_t)v << 20;
+        else
+            r = -snprintf(err, errlen, "VGPU_REMOTE_RING_MIB=%s is not a power of two from 1 to %u: %u taken", mib,
+                          VGPU_RING_MAX_MIB, VGPU_RING_DEFAULT_MIB);
+    }
+    if (spin && *spin) {
+        if (number(spin, 1000000, &v))
+            *spin_ns = (uint64_t)v * 1000u;
+        else
+            r = -snprintf(err, errlen, "VGPU_REMOTE_SPIN_US=%s is not a number of microseconds up to 1000000: %u taken",
+                          spin, VGPU_RING_DEFAULT_SPIN_US);
+    }
+    if (t && *t && strcmp(t, "ring") != 0) {
+        if (strcmp(t, "socket") == 0)
+            *stream_bytes = 0;
+        else
+            r = -snprintf(err, errlen, "VGPU_REMOTE_TRANSPORT=%s is neither ring nor socket: the ring taken", t);
+    }
+    return r < 0 ? -1 : 0;
+}

@@ -1,0 +1,268 @@
+/*
+ * The shared-memory ring (forwarder/remote/ring.c) between two processes,
+ * as a guest and its executor use it:
+ *
+ * - stream: a child (the guest) sends messages of random lengths, longer
+ *   than the stream as well as a byte, each with its checksum; the parent
+ *   (the executor) echoes each back; the child checks every byte.  With
+ *   4 KiB streams, positions wrap hundreds of times, and both sides wait:
+ *   spinning first, or (stream-sleeping) sleeping every time.
+ * - killed-mid-message: the child is killed with SIGKILL halfway through a
+ *   message: the parent's read fails (ECONNRESET) instead of waiting.
+ * - gone-between-messages: the child exits: the parent's read of the next
+ *   message fails as at end of file (errno 0).
+ * - corrupt-head / corrupt-tail: the child writes the ring's positions past
+ *   what the streams hold, or back: the parent's read or write fails with
+ *   EPROTO, and it never reads its own positions back (a child that
+ *   overwrites them changes nothing of what the parent reads).
+ *
+ *   ring_test SCENARIO
+ */
+#define _GNU_SOURCE
+#include "forwarder/remote/ring.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define STREAM 4096u
+
+static int failures;
+/* Both ends' spin (stream-sleeping: none). */
+static uint64_t spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+
+#define CHECK(cond, ...)                                                                                               \
+    do {                                                                                                               \
+        if (!(cond)) {                                                                                                 \
+            fprintf(stderr, "FAIL %s:%d: ", __FILE__, __LINE__);                                                       \
+            fprintf(stderr, __VA_ARGS__);                                                                              \
+            fputc('\n', stderr);                                                                                       \
+            failures++;                                                                                                \
+        }                                                                                                              \
+    } while (0)
+
+static uint64_t checksum(const unsigned char *p, size_t n)
+{
+    uint64_t h = 1469598103934665603ull;
+    for (size_t i = 0; i < n; i++)
+        h = (h ^ p[i]) * 1099511628211ull;
+    return h;
+}
+
+/* The executor's end and the guest's, in a parent and a child; the child
+ * runs body and exits with its status. */
+struct pair {
+    struct vgpu_ring exec;
+    pid_t child;
+};
+
+static void start(struct pair *p, int (*body)(struct vgpu_ring *))
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        perror("socketpair");
+        exit(1);
+    }
+    int memfd = -1;
+    if (vgpu_ring_create(&p->exec, STREAM, sv[0], &memfd) != 0) {
+        perror("vgpu_ring_create");
+        exit(1);
+    }
+    uint64_t length = p->exec.length;
+    p->child = fork();
+    if (p->child == 0) {
+        close(sv[0]);
+        vgpu_ring_detach(&p->exec);
+        struct vgpu_ring guest;
+        if (vgpu_ring_attach(&guest, memfd, length, sv[1]) != 0) {
+            perror("vgpu_ring_attach");
+            _exit(1);
+        }
+        close(memfd);
+        guest.spin_ns = spin_ns;
+        _exit(body(&guest));
+    }
+    close(sv[1]);
+    close(memfd);
+    p->exec.spin_ns = spin_ns;
+}
+
+static int finish(struct pair *p)
+{
+    int st = 0;
+    waitpid(p->child, &st, 0);
+    close(p->exec.peer_fd);
+    vgpu_ring_detach(&p->exec);
+    return st;
+}
+
+/* ---- stream ---- */
+
+enum { MESSAGES = 3000 };
+
+static int guest_stream(struct vgpu_ring *r)
+{
+    unsigned seed = 7;
+    unsigned char *out = malloc(5 * STREAM), *back = malloc(5 * STREAM);
+    int bad = 0;
+    for (int m = 0; m < MESSAGES && !bad; m++) {
+        uint64_t n = m % 100 == 0 ? 1 + (uint64_t)rand_r(&seed) % (4 * STREAM) : (uint64_t)rand_r(&seed) % 300;
+        for (uint64_t i = 0; i < n; i++)
+            out[i] = (unsigned char)rand_r(&seed);
+        uint64_t head[2] = { n, checksum(out, n) };
+        struct iovec v[2] = { { head, sizeof(head) }, { out, n } };
+        uint64_t echo[2];
+        if (vgpu_ring_write(r, v, 2) != 0 || vgpu_ring_read(r, echo, sizeof(echo)) != 0 ||
+            vgpu_ring_read(r, back, n) != 0) {
+            fprintf(stderr, "FAIL: guest: message %d: %s\n", m, strerror(errno));
+            bad = 1;
+        } else if (echo[0] != n || echo[1] != head[1] || memcmp(back, out, n) != 0) {
+            fprintf(stderr, "FAIL: guest: message %d of %llu bytes came back changed\n", m, (unsigned long long)n);
+            bad = 1;
+        }
+    }
+    free(out);
+    free(back);
+    return bad;
+}
+
+static void stream(void)
+{
+    struct pair p;
+    start(&p, guest_stream);
+    unsigned char *buf = malloc(5 * STREAM);
+    int m = 0;
+    for (; m < MESSAGES; m++) {
+        uint64_t head[2];
+        if (vgpu_ring_read(&p.exec, head, sizeof(head)) != 0 || head[0] > 4 * STREAM ||
+            vgpu_ring_read(&p.exec, buf, head[0]) != 0)
+            break;
+        CHECK(checksum(buf, head[0]) == head[1], "message %d of %llu bytes arrived changed", m,
+              (unsigned long long)head[0]);
+        struct iovec v[2] = { { head, sizeof(head) }, { buf, head[0] } };
+        if (vgpu_ring_write(&p.exec, v, 2) != 0)
+            break;
+    }
+    CHECK(m == MESSAGES, "the executor's end stopped at message %d: %s", m, strerror(errno));
+    int st = finish(&p);
+    CHECK(WIFEXITED(st) && WEXITSTATUS(st) == 0, "the guest's end failed (status 0x%x)", st);
+    printf("%d messages each way through 2 x %u bytes\n", m, STREAM);
+    free(buf);
+}
+
+/* ---- the other side gone ---- */
+
+static int guest_half_message(struct vgpu_ring *r)
+{
+    /* A header that promises more than is ever sent; then waits to be killed. */
+    uint64_t head[2] = { 3 * STREAM, 0 };
+    unsigned char part[100] = { 0 };
+    struct iovec v[2] = { { head, sizeof(head) }, { part, sizeof(part) } };
+    vgpu_ring_write(r, v, 2);
+    pause();
+    return 0;
+}
+
+static void killed_mid_message(void)
+{
+    struct pair p;
+    start(&p, guest_half_message);
+    uint64_t head[2];
+    CHECK(vgpu_ring_read(&p.exec, head, sizeof(head)) == 0, "the header did not arrive: %s", strerror(errno));
+    kill(p.child, SIGKILL);
+    unsigned char *buf = malloc(3 * STREAM);
+    errno = 0;
+    int r = vgpu_ring_read(&p.exec, buf, head[0]);
+    CHECK(r == -1 && errno == ECONNRESET, "reading the rest of a killed guest's message: %d (%s), want ECONNRESET", r,
+          strerror(errno));
+    finish(&p);
+    free(buf);
+    printf("a read of a message its guest was killed writing fails: ECONNRESET\n");
+}
+
+static int guest_one_message(struct vgpu_ring *r)
+{
+    uint64_t word = 42;
+    struct iovec v = { &word, sizeof(word) };
+    return vgpu_ring_write(r, &v, 1) != 0;
+}
+
+static void gone_between_messages(void)
+{
+    struct pair p;
+    start(&p, guest_one_message);
+    uint64_t word = 0;
+    CHECK(vgpu_ring_read(&p.exec, &word, sizeof(word)) == 0 && word == 42, "the message did not arrive");
+    errno = EINVAL;
+    int r = vgpu_ring_read(&p.exec, &word, sizeof(word));
+    CHECK(r == -1 && errno == 0, "reading after the guest exited: %d (%s), want end of file", r, strerror(errno));
+    finish(&p);
+    printf("a read after its guest exited ends as at end of file\n");
+}
+
+/* ---- positions broken by the guest ---- */
+
+static int guest_corrupt_head(struct vgpu_ring *r)
+{
+    /* The request stream's head past what it holds; the executor's own
+     * tail of it (which it must never read back) moved too. */
+    __atomic_store_n(&r->shared->stream[VGPU_RING_TO_EXECUTOR].tail, 12345, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->shared->stream[VGPU_RING_TO_EXECUTOR].head, STREAM + 1, __ATOMIC_RELEASE);
+    pause();
+    return 0;
+}
+
+static int guest_corrupt_tail(struct vgpu_ring *r)
+{
+    /* The reply stream's tail ahead of what the executor wrote. */
+    __atomic_store_n(&r->shared->stream[VGPU_RING_TO_GUEST].tail, 1u << 20, __ATOMIC_RELEASE);
+    __atomic_store_n(&r->shared->stream[VGPU_RING_TO_GUEST].head, 99, __ATOMIC_RELEASE);
+    pause();
+    return 0;
+}
+
+static void corrupt(int (*body)(struct vgpu_ring *), bool reading)
+{
+    struct pair p;
+    start(&p, body);
+    usleep(100000); /* the child has written them */
+    unsigned char buf[64] = { 0 };
+    struct iovec v = { buf, sizeof(buf) };
+    errno = 0;
+    int r = reading ? vgpu_ring_read(&p.exec, buf, sizeof(buf)) : vgpu_ring_write(&p.exec, &v, 1);
+    CHECK(r == -1 && errno == EPROTO, "%s a ring whose positions the guest broke: %d (%s), want EPROTO",
+          reading ? "reading" : "writing", r, strerror(errno));
+    CHECK(p.exec.rx.pos == 0 && p.exec.tx.pos == 0, "the executor's positions moved (%llu, %llu)",
+          (unsigned long long)p.exec.rx.pos, (unsigned long long)p.exec.tx.pos);
+    kill(p.child, SIGKILL);
+    finish(&p);
+    printf("%s a ring whose positions its guest broke fails: EPROTO\n", reading ? "reading" : "writing");
+}
+
+int main(int argc, char **argv)
+{
+    const char *s = argc > 1 ? argv[1] : "";
+    if (strcmp(s, "stream") == 0)
+        stream();
+    else if (strcmp(s, "stream-sleeping") == 0)
+        spin_ns = 0, stream();
+    else if (strcmp(s, "killed-mid-message") == 0)
+        killed_mid_message();
+    else if (strcmp(s, "gone-between-messages") == 0)
+        gone_between_messages();
+    else if (strcmp(s, "corrupt-head") == 0)
+        corrupt(guest_corrupt_head, true);
+    else if (strcmp(s, "corrupt-tail") == 0)
+        corrupt(guest_corrupt_tail, false);
+    else {
+        fprintf(stderr, "usage: ring_test "
+                        "stream|stream-sleeping|killed-mid-message|gone-between-messages|corrupt-head|corrupt-tail\n");
+        return 2;
+    }
+    return failures ? 1 : 0;
+}
