@@ -1,7 +1,7 @@
 /*
  * The drivers' private tables whose functions cross to the host (the
  * guest's answers: forwarder/remote/cuda/private/export_tables.c and
- * forwarder/remote/nvml/manual.c; the executor's: tools/executor/
+ * forwarder/remote/nvml/manual.c; the executor's: tools/executor/calls/
  * exec_private.c and exec_nvml.c; docs/remote.md, "The runtime's private
  * tables").  Requests on the slot of cuGetExportTable (nvmlInternalGetExportTable):
  * [the table's UUID, 16 bytes][the function's index, 8 bytes] (NVML's: the UUID only).

@@ -1,6 +1,6 @@
 /*
  * What the executor measures of the driver's device layout
- * (vgpu_exec_copied_length, tools/executor/exec_private.c): the bytes a
+ * (vgpu_exec_copied_length, tools/executor/calls/exec_private.c): the bytes a
  * function copies into chunks it takes with malloc, exactly, on a heap
  * whose free chunks of that size hold other data; not the chunks' length,
  * whose tail would carry the executor's heap to the guest.  An answer that
@@ -10,7 +10,7 @@
  * allocator, which does not hand freed chunks back at once, nothing is
  * measured.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -29,7 +29,7 @@ table (the sorted function names of the symbol list).
        driver's device allocations (vgpu_exec_device_memory: never the
        executor's own memory) unless the call only asks about it (QUERIES); a char buffer is the executor's, of at most
        4 KiB, whatever size the guest says.  A manual one named in the executor's list is
-       vgpu_exec_NAME (tools/executor/exec_manual.h).  Launches, records,
+       vgpu_exec_NAME (tools/executor/calls/exec_manual.h).  Launches, records,
        waits and asynchronous memsets (ASYNC) are sent without waiting for a
        reply; their errors come back with the next synchronizing call (SYNC).
        Calls that reach beyond the executor (REFUSED) are refused whatever
@@ -51,10 +51,10 @@ RAW = {"i1": "uint8_t", "i2": "uint16_t", "i4": "uint32_t", "i8": "uint64_t", "f
 LIBS = {
     "cuda": {"id": 0, "driver": "libcuda.so.1", "bad_handle": "400", "not_supported": "801", "not_found": "500",
              "unavailable": "46", "unknown": "999", "invalid": "1",
-             "guest_h": "forwarder/remote/cuda/manual.h", "exec_h": "tools/executor/exec_manual.h"},
+             "guest_h": "forwarder/remote/cuda/manual.h", "exec_h": "tools/executor/calls/exec_manual.h"},
     "nvml": {"id": 1, "driver": "libnvidia-ml.so.1", "bad_handle": "2", "not_supported": "3", "not_found": "13",
              "unavailable": "9", "unknown": "999", "invalid": "2",
-             "guest_h": "forwarder/remote/nvml/manual.h", "exec_h": "tools/executor/exec_nvml.h"},
+             "guest_h": "forwarder/remote/nvml/manual.h", "exec_h": "tools/executor/calls/exec_nvml.h"},
 }
 TEXT_MAX = 4096  # the executor's char buffer: a name, a UUID, a version string
 

@@ -1,5 +1,5 @@
 /*
- * Stream capture's state, the guest's side (tools/executor/exec_capture.c is
+ * Stream capture's state, the guest's side (tools/executor/calls/exec_capture.c is
  * the other; what crosses: docs/remote.md).  The driver hands out arrays it
  * owns until the thread's next such call; here they are the calling
  * thread's copies of what the executor sent, kept to that call too.

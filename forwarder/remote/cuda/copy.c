@@ -1,5 +1,5 @@
 /*
- * Copies, the guest's side (tools/executor/exec_copy.c is the other; what
+ * Copies, the guest's side (tools/executor/calls/exec_copy.c is the other; what
  * crosses: docs/remote.md).  The guest's memory crosses in the messages, in
  * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
  * reply when the copy is asynchronous, from the device always waited for

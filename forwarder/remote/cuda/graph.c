@@ -1,5 +1,5 @@
 /*
- * Graphs' node and edge arrays, the guest's side (tools/executor/exec_graph.c
+ * Graphs' node and edge arrays, the guest's side (tools/executor/calls/exec_graph.c
  * is the other; what crosses: docs/remote.md): the caller's room goes to the
  * executor, which fills as much of it as the driver does and says the count;
  * entries the driver left (all ones there) are left here too.

@@ -1,5 +1,5 @@
 /*
- * Launches, the guest's side (tools/executor/exec_launch.c is the other;
+ * Launches, the guest's side (tools/executor/calls/exec_launch.c is the other;
  * what crosses: docs/remote.md): a kernel's parameters packed by the sizes
  * the executor's driver gives for it, sent without waiting; and host
  * functions, which run in the guest.

@@ -1,5 +1,5 @@
 /*
- * Modules and libraries, the guest's side (tools/executor/exec_library.c is
+ * Modules and libraries, the guest's side (tools/executor/calls/exec_library.c is
  * the other; what crosses: docs/remote.md).  Images travel whole, their
  * extent read from their own headers; names travel as strings.  Options
  * that only tune a library's loading are dropped; those that would give the

@@ -1,6 +1,6 @@
 /*
  * Error strings and the driver's lookup (cuGetProcAddress), the guest's
- * side; tools/executor/exec_manual.c is the other (what crosses:
+ * side; tools/executor/calls/exec_manual.c is the other (what crosses:
  * docs/remote.md).
  */
 #include "forwarder/dispatch.h"

@@ -1,5 +1,5 @@
 /*
- * Pointers' attributes, the guest's side (tools/executor/exec_pointer.c is
+ * Pointers' attributes, the guest's side (tools/executor/calls/exec_pointer.c is
  * the other; what crosses: docs/remote.md).  A pointer into the guest's own
  * page-locked or registered memory is answered here (host memory, its
  * block's range); any other is asked of the executor's driver.  Only

@@ -1,5 +1,5 @@
 /*
- * Tensor maps, the guest's side (the executor's: tools/executor/
+ * Tensor maps, the guest's side (the executor's: tools/executor/calls/
  * exec_launch.c; what crosses: docs/remote.md): the descriptors of tensors
  * in device memory that Hopper's TMA units copy tiles of, which kernels
  * take as parameters.  The driver encodes them on the host from plain

@@ -1,6 +1,6 @@
 /*
  * The remote NVML's hand-written calls, the guest's side
- * (tools/executor/exec_nvml.c is the other; what crosses: docs/remote.md):
+ * (tools/executor/calls/exec_nvml.c is the other; what crosses: docs/remote.md):
  * a device by a string, an error's text, kept for the life of the
  * process as NVML's own are, process lists, and nvidia-smi's private table.
  */

@@ -3,7 +3,7 @@
  * forwarder/remote/cuda/capture.c; what crosses: docs/remote.md).  The
  * graph and the nodes the capture ends on become the guest's handles.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include <stdlib.h>
 

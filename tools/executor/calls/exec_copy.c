@@ -12,7 +12,7 @@
  * are in graphs the driver cannot keep pinned.  A 2D copy's device side is
  * checked from its first row's start to its last row's end.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "common/log.h"
 #include "forwarder/remote/wire.h"

@@ -4,7 +4,7 @@
  * by a string (a PCI bus id, a UUID, a serial) of at most 255 bytes, which
  * becomes the guest's handle; an error's text.
  */
-#include "tools/executor/exec_nvml.h"
+#include "tools/executor/calls/exec_nvml.h"
 
 #include "forwarder/remote/private_tables.h"
 #include "forwarder/remote/wire.h"

@@ -6,7 +6,7 @@
  * or an event the guest was given.  Tensor maps, which kernels take, are
  * encoded here too.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "forwarder/remote/wire.h"
 

@@ -5,7 +5,7 @@
  * at most 4 KiB; every module, library, function, kernel and global the
  * driver returns becomes the guest's.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "forwarder/remote/image.h"
 #include "forwarder/remote/wire.h"

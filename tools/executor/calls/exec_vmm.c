@@ -6,7 +6,7 @@
  * chooses where they are, never the guest.  Properties cross as bytes,
  * with no Windows metadata.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "common/log.h"
 

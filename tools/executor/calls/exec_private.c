@@ -20,7 +20,7 @@
  * chunks hold.
  */
 #define _GNU_SOURCE
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "common/log.h"
 #include "forwarder/remote/private_tables.h"

@@ -6,7 +6,7 @@
  * the entries the driver wrote; every node in them becomes the guest's
  * handle.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include <stdlib.h>
 

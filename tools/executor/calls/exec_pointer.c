@@ -5,7 +5,7 @@
  * through it.  Each value is written into a zeroed word of the executor's;
  * a context or a pool it names becomes the guest's handle.
  */
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include <string.h>
 

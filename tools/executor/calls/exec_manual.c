@@ -5,7 +5,7 @@
  * replies itself; a request that does not parse closes the connection.
  */
 #define _GNU_SOURCE
-#include "tools/executor/exec_manual.h"
+#include "tools/executor/calls/exec_manual.h"
 
 #include "common/log.h"
 #include "forwarder/remote/wire.h"
