@@ -212,56 +212,92 @@ static int broken(const char *what)
     return vgpu_remote_library.unavailable;
 }
 
-int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
-                     size_t *got)
+/* Under lock: connected, or false. */
+static bool connected(void)
 {
     pthread_once(&atfork_once, register_atfork);
-    pthread_mutex_lock(&lock);
     if (conn.fd == -1)
         connect_locked();
-    int r = vgpu_remote_library.unavailable;
+    return conn.fd >= 0;
+}
+
+/* Under lock, a message of type sent: its reply read into the iovecs;
+ * the code. */
+static int exchange(uint16_t type, unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
+                    const struct iovec *reply, int nreply, size_t *got, int passed)
+{
     struct vgpu_remote_hdr h;
-    if (conn.fd < 0)
-        goto out;
-    if (vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, 0, req, nreq) != 0) {
-        r = broken("sending");
-        goto out;
-    }
-    if (vgpu_wire_read_hdr(&conn, &h) != 0 || h.type != VGPU_REMOTE_REPLY) {
-        r = broken("reading the reply");
-        goto out;
-    }
+    if (vgpu_wire_send(&conn, type, slot, flags, req, nreq) != 0 ||
+        (passed >= 0 && vgpu_wire_send_fd(conn.fd, type, 0, NULL, 0, passed) != 0))
+        return broken("sending");
+    if (vgpu_wire_read_hdr(&conn, &h) != 0 || h.type != VGPU_REMOTE_REPLY)
+        return broken("reading the reply");
     size_t left = h.len;
     if (got)
         *got = left;
     for (int i = 0; i < nreply && left; i++) {
         size_t n = reply[i].iov_len < left ? reply[i].iov_len : left;
-        if (vgpu_wire_read(&conn, reply[i].iov_base, n) != 0) {
-            r = broken("reading the reply");
-            goto out;
-        }
+        if (vgpu_wire_read(&conn, reply[i].iov_base, n) != 0)
+            return broken("reading the reply");
         left -= n;
     }
     if (left) {
         errno = EPROTO;
-        r = broken("a reply longer than the call's");
-        goto out;
+        return broken("a reply longer than the call's");
     }
-    r = (int)h.call;
-out:
+    return (int)h.call;
+}
+
+int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
+                             const struct iovec *reply, int nreply, size_t *got)
+{
+    pthread_mutex_lock(&lock);
+    int r = connected() ? exchange(VGPU_REMOTE_CALL, slot, flags, req, nreq, reply, nreply, got, -1)
+                        : vgpu_remote_library.unavailable;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
+                     size_t *got)
+{
+    return vgpu_remote_call_flagged(slot, 0, req, nreq, reply, nreply, got);
+}
+
+int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq)
+{
+    pthread_mutex_lock(&lock);
+    int r = vgpu_remote_library.unavailable;
+    if (connected())
+        r = vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC | flags, req, nreq) == 0 ? 0
+                                                                                                   : broken("sending");
     pthread_mutex_unlock(&lock);
     return r;
 }
 
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
 {
-    pthread_once(&atfork_once, register_atfork);
+    return vgpu_remote_send_flagged(slot, 0, req, nreq);
+}
+
+int vgpu_remote_share(const void *p, size_t n, int memfd)
+{
+    uint64_t w[2] = { (uint64_t)(uintptr_t)p, n };
+    struct iovec q = { w, sizeof(w) };
     pthread_mutex_lock(&lock);
-    if (conn.fd == -1)
-        connect_locked();
-    int r = vgpu_remote_library.unavailable;
-    if (conn.fd >= 0)
-        r = vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC, req, nreq) == 0 ? 0 : broken("sending");
+    int r = connected() ? exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, NULL, 0, NULL, memfd)
+                        : vgpu_remote_library.unavailable;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int vgpu_remote_unshare(const void *p)
+{
+    uint64_t w = (uint64_t)(uintptr_t)p;
+    struct iovec q = { &w, sizeof(w) };
+    pthread_mutex_lock(&lock);
+    int r = conn.fd >= 0 ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
+                         : vgpu_remote_library.unavailable;
     pthread_mutex_unlock(&lock);
     return r;
 }

@@ -55,6 +55,19 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq);
 int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin);
 
+/* The same with a CALL's flags besides (VGPU_REMOTE_SHARED: wire.h). */
+int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
+                             const struct iovec *reply, int nreply, size_t *got);
+int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq);
+
+/* Shares the n bytes at p, a MAP_SHARED mapping of memfd (sealed against
+ * shrinking), with the executor, which maps them and registers them with
+ * its driver, so that copies to and from them need no bytes in the
+ * messages (VGPU_REMOTE_SHARED); and undoes that.  The code: 0 when it
+ * did. */
+int vgpu_remote_share(const void *p, size_t n, int memfd);
+int vgpu_remote_unshare(const void *p);
+
 /* The text the executor gives for code through slot (an error's name or
  * string), kept for the life of the process as the library's own are
  * (texts.c): 0 and *out; the call's code; or -1, out of memory. */

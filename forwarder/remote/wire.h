@@ -30,17 +30,23 @@ enum vgpu_remote_type {
     VGPU_REMOTE_RING = 4,  /* after HELLO's reply; payload: u64 each stream's bytes (ring.h).  The
                             * reply's call 0 comes with the ring's memfd and u64 its length;
                             * another code with neither: the socket carries on */
+    VGPU_REMOTE_SHARE = 5, /* payload: u64 the guest's address of a block of page-locked memory,
+                            * u64 its length; its memfd follows on the socket (a SHARE of no
+                            * payload).  REPLY: 0 when the executor maps and registers it */
+    VGPU_REMOTE_UNSHARE = 6, /* payload: u64 a shared block's guest address.  REPLY: 0 */
 };
 
 /* A CALL's flags. */
-#define VGPU_REMOTE_ASYNC 1u /* no reply: an error surfaces at the next synchronizing call */
+#define VGPU_REMOTE_ASYNC 1u  /* no reply: an error surfaces at the next synchronizing call */
+#define VGPU_REMOTE_SHARED 2u /* a copy whose host side lies in a shared block: named by its guest
+                               * address (a word after the copy's), its bytes not in the message */
 
 struct vgpu_remote_hdr {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
     uint32_t call;
-    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC; else 0 */
+    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, VGPU_REMOTE_SHARED; else 0 */
     uint64_t len;
 };
 

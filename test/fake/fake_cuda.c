@@ -894,6 +894,7 @@ enum alloc_kind {
     A_HOST,    /* cuMemAllocHost: not device memory, not counted */
     A_RESERVE, /* cuMemAddressReserve: PROT_NONE address range */
     A_MAPPED,  /* cuMemMap: part of a reservation backed by a handle */
+    A_REGISTERED, /* cuMemHostRegister: the caller's memory, not counted */
 };
 
 struct CUmemPoolHandle_st;
@@ -1226,6 +1227,13 @@ CUresult cuMemAllocHost(void **pp, unsigned int bytesize)
     return alloc_host(pp, bytesize);
 }
 
+CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
+{
+    ENTER();
+    (void)Flags; /* host memory either way: the fake's device reads any */
+    return alloc_host(pp, bytesize);
+}
+
 CUresult cuMemFreeHost(void *p)
 {
     ENTER();
@@ -1237,6 +1245,40 @@ CUresult cuMemFreeHost(void *p)
     munmap((void *)a->base, a->size);
     free(a);
     return CUDA_SUCCESS;
+}
+
+/* Registered host memory: remembered, so that a range is registered once
+ * and unregistered once, as the driver's is; the fake copies from and to
+ * any host memory alike.  The driver wants a context current. */
+CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
+{
+    ENTER();
+    (void)Flags;
+    if (!p || !bytesize)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fake_current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    LOCK();
+    int known = find_containing_locked((uintptr_t)p, 1, 1u << A_REGISTERED) != NULL;
+    UNLOCK();
+    if (known)
+        return CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED;
+    return track(p, bytesize, -1, A_REGISTERED, NULL, NULL) ? CUDA_SUCCESS : CUDA_ERROR_OUT_OF_MEMORY;
+}
+
+CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
+{
+    return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+CUresult cuMemHostUnregister(void *p)
+{
+    ENTER();
+    LOCK();
+    struct alloc *a = untrack_locked((uintptr_t)p, 1u << A_REGISTERED);
+    UNLOCK();
+    free(a);
+    return a ? CUDA_SUCCESS : CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED;
 }
 
 static CUresult address_range(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr)

@@ -219,6 +219,46 @@ paths-match-a-local-run)
     grep -q "calls go through a shared-memory ring" "$tmp/remote.err" || fail "the guest's calls did not take the ring"
     ;;
 
+page-locked-memory-is-shared-with-the-executor)
+    # Page-locked blocks are memory the guest shares with its executor, which
+    # registers it: copies name them, their bytes never in a message; every
+    # byte still arrives, as on the local driver, and a forked child's
+    # writes to its copy of a block stay its own.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" pinned >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor VGPU_LOG=debug
+    guest pinned >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    grep -q "asynchronous copies match" "$tmp/remote.out" || fail "the asynchronous copies did not match"
+    grep -q "did not reach the parent" "$tmp/remote.out" || fail "a forked child wrote its parent's block"
+    [ "$(grep -c "page-locked block of 33554432 bytes shared" "$tmp/executor.err")" = 2 ] ||
+        fail "the executor did not share and register both blocks"
+    ! grep -q "not shared with the executor" "$tmp/remote.err" || fail "the guest kept a block to itself"
+    # The copies named the blocks: a cuMemcpyHtoD_v2 of 32 MiB in messages would be two 16 MiB chunks.
+    grep -q "cuMemcpyHtoD_v2 of a shared block" "$tmp/executor.err" || fail "no copy named a shared block"
+    ;;
+
+shared-memory-forgeries-are-refused)
+    # A guest speaking the protocol by hand: a block whose memory could
+    # shrink, or is shorter than said, or overlaps one shared already, is
+    # refused (801, 801, 1); copies name shared bytes only within a block
+    # and a device allocation (1), not after UNSHARE (1); a call that is no
+    # such copy flagged as one closes the connection (-1).
+    executor
+    "$build/test/remote/raw_guest" "$tmp/sock" >"$tmp/raw.out" 2>"$tmp/raw.err" || fail "raw_guest failed"
+    for want in "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
+        "SHARE again, overlapping: 1" "cuMemcpyHtoD_v2 shared: 0" "the device holds the shared bytes: yes (0)" \
+        "cuMemcpyDtoH_v2 shared: 0" "the shared memory holds the device's bytes: yes" \
+        "shared copy of an address not shared: 1" "shared copy past the block's end: 1" \
+        "shared copy past the device allocation: 1" "UNSHARE not shared: 1" "UNSHARE: 0" \
+        "shared copy after UNSHARE: 1" "cuCtxSynchronize flagged shared: -1"; do
+        grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
+    done
+    grep -q "could shrink under the executor" "$tmp/executor.err" || fail "the unsealed block was not logged"
+    grep -q "sent as a copy of shared memory, which it is not: closing" "$tmp/executor.err" ||
+        fail "the forged flag was not logged"
+    ;;
+
 paths-match-a-local-run-over-the-socket)
     # The same over the socket, the ring turned off (VGPU_REMOTE_TRANSPORT=socket).
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

@@ -12,6 +12,9 @@
  *   remote_client forged         calls with handles it was never given
  *   remote_client maps           prints the driver libraries it has mapped
  *   remote_client layout         cuBLASLt's private table: the device's layout
+ *   remote_client pinned         page-locked memory: copies of 32 MiB each way,
+ *                                plain and asynchronous, every byte checked, and
+ *                                a child of fork that writes its copy of a block
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -20,6 +23,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 static void *driver;
@@ -404,6 +408,47 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (;;)
             pause();
+    } else if (strcmp(argv[1], "pinned") == 0) {
+        /* Page-locked blocks (shared with the executor where it is remote):
+         * every byte crosses each way, plain and on a stream. */
+        enum { N = 32 << 20 };
+        CUdeviceptr d;
+        CUstream s;
+        unsigned char *a, *b;
+        primary_context();
+        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, N));
+        SHOW("cuStreamCreate", F(cuStreamCreate)(&s, 0));
+        SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)((void **)&a, N));
+        SHOW("cuMemHostAlloc", F(cuMemHostAlloc)((void **)&b, N, 0));
+        for (size_t i = 0; i < N; i++)
+            a[i] = (unsigned char)(i * 7 + i / 4096);
+        SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(d, a, N));
+        SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(b, d, N));
+        printf("plain copies %s\n", memcmp(a, b, N) == 0 ? "match" : "differ");
+        memset(b, 0, N);
+        for (size_t i = 0; i < N; i += 4096)
+            a[i] ^= 0xff;
+        SHOW("cuMemcpyHtoDAsync_v2", F(cuMemcpyHtoDAsync_v2)(d, a, N, s));
+        SHOW("cuMemcpyDtoHAsync_v2", F(cuMemcpyDtoHAsync_v2)(b, d + 4096, N - 4096, s));
+        SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+        printf("asynchronous copies %s\n", memcmp(a + 4096, b, N - 4096) == 0 ? "match" : "differ");
+        /* A child of fork writes its copy of a block: the parent's bytes,
+         * and what its copies carry, stay the parent's. */
+        fflush(stdout);
+        pid_t child = fork();
+        if (child == 0) {
+            memset(a, 0xee, N);
+            _exit(0);
+        }
+        int st = 0;
+        waitpid(child, &st, 0);
+        printf("the child's writes %s the parent's block\n", a[N - 1] == 0xee ? "reached" : "did not reach");
+        SHOW("cuMemcpyHtoD_v2 after the fork", F(cuMemcpyHtoD_v2)(d, a, N));
+        SHOW("cuMemcpyDtoH_v2 after the fork", F(cuMemcpyDtoH_v2)(b, d, N));
+        printf("copies after the fork %s\n", memcmp(a, b, N) == 0 ? "match" : "differ");
+        SHOW("cuMemFreeHost", F(cuMemFreeHost)(a));
+        SHOW("cuMemFreeHost", F(cuMemFreeHost)(b));
+        SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));
     } else if (strcmp(argv[1], "late-error") == 0) {
         /* A launch the driver refuses (add_one over memory that is not
          * there): said at once by a local driver, by the next synchronize

@@ -65,6 +65,8 @@ struct vgpu_exec {
     struct vgpu_exec_set kernels;        /* those of them that are a library's kernels (CUkernel) */
     struct vgpu_exec_kernel *kernel_of;  /* each kernel's library, to end them with it */
     struct vgpu_exec_range *reserved;    /* the address ranges it reserved (exec_vmm.c) */
+    struct vgpu_exec_shared *shared;     /* its page-locked blocks shared with the executor (shared_host.c) */
+    bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
@@ -101,6 +103,14 @@ struct vgpu_exec_range {
     struct vgpu_exec_range *next;
     uint64_t base, size;
 };
+
+/* The guest's page-locked memory shared with the executor (shared_host.c):
+ * a SHARE or an UNSHARE served and replied to (0, -1, VGPU_EXEC_CLOSE as
+ * vgpu_exec_one); and where the executor has the n bytes at the guest's
+ * address guest, all in one shared block, or NULL. */
+int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len);
+int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len);
+void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n);
 
 /* After a call that may free functions (a context reset, released or
  * destroyed, a module unloaded): kernels' layouts are learnt again. */

@@ -75,11 +75,22 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
         return VGPU_EXEC_CLOSE;
     }
     const struct vgpu_exec_call *c = &x->lib->table[h->call];
-    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async) {
+    const char *name = x->lib->names[h->call];
+    /* A copy to or from a shared block (shared_host.c); one to it may be
+     * asynchronous, its bytes landing there, not in a reply. */
+    bool shared = (h->flags & VGPU_REMOTE_SHARED) != 0;
+    if (shared && (x->lib->id != 0 || (strcmp(name, "cuMemcpyHtoD_v2") != 0 && strcmp(name, "cuMemcpyDtoH_v2") != 0 &&
+                                       strcmp(name, "cuMemcpyHtoDAsync_v2") != 0 &&
+                                       strcmp(name, "cuMemcpyDtoHAsync_v2") != 0))) {
+        vgpu_error("executor: %s sent as a copy of shared memory, which it is not: closing", name);
+        return VGPU_EXEC_CLOSE;
+    }
+    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async && !(shared && strcmp(name, "cuMemcpyDtoHAsync_v2") == 0)) {
         vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", x->lib->names[h->call]);
         return VGPU_EXEC_CLOSE;
     }
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
+    x->shared_host = shared;
     x->sync = c->sync;
     x->call = x->lib->names[h->call];
     void *fn = vgpu_exec_function(x, h->call);
@@ -167,7 +178,10 @@ int vgpu_exec_serve(int fd)
         }
         if (h.len && vgpu_wire_read(&x.wire, buf, h.len) != 0)
             return 1;
-        int sent = h.type == VGPU_REMOTE_RING ? give_ring(&x, &ring, &h, buf) : vgpu_exec_one(&x, &h, buf);
+        int sent = h.type == VGPU_REMOTE_RING      ? give_ring(&x, &ring, &h, buf)
+                   : h.type == VGPU_REMOTE_SHARE   ? vgpu_exec_share(&x, buf, h.len)
+                   : h.type == VGPU_REMOTE_UNSHARE ? vgpu_exec_unshare(&x, buf, h.len)
+                                                   : vgpu_exec_one(&x, &h, buf);
         if (sent == VGPU_EXEC_CLOSE)
             return 1;
         if (sent != 0)

@@ -8,7 +8,8 @@
  * unified addresses asks the executor which side is the GPU's.  A 2D copy's
  * guest side crosses packed, its rows one after another.  The guest's own
  * page-locked memory named as a copy's device side is the guest's: the
- * executor's driver has never seen it.
+ * executor's driver has never seen it; a page-locked block shared with the
+ * executor is named by its address, its bytes never in a message.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/client.h"
@@ -53,6 +54,19 @@ static CUresult in_guest(void *dst, const void *src, size_t n, const CUstream *s
     return r;
 }
 
+/* A copy between the device and a block shared with the executor: words
+ * dev, the length, the stream (asynchronous copies only), the guest's
+ * address; no bytes cross.  Asynchronous either way, as on a local driver:
+ * the bytes come and go when the stream gets to them. */
+static CUresult shared(unsigned slot, CUdeviceptr dev, const void *host, size_t n, const CUstream *stream)
+{
+    uint64_t w[4] = { dev, n, stream ? (uint64_t)(uintptr_t)*stream : (uint64_t)(uintptr_t)host,
+                      (uint64_t)(uintptr_t)host };
+    struct iovec q = { w, (stream ? 4 : 3) * sizeof(uint64_t) };
+    return stream ? vgpu_remote_send_flagged(slot, VGPU_REMOTE_SHARED, &q, 1)
+                  : vgpu_remote_call_flagged(slot, VGPU_REMOTE_SHARED, &q, 1, NULL, 0, NULL);
+}
+
 /* Words: dst, the length, the stream (asynchronous copies only); then the bytes. */
 static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_t n, const CUstream *stream)
 {
@@ -60,6 +74,8 @@ static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_
         return CUDA_ERROR_INVALID_VALUE;
     if (guest_block(dst))
         return in_guest((void *)(uintptr_t)dst, src, n, stream);
+    if (n && vgpu_remote_host_shared(src, n))
+        return shared(slot, dst, src, n, stream);
     size_t done = 0;
     do {
         size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
@@ -79,6 +95,8 @@ static CUresult to_host(unsigned slot, void *dst, CUdeviceptr src, size_t n, con
         return CUDA_ERROR_INVALID_VALUE;
     if (guest_block(src))
         return in_guest(dst, (const void *)(uintptr_t)src, n, stream);
+    if (n && vgpu_remote_host_shared(dst, n))
+        return shared(slot, src, dst, n, stream);
     size_t done = 0;
     do {
         size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK, got = 0;

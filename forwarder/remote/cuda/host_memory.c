@@ -1,29 +1,46 @@
 /*
  * Page-locked and registered host memory, answered in the guest: the
- * guest's memory can never be the host GPU's to reach, so it is plain
- * memory here, which the copies carry as they carry any (docs/remote.md).
- * A block asked for as mapped (CU_MEMHOSTALLOC_DEVICEMAP, which the runtime
- * asks for whenever addresses are unified) is given, and its "device
- * address" is its own, as with unified addressing; but no kernel can read
- * guest memory: one that reads a mapped block directly fails.  Blocks and registrations are remembered,
- * so that freeing or unregistering anything else fails as it does on the
- * driver.
+ * guest's memory can never be the host GPU's to reach.  A page-locked block
+ * is memory the guest shares with its executor where it can (a memfd the
+ * executor maps and registers with its driver: vgpu_remote_share), so that
+ * copies to and from it are the driver's DMA, as asynchronous as on a
+ * local driver and allowed into graphs; else plain memory here, which the
+ * copies carry as they carry any (docs/remote.md).  A block asked for as
+ * mapped (CU_MEMHOSTALLOC_DEVICEMAP, which the runtime asks for whenever
+ * addresses are unified) is given, and its "device address" is its own, as
+ * with unified addressing; but no kernel can read guest memory: one that
+ * reads a mapped block directly fails.  Blocks and registrations are
+ * remembered, so that freeing or unregistering anything else fails as it
+ * does on the driver.
  */
+#define _GNU_SOURCE
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
 
+#include "common/log.h"
+
 #include "vgpu_cuda_slots.h"
 
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+/* How a block's memory was had. */
+enum how { ALLOCATED, SHARED, MAPPED, REGISTERED };
 
 /* Owned by this file, under host_lock. */
 struct host_block {
     struct host_block *next;
     void *p;
     size_t n;
+    size_t length; /* SHARED, MAPPED: the mapping's (whole pages) */
     unsigned flags;
-    bool registered; /* cuMemHostRegister's (the caller's memory), not ours */
+    enum how how; /* ALLOCATED: posix_memalign's; SHARED: a memfd the executor maps too; MAPPED: a
+                   * shared block's private copy in a child of fork; REGISTERED: cuMemHostRegister's
+                   * (the caller's memory), not ours */
 };
 static struct host_block *host_blocks;
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
@@ -31,10 +48,23 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
 /* A child of fork may find the lock held by a thread it does not have; its
  * blocks are its own copies of the parent's, at the same addresses, and
- * stay known. */
+ * stay known.  A shared block would be the parent's memory still (and its
+ * executor's): it becomes a private copy, which the child's copies carry. */
 static void child_after_fork(void)
 {
     pthread_mutex_init(&host_lock, NULL);
+    for (struct host_block *b = host_blocks; b; b = b->next) {
+        if (b->how != SHARED)
+            continue;
+        void *copy = mmap(NULL, b->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+        if (copy == MAP_FAILED)
+            continue; /* left shared with the parent: nothing better to do */
+        memcpy(copy, b->p, b->length);
+        if (mremap(copy, b->length, b->length, MREMAP_MAYMOVE | MREMAP_FIXED, b->p) == MAP_FAILED)
+            munmap(copy, b->length);
+        else
+            b->how = MAPPED;
+    }
 }
 
 static void register_atfork(void)
@@ -52,17 +82,17 @@ static void lock_blocks(void)
 static struct host_block **find(const void *p, bool registered)
 {
     struct host_block **at = &host_blocks;
-    while (*at && ((*at)->p != p || (*at)->registered != registered))
+    while (*at && ((*at)->p != p || ((*at)->how == REGISTERED) != registered))
         at = &(*at)->next;
     return at;
 }
 
-static CUresult remember(void *p, size_t n, unsigned flags, bool registered)
+static CUresult remember(void *p, size_t n, size_t length, unsigned flags, enum how how)
 {
     struct host_block *b = malloc(sizeof(*b));
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *b = (struct host_block){ .p = p, .n = n, .flags = flags, .registered = registered };
+    *b = (struct host_block){ .p = p, .n = n, .length = length, .flags = flags, .how = how };
     lock_blocks();
     b->next = host_blocks;
     host_blocks = b;
@@ -70,19 +100,58 @@ static CUresult remember(void *p, size_t n, unsigned flags, bool registered)
     return CUDA_SUCCESS;
 }
 
+/* n bytes shared with the executor (whole pages: *length), or NULL where
+ * it gives none (no context current yet, a driver that will not register
+ * them, a socket-only executor of another kind): said once. */
+static void *shared_alloc(size_t n, size_t *length)
+{
+    static bool said;
+    *length = (n + 4095) & ~(size_t)4095;
+    int fd = memfd_create("vgpu-page-locked", MFD_CLOEXEC | MFD_ALLOW_SEALING), r = -1;
+    void *p = MAP_FAILED;
+    if (fd >= 0 && ftruncate(fd, (off_t)*length) == 0 &&
+        (p = mmap(NULL, *length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED &&
+        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+        r = vgpu_remote_share(p, *length, fd);
+    if (fd >= 0)
+        close(fd);
+    if (r == 0)
+        return p;
+    if (p != MAP_FAILED)
+        munmap(p, *length);
+    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+        vgpu_info("remote GPU: page-locked memory is not shared with the executor (code %d): copies of it cross "
+                  "in messages, and none may be captured into a graph (said once)",
+                  r);
+    return NULL;
+}
+
+/* Frees a block's memory (not the record). */
+static void release(const struct host_block *b)
+{
+    if (b->how == SHARED)
+        vgpu_remote_unshare(b->p);
+    if (b->how == SHARED || b->how == MAPPED)
+        munmap(b->p, b->length);
+    else if (b->how == ALLOCATED)
+        free(b->p);
+}
+
 static CUresult host_alloc(void **pp, size_t n, unsigned flags)
 {
     if (!pp || !n)
         return CUDA_ERROR_INVALID_VALUE;
-    void *p = NULL;
-    if (posix_memalign(&p, 4096, n) != 0)
+    size_t length = 0;
+    void *p = shared_alloc(n, &length);
+    struct host_block b = { .p = p, .length = length, .how = p ? SHARED : ALLOCATED };
+    if (!p && posix_memalign(&b.p, 4096, n) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = remember(p, n, flags, false);
+    CUresult r = remember(b.p, n, length, flags, b.how);
     if (r != CUDA_SUCCESS) {
-        free(p);
+        release(&b);
         return r;
     }
-    *pp = p;
+    *pp = b.p;
     return CUDA_SUCCESS;
 }
 
@@ -110,7 +179,7 @@ CUresult vgpu_remote_guest_cuMemFreeHost(void *p)
     pthread_mutex_unlock(&host_lock);
     if (!b)
         return CUDA_ERROR_INVALID_VALUE;
-    free(b->p);
+    release(b);
     free(b);
     return CUDA_SUCCESS;
 }
@@ -122,7 +191,7 @@ CUresult vgpu_remote_guest_cuMemHostRegister_v2(void *p, size_t n, unsigned int 
     lock_blocks();
     bool known = *find(p, true) != NULL;
     pthread_mutex_unlock(&host_lock);
-    return known ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : remember(p, n, flags, true);
+    return known ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : remember(p, n, 0, flags, REGISTERED);
 }
 
 CUresult vgpu_remote_guest_cuMemHostRegister(void *p, size_t n, unsigned int flags)
@@ -171,7 +240,8 @@ CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void
         return CUDA_ERROR_INVALID_VALUE;
     lock_blocks();
     const struct host_block *b = containing(p);
-    bool mapped = b && (b->registered ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP);
+    bool mapped =
+        b && (b->how == REGISTERED ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP);
     pthread_mutex_unlock(&host_lock);
     if (!mapped)
         return CUDA_ERROR_INVALID_VALUE;
@@ -186,8 +256,17 @@ bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapp
     if (b) {
         *base = b->p;
         *size = b->n;
-        *mapped = b->registered ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP;
+        *mapped = b->how == REGISTERED ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP;
     }
     pthread_mutex_unlock(&host_lock);
     return b != NULL;
+}
+
+bool vgpu_remote_host_shared(const void *p, size_t n)
+{
+    lock_blocks();
+    const struct host_block *b = containing(p);
+    bool in = b && b->how == SHARED && n <= b->n - (size_t)((const char *)p - (const char *)b->p);
+    pthread_mutex_unlock(&host_lock);
+    return in;
 }

@@ -97,6 +97,9 @@ CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void
 /* Whether p lies in a block of page-locked or registered host memory: its
  * start, size and whether it was asked for as mapped. */
 bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapped);
+/* Whether the n bytes at p lie in one block shared with the executor,
+ * which copies name by address (VGPU_REMOTE_SHARED). */
+bool vgpu_remote_host_shared(const void *p, size_t n);
 
 /* Pointers' attributes (pointer.c). */
 CUresult vgpu_remote_guest_cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdeviceptr ptr);

@@ -10,7 +10,9 @@
  * it is freed: an asynchronous copy to or from the guest is refused there
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), as copies from pageable memory
  * are in graphs the driver cannot keep pinned.  A 2D copy's device side is
- * checked from its first row's start to its last row's end.
+ * checked from its first row's start to its last row's end.  A copy to or
+ * from a block the guest shared (shared_host.c) names it, and is the
+ * driver's own, captured or not.
  */
 #include "tools/executor/calls/exec_manual.h"
 
@@ -40,9 +42,34 @@ static bool capturing(struct vgpu_exec *x, uint64_t stream, const char *call)
 }
 typedef CUresult (*to_host_fn)(void *, CUdeviceptr, size_t, CUstream);
 
+/* A copy between the device and a block the guest shared (shared_host.c):
+ * [device][n]([stream])[the guest's address]; the driver's own copy from
+ * or to where the executor has the block, which may be captured. */
+static int shared(struct vgpu_exec *x, void *fn, const void *req, size_t len, unsigned words, bool to_dev,
+                  const char *call)
+{
+    if (len != (words + 1) * 8)
+        return vgpu_exec_malformed(call, len);
+    uint64_t dev = vgpu_exec_word(req, 0), n = vgpu_exec_word(req, 1), stream = words == 3 ? vgpu_exec_word(req, 2) : 0;
+    void *host = vgpu_exec_shared_at(x, vgpu_exec_word(req, words), n);
+    if (words == 3 && !vgpu_exec_handle_known(x, stream, true))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
+    if (!host || (n && !vgpu_exec_device_range(x, dev, n, call)))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
+    vgpu_debug("executor: %s of a shared block, %llu bytes", call, (unsigned long long)n);
+    CUstream s = (CUstream)(uintptr_t)stream;
+    int r = to_dev ? (words == 3 ? ((to_device_fn)fn)(dev, host, n, s)
+                                 : ((CUresult(*)(CUdeviceptr, const void *, size_t))fn)(dev, host, n))
+                   : (words == 3 ? ((to_host_fn)fn)(host, dev, n, s)
+                                 : ((CUresult(*)(void *, CUdeviceptr, size_t))fn)(host, dev, n));
+    return vgpu_exec_reply(x, r, NULL, 0);
+}
+
 /* [dst][n]([stream]) and n bytes; words: 2, or 3 with a stream. */
 static int to_device(struct vgpu_exec *x, void *fn, const void *req, size_t len, unsigned words, const char *call)
 {
+    if (x->shared_host)
+        return shared(x, fn, req, len, words, true, call);
     size_t head = words * 8;
     if (len < head || vgpu_exec_word(req, 1) != len - head)
         return vgpu_exec_malformed(call, len);
@@ -62,6 +89,8 @@ static int to_device(struct vgpu_exec *x, void *fn, const void *req, size_t len,
 /* [src][n]([stream]): n bytes back. */
 static int to_host(struct vgpu_exec *x, void *fn, const void *req, size_t len, unsigned words, const char *call)
 {
+    if (x->shared_host)
+        return shared(x, fn, req, len, words, false, call);
     if (len != words * 8 || vgpu_exec_word(req, 1) > VGPU_REMOTE_CHUNK)
         return vgpu_exec_malformed(call, len);
     uint64_t src = vgpu_exec_word(req, 0), stream = words == 3 ? vgpu_exec_word(req, 2) : 0;

@@ -1,0 +1,150 @@
+/*
+ * A guest that speaks the remote driver's protocol by hand (wire.h), over
+ * the executor's socket, to put what no guest library sends to the
+ * executor: shared page-locked memory (SHARE, UNSHARE, copies flagged
+ * VGPU_REMOTE_SHARED) forged every way.  Prints "what: code" a line; the
+ * executor must refuse each forgery and serve on, or close the connection
+ * where the protocol says so.
+ *
+ *   raw_guest SOCKET
+ */
+#define _GNU_SOURCE
+#include "forwarder/remote/wire.h"
+
+#include "vgpu_cuda_slots.h"
+#include "vgpu_remote_cuda.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+#define MiB (1u << 20)
+
+static struct vgpu_wire w = { .fd = -1 };
+
+/* A message of type and flags; its reply's code, its payload into out
+ * (at most outlen); -1 when the connection closed. */
+static long exchange(uint16_t type, uint32_t call, uint32_t flags, const void *in, size_t inlen, void *out,
+                     size_t outlen, int passed)
+{
+    struct iovec q = { (void *)in, inlen };
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(&w, type, call, flags, &q, 1) != 0 ||
+        (passed >= 0 && vgpu_wire_send_fd(w.fd, type, 0, NULL, 0, passed) != 0) || vgpu_wire_read_hdr(&w, &h) != 0 ||
+        h.len > outlen || (h.len && vgpu_wire_read(&w, out, h.len) != 0))
+        return -1;
+    return h.call;
+}
+
+static long call(unsigned slot, uint32_t flags, const uint64_t *in, unsigned nin, uint64_t *out)
+{
+    return exchange(VGPU_REMOTE_CALL, slot, flags, in, nin * 8, out, 64, -1);
+}
+
+/* A memfd of n bytes, mapped at *p; sealed against shrinking if sealed. */
+static int block(size_t n, bool sealed, void **p)
+{
+    int fd = memfd_create("raw-guest", MFD_CLOEXEC | MFD_ALLOW_SEALING);
+    if (fd < 0 || ftruncate(fd, (off_t)n) != 0 ||
+        (*p = mmap(NULL, n, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
+        (sealed && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) != 0)) {
+        perror("raw_guest: a memfd");
+        exit(1);
+    }
+    return fd;
+}
+
+static long share(void *p, uint64_t n, int fd)
+{
+    uint64_t q[2] = { (uint64_t)(uintptr_t)p, n };
+    return exchange(VGPU_REMOTE_SHARE, 0, 0, q, sizeof(q), NULL, 0, fd);
+}
+
+static long unshare(void *p)
+{
+    uint64_t q = (uint64_t)(uintptr_t)p;
+    return exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, sizeof(q), NULL, 0, -1);
+}
+
+/* A shared copy: [device][n][guest address]. */
+static long shared_copy(unsigned slot, uint64_t dev, uint64_t n, const void *guest)
+{
+    uint64_t q[3] = { dev, n, (uint64_t)(uintptr_t)guest };
+    return call(slot, VGPU_REMOTE_SHARED, q, 3, NULL);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: raw_guest SOCKET\n");
+        return 2;
+    }
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[1]);
+    w.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (w.fd < 0 || connect(w.fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        perror("raw_guest: connect");
+        return 1;
+    }
+    uint64_t hello[3] = { VGPU_REMOTE_CUDA_ABI_HASH, (uint64_t)getpid(), 0 };
+    char comm[16] = "raw_guest";
+    struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0) {
+        fprintf(stderr, "raw_guest: the executor refused the hello\n");
+        return 1;
+    }
+    uint64_t out[8] = { 0 }, in[2] = { 0, 0 };
+    printf("cuInit: %ld\n", call(SLOT(cuInit), 0, in, 2, out));
+    printf("cuDevicePrimaryCtxRetain: %ld\n", call(SLOT(cuDevicePrimaryCtxRetain), 0, in, 2, out));
+    in[1] = out[0];
+    printf("cuCtxSetCurrent: %ld\n", call(SLOT(cuCtxSetCurrent), 0, in, 2, out));
+    in[1] = MiB;
+    printf("cuMemAlloc_v2: %ld\n", call(SLOT(cuMemAlloc_v2), 0, in, 2, out));
+    uint64_t dev = out[0];
+
+    void *loose, *sealed;
+    int fd = block(MiB, false, &loose);
+    printf("SHARE unsealed: %ld\n", share(loose, MiB, fd));
+    close(fd);
+    fd = block(MiB, true, &sealed);
+    printf("SHARE longer than its memory: %ld\n", share(sealed, 2 * MiB, fd));
+    printf("SHARE: %ld\n", share(sealed, MiB, fd));
+    printf("SHARE again, overlapping: %ld\n", share((char *)sealed + 4096, 4096, fd));
+    close(fd);
+
+    /* The bytes go from the shared memory, not the message: written there,
+     * copied to the device by name, read back through a plain copy. */
+    memset(sealed, 0x5a, MiB);
+    printf("cuMemcpyHtoD_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, MiB, sealed));
+    uint64_t back_in[3] = { dev + 4096, 8 };
+    unsigned char back[8] = { 0 };
+    long r = exchange(VGPU_REMOTE_CALL, SLOT(cuMemcpyDtoH_v2), 0, back_in, 16, back, sizeof(back), -1);
+    printf("the device holds the shared bytes: %s (%ld)\n", r == 0 && back[0] == 0x5a && back[7] == 0x5a ? "yes" : "no",
+           r);
+    memset(sealed, 0, MiB);
+    printf("cuMemcpyDtoH_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyDtoH_v2), dev, MiB, sealed));
+    printf("the shared memory holds the device's bytes: %s\n",
+           ((unsigned char *)sealed)[MiB - 1] == 0x5a ? "yes" : "no");
+
+    printf("shared copy of an address not shared: %ld\n",
+           shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8, (char *)sealed + 2 * MiB));
+    printf("shared copy past the block's end: %ld\n",
+           shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8192, (char *)sealed + MiB - 4096));
+    printf("shared copy past the device allocation: %ld\n",
+           shared_copy(SLOT(cuMemcpyDtoH_v2), dev + 4096, MiB, sealed));
+    printf("UNSHARE not shared: %ld\n", unshare(loose));
+    printf("UNSHARE: %ld\n", unshare(sealed));
+    printf("shared copy after UNSHARE: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8, sealed));
+    uint64_t sync_in[1] = { 0 };
+    printf("cuCtxSynchronize flagged shared: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_SHARED, sync_in, 1, out));
+    return 0;
+}

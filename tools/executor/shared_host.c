@@ -1,0 +1,144 @@
+/*
+ * The guest's page-locked memory shared with the executor (executor.h,
+ * docs/remote.md): a block the guest maps from a memfd sealed against
+ * shrinking, which the executor maps too and registers with its driver
+ * (cuMemHostRegister), so that a copy between it and the device is the
+ * driver's own DMA from or to it, asynchronous as on a local driver, and
+ * may be captured into a graph.  A block unshared leaves its addresses
+ * reserved in the executor (inaccessible) for the executor's life: a graph
+ * or a copy still naming them can never reach memory the executor uses
+ * for anything else.
+ */
+#define _GNU_SOURCE
+#include "tools/executor/calls/exec_manual.h"
+
+#include "common/log.h"
+#include "forwarder/remote/wire.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* A guest's blocks at most: each copy looks them up. */
+#define MAX_BLOCKS 4096
+
+struct vgpu_exec_shared {
+    struct vgpu_exec_shared *next;
+    uint64_t guest, length; /* where the guest has it */
+    void *at;               /* where the executor has it */
+};
+
+void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n)
+{
+    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+        if (guest >= b->guest && guest - b->guest < b->length && n <= b->length - (guest - b->guest))
+            return (char *)b->at + (guest - b->guest);
+    return NULL;
+}
+
+/* Whether the length bytes at guest meet a block shared already. */
+static bool overlaps(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
+{
+    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+        if (guest < b->guest + b->length && b->guest < guest + length)
+            return true;
+    return false;
+}
+
+static int reply(struct vgpu_exec *x, int code)
+{
+    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)code, 0, NULL, 0);
+}
+
+/* The memfd of a SHARE, from the socket: a descriptor whose memory cannot
+ * shrink under the executor's mapping, of at least length bytes; -1 (the
+ * message's own fault: the connection closes) or -2 (refused). */
+static int take_memfd(struct vgpu_exec *x, uint64_t length)
+{
+    struct vgpu_remote_hdr h;
+    int fd = -1;
+    if (vgpu_wire_read_hdr_fd(x->wire.fd, &h, &fd) != 0 || h.type != VGPU_REMOTE_SHARE || h.len != 0 || fd < 0) {
+        vgpu_error("executor: a SHARE whose memory did not follow on the socket: closing");
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    struct stat st;
+    int seals = fcntl(fd, F_GET_SEALS);
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
+        (uint64_t)st.st_size < length) {
+        vgpu_warn("executor: the guest shared memory that could shrink under the executor, or is shorter than it "
+                  "says (%llu bytes): refused",
+                  (unsigned long long)length);
+        close(fd);
+        return -2;
+    }
+    return fd;
+}
+
+int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
+{
+    if (len != 2 * sizeof(uint64_t))
+        return vgpu_exec_malformed("SHARE", len);
+    uint64_t guest = vgpu_exec_word(req, 0), length = vgpu_exec_word(req, 1);
+    int fd = take_memfd(x, length);
+    if (fd == -1)
+        return VGPU_EXEC_CLOSE;
+    if (fd < 0)
+        return reply(x, x->lib->not_supported);
+    unsigned blocks = 0;
+    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+        blocks++;
+    CUresult (*reg)(void *, size_t, unsigned) =
+        x->lib->id == 0 ? (CUresult(*)(void *, size_t, unsigned))vgpu_exec_function_named(x, "cuMemHostRegister_v2")
+                        : NULL;
+    int code = !reg ? x->lib->not_supported : CUDA_ERROR_INVALID_VALUE;
+    struct vgpu_exec_shared *b = NULL;
+    void *at = MAP_FAILED;
+    if (reg && length && guest && guest + length > guest && blocks < MAX_BLOCKS && !overlaps(x, guest, length) &&
+        (b = malloc(sizeof(*b))) &&
+        (at = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED) {
+        code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE);
+        if (code == CUDA_SUCCESS) {
+            vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered",
+                       (unsigned long long)length);
+            *b = (struct vgpu_exec_shared){ .next = x->shared, .guest = guest, .length = length, .at = at };
+            x->shared = b;
+            b = NULL;
+            at = MAP_FAILED;
+        }
+    }
+    close(fd);
+    if (at != MAP_FAILED)
+        munmap(at, length);
+    free(b);
+    if (code != CUDA_SUCCESS)
+        vgpu_debug("executor: %llu bytes of the guest's page-locked memory not shared: %d", (unsigned long long)length,
+                   code);
+    return reply(x, code);
+}
+
+int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
+{
+    if (len != sizeof(uint64_t))
+        return vgpu_exec_malformed("UNSHARE", len);
+    uint64_t guest = vgpu_exec_word(req, 0);
+    struct vgpu_exec_shared **at = &x->shared;
+    while (*at && (*at)->guest != guest)
+        at = &(*at)->next;
+    struct vgpu_exec_shared *b = *at;
+    if (!b)
+        return reply(x, CUDA_ERROR_INVALID_VALUE);
+    *at = b->next;
+    CUresult (*unreg)(void *) = (CUresult(*)(void *))vgpu_exec_function_named(x, "cuMemHostUnregister");
+    int code = unreg ? unreg(b->at) : CUDA_SUCCESS;
+    /* Kept reserved, never the executor's again (above). */
+    if (mmap(b->at, b->length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+        vgpu_warn("executor: a shared block's addresses could not be kept reserved (%s)", strerror(errno));
+    free(b);
+    return reply(x, code);
+}
