@@ -1,12 +1,14 @@
 """What a remote GPU costs a guest (docs/remote.md), beside running natively.
 
     python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
+                            [--transports ring,socket]
 
 Runs on a machine with a GPU.  Starts `vgpu-executor --listen` under vgpu
-(no quota, no share), then in each round, the side going first alternating,
+(no quota, no share), then in each round, the sides' order rotating,
 measures the same things natively (no vgpu at all) and as a guest of the
 executor (`VGPU_REMOTE`, both of vgpu's libraries preloaded, as a container
-without the GPU runs):
+without the GPU runs) over each transport asked for (the shared-memory ring;
+the socket, `VGPU_REMOTE_TRANSPORT=socket`):
 
 - `sync_call_us`: a synchronous driver call's round trip (`cuDeviceGetCount`
   from cuda-python, µs a call; the guest keeps no answer of it);
@@ -18,9 +20,9 @@ without the GPU runs):
 - each of bench/compute_worker.py's loops (PyTorch), its rate over --seconds
   (a loop that fails on one side is reported as failed).
 
-Prints a table: each side's median over the rounds with its range, and the
-median and range of the rounds' ratios (remote / native; for the costs in µs,
-native / remote, so that below 1 is slower either way).  `--worker` is the
+Prints a table: each side's median over the rounds with its range, and for
+each transport the median and range of the rounds' ratios (remote / native;
+for the costs in µs, native / remote, so that below 1 is slower either way).  `--worker` is the
 micro-benchmark one side runs (one JSON line).
 """
 import argparse
@@ -119,6 +121,7 @@ def main():
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--loops", default="mlp,launch,matmul32,decode")
+    ap.add_argument("--transports", default="ring,socket")
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args()
     if a.worker:
@@ -136,11 +139,15 @@ def main():
             if os.path.exists(sock):
                 break
             time.sleep(0.05)
-        sides = {"native": env, "remote": dict(env, LD_PRELOAD=libs, VGPU_REMOTE=sock)}
+        remote = dict(env, LD_PRELOAD=libs, VGPU_REMOTE=sock)
+        sides = {"native": env}
+        for t in [t for t in a.transports.split(",") if t]:
+            sides[t] = dict(remote, VGPU_REMOTE_TRANSPORT=t)
         loops = [l for l in a.loops.split(",") if l]
         results = {s: {} for s in sides}
+        names = list(sides)
         for r in range(a.rounds):
-            order = ["native", "remote"] if r % 2 == 0 else ["remote", "native"]
+            order = names[r % len(names):] + names[:r % len(names)]
             for side in order:
                 got = run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side])
                 for loop in loops:
@@ -150,20 +157,27 @@ def main():
                 for k, v in got.items():
                     results[side].setdefault(k, []).append(v)
                 print("round %d %s: %s" % (r + 1, side, json.dumps(got)), file=sys.stderr, flush=True)
-        print("| measure | native | remote | remote against native |")
-        print("| --- | --- | --- | --- |")
-        for k in results["native"]:
-            n, m = results["native"][k], results["remote"][k]
-            if None in n or None in m:
-                print("| %s | %s | %s | failed |" % (k, "failed" if None in n else "", "failed" if None in m else ""))
-                continue
-            cost = k.endswith("_us")
-            ratios = [(x / y if cost else y / x) for x, y in zip(n, m)]
+        remotes = names[1:]
+        print("| measure | " + " | ".join(names) + " | " + " | ".join("%s against native" % t for t in remotes) + " |")
+        print("| --- " * (len(names) + len(remotes)) + "|")
 
-            def fmt(v):
-                return "%.3g [%.3g-%.3g]" % (statistics.median(v), min(v), max(v))
-            print("| %s | %s | %s | %.1f%% [%.1f-%.1f] |" % (k, fmt(n), fmt(m), 100 * statistics.median(ratios),
-                                                           100 * min(ratios), 100 * max(ratios)))
+        def fmt(v):
+            return "%.3g [%.3g-%.3g]" % (statistics.median(v), min(v), max(v))
+        for k in results["native"]:
+            row = [k]
+            cells = []
+            for side in names:
+                v = results[side][k]
+                row.append("failed" if None in v else fmt(v))
+            for t in remotes:
+                n, m = results["native"][k], results[t][k]
+                if None in n or None in m:
+                    cells.append("failed")
+                    continue
+                ratios = [(x / y if k.endswith("_us") else y / x) for x, y in zip(n, m)]
+                cells.append("%.1f%% [%.1f-%.1f]" % (100 * statistics.median(ratios), 100 * min(ratios),
+                                                   100 * max(ratios)))
+            print("| " + " | ".join(row + cells) + " |")
     finally:
         executor.terminate()
         executor.wait()
