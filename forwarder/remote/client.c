@@ -13,6 +13,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -25,6 +26,9 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static struct vgpu_wire conn = { .fd = -1 };
 static struct vgpu_ring ring;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The executor's window for shared page-locked memory, reserved here too
+ * (at the same addresses), or 0 and 0: under lock, set at the hello. */
+static uint64_t window, window_size;
 
 /* Closes the connection (and unmaps its ring); fd_after is what conn.fd becomes. */
 static void disconnect(int fd_after)
@@ -43,6 +47,9 @@ static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
     disconnect(-1);
+    /* The parent's window stays reserved here (its shared blocks, now
+     * private copies, are in it); the child's executor offers its own. */
+    window = window_size = 0;
 }
 
 static void register_atfork(void)
@@ -119,6 +126,27 @@ static int connect_executor(const char *path)
     return s;
 }
 
+/* Under lock: the window the executor offers, reserved at the same
+ * addresses here if they are free (a block shared there has its device
+ * view at its own address), or none. */
+static void take_window(uint64_t base, uint64_t size)
+{
+    if (window_size || !size || base + size < base)
+        return;
+    void *want = (void *)(uintptr_t)base;
+    void *got = mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+    if (got == want) {
+        window = base;
+        window_size = size;
+        return;
+    }
+    if (got != MAP_FAILED)
+        munmap(got, size);
+    vgpu_info("remote GPU: the executor's window for page-locked memory (%#llx, %llu GiB) is taken here: a block's "
+              "device view is another address",
+              (unsigned long long)base, (unsigned long long)(size >> 30));
+}
+
 /* Under lock, on a connection that said hello: asks the executor for the
  * shared-memory ring (unless VGPU_REMOTE_TRANSPORT=socket) and maps it.
  * Without one, the socket carries the calls, as it did the hello. */
@@ -184,8 +212,10 @@ static void connect_locked(void)
     prctl(PR_GET_NAME, comm);
     struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
     struct vgpu_remote_hdr h;
+    uint64_t offered[2] = { 0, 0 };
     if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
-        h.type != VGPU_REMOTE_REPLY || h.len != 0) {
+        h.type != VGPU_REMOTE_REPLY || (h.len != 0 && h.len != sizeof(offered)) ||
+        (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
                    what_library());
         disconnect(-2);
@@ -200,6 +230,7 @@ static void connect_locked(void)
         return;
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
+    take_window(offered[0], offered[1]);
     ask_ring(path);
 }
 
@@ -280,14 +311,28 @@ int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
     return vgpu_remote_send_flagged(slot, 0, req, nreq);
 }
 
-int vgpu_remote_share(const void *p, size_t n, int memfd)
+bool vgpu_remote_window(uint64_t *base, uint64_t *size)
+{
+    pthread_mutex_lock(&lock);
+    bool have = connected() && window_size;
+    *base = window;
+    *size = window_size;
+    pthread_mutex_unlock(&lock);
+    return have;
+}
+
+int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
 {
     uint64_t w[2] = { (uint64_t)(uintptr_t)p, n };
-    struct iovec q = { w, sizeof(w) };
+    struct iovec q = { w, sizeof(w) }, a = { view, sizeof(*view) };
+    size_t got = 0;
+    *view = 0;
     pthread_mutex_lock(&lock);
-    int r = connected() ? exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, NULL, 0, NULL, memfd)
+    int r = connected() ? exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd)
                         : vgpu_remote_library.unavailable;
     pthread_mutex_unlock(&lock);
+    if (r == 0 && got != sizeof(*view))
+        *view = 0;
     return r;
 }
 

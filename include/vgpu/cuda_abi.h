@@ -1012,6 +1012,7 @@ CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize);
 CUresult CUDAAPI cuMemFreeHost(void *p);
 CUresult CUDAAPI cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuMemHostUnregister(void *p);
+CUresult CUDAAPI cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags);
 CUresult CUDAAPI cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags);
 CUresult CUDAAPI cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount);
 CUresult CUDAAPI cuMemcpyHtoD_v2(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount);

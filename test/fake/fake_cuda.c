@@ -969,7 +969,7 @@ static struct alloc *find_containing_locked(uintptr_t p, size_t n, unsigned kind
     return NULL;
 }
 
-#define ACCESSIBLE ((1u << A_DEVICE) | (1u << A_POOL) | (1u << A_HOST) | (1u << A_MAPPED))
+#define ACCESSIBLE ((1u << A_DEVICE) | (1u << A_POOL) | (1u << A_HOST) | (1u << A_MAPPED) | (1u << A_REGISTERED))
 
 /* Whether [p, p+n) lies inside memory the fake handed out. */
 static int range_ok(CUdeviceptr p, size_t n)
@@ -1269,6 +1269,22 @@ CUresult cuMemHostRegister_v2(void *p, size_t bytesize, unsigned int Flags)
 CUresult cuMemHostRegister(void *p, size_t bytesize, unsigned int Flags)
 {
     return cuMemHostRegister_v2(p, bytesize, Flags);
+}
+
+/* Page-locked or registered host memory's device view: its own address,
+ * as with unified addressing. */
+CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void *p, unsigned int Flags)
+{
+    ENTER();
+    if (!pdptr || Flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    int known = find_containing_locked((uintptr_t)p, 1, (1u << A_REGISTERED) | (1u << A_HOST)) != NULL;
+    UNLOCK();
+    if (!known)
+        return CUDA_ERROR_INVALID_VALUE;
+    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuMemHostUnregister(void *p)

@@ -13,7 +13,7 @@ set -uo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath "$1"); out=$(realpath -m "${2:-$(mktemp -d)}")
 shift $(($# < 2 ? $# : 2))
-workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom cupy cudapy pynvml smi}
+workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom cupy cudapy jax pynvml smi}
 if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
     echo "SKIP: no NVIDIA GPU"; exit 77
 fi

@@ -62,10 +62,14 @@ static int block(size_t n, bool sealed, void **p)
     return fd;
 }
 
+/* The device view of the last block shared. */
+static uint64_t view;
+
 static long share(void *p, uint64_t n, int fd)
 {
     uint64_t q[2] = { (uint64_t)(uintptr_t)p, n };
-    return exchange(VGPU_REMOTE_SHARE, 0, 0, q, sizeof(q), NULL, 0, fd);
+    view = 0;
+    return exchange(VGPU_REMOTE_SHARE, 0, 0, q, sizeof(q), &view, sizeof(view), fd);
 }
 
 static long unshare(void *p)
@@ -98,10 +102,13 @@ int main(int argc, char **argv)
     char comm[16] = "raw_guest";
     struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
     struct vgpu_remote_hdr h;
-    if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0) {
+    uint64_t window[2] = { 0, 0 };
+    if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0 ||
+        h.len != sizeof(window) || vgpu_wire_read(&w, window, sizeof(window)) != 0) {
         fprintf(stderr, "raw_guest: the executor refused the hello\n");
         return 1;
     }
+    printf("a window offered: %s\n", window[1] >= 4 * MiB ? "yes" : "no");
     uint64_t out[8] = { 0 }, in[2] = { 0, 0 };
     printf("cuInit: %ld\n", call(SLOT(cuInit), 0, in, 2, out));
     printf("cuDevicePrimaryCtxRetain: %ld\n", call(SLOT(cuDevicePrimaryCtxRetain), 0, in, 2, out));
@@ -118,6 +125,7 @@ int main(int argc, char **argv)
     fd = block(MiB, true, &sealed);
     printf("SHARE longer than its memory: %ld\n", share(sealed, 2 * MiB, fd));
     printf("SHARE: %ld\n", share(sealed, MiB, fd));
+    printf("its device view is elsewhere: %s\n", view && view != (uint64_t)(uintptr_t)sealed ? "yes" : "no");
     printf("SHARE again, overlapping: %ld\n", share((char *)sealed + 4096, 4096, fd));
     close(fd);
 
@@ -144,6 +152,15 @@ int main(int argc, char **argv)
     printf("UNSHARE not shared: %ld\n", unshare(loose));
     printf("UNSHARE: %ld\n", unshare(sealed));
     printf("shared copy after UNSHARE: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8, sealed));
+    /* In the window: at the same address in the executor, its device view
+     * there; one that runs out of the window's end is refused. */
+    void *inside = mmap((void *)(uintptr_t)(window[0] + 2 * MiB), MiB, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_FIXED_NOREPLACE, fd = block(MiB, true, &loose), 0);
+    printf("SHARE in the window: %ld\n", inside == MAP_FAILED ? -2 : share(inside, MiB, fd));
+    printf("its device view is its address: %s\n", view == (uint64_t)(uintptr_t)inside ? "yes" : "no");
+    printf("SHARE across the window's end: %ld\n",
+           share((void *)(uintptr_t)(window[0] + window[1] - 4096), 2 * 4096, fd));
+    close(fd);
     uint64_t sync_in[1] = { 0 };
     printf("cuCtxSynchronize flagged shared: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_SHARED, sync_in, 1, out));
     return 0;

@@ -221,9 +221,10 @@ paths-match-a-local-run)
 
 page-locked-memory-is-shared-with-the-executor)
     # Page-locked blocks are memory the guest shares with its executor, which
-    # registers it: copies name them, their bytes never in a message; every
-    # byte still arrives, as on the local driver, and a forked child's
-    # writes to its copy of a block stay its own.
+    # registers it at the same address: copies name them, their bytes never
+    # in a message; every byte still arrives, as on the local driver; a
+    # kernel writes a mapped block through its device view, its own address;
+    # and a forked child's writes to its copy of a block stay its own.
     env VGPU_BAR0="$tmp/local.bar0" "$client" pinned >"$tmp/local.out" 2>"$tmp/local.err" ||
         fail "the local run failed"
     executor VGPU_LOG=debug
@@ -231,8 +232,12 @@ page-locked-memory-is-shared-with-the-executor)
     diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
     grep -q "asynchronous copies match" "$tmp/remote.out" || fail "the asynchronous copies did not match"
     grep -q "did not reach the parent" "$tmp/remote.out" || fail "a forked child wrote its parent's block"
-    [ "$(grep -c "page-locked block of 33554432 bytes shared" "$tmp/executor.err")" = 2 ] ||
-        fail "the executor did not share and register both blocks"
+    grep -q "the mapped block's device view is its address: yes" "$tmp/remote.out" ||
+        fail "a mapped block's device view is not its address"
+    grep -q "elements of the mapped block wrong after the kernel: 0" "$tmp/remote.out" ||
+        fail "a kernel's writes to a mapped block did not reach the guest"
+    [ "$(grep -c "page-locked block of 33554432 bytes shared and registered, its device view at its address" \
+        "$tmp/executor.err")" = 2 ] || fail "the executor did not share and register both blocks at their addresses"
     ! grep -q "not shared with the executor" "$tmp/remote.err" || fail "the guest kept a block to itself"
     # The copies named the blocks: a cuMemcpyHtoD_v2 of 32 MiB in messages would be two 16 MiB chunks.
     grep -q "cuMemcpyHtoD_v2 of a shared block" "$tmp/executor.err" || fail "no copy named a shared block"
@@ -240,13 +245,17 @@ page-locked-memory-is-shared-with-the-executor)
 
 shared-memory-forgeries-are-refused)
     # A guest speaking the protocol by hand: a block whose memory could
-    # shrink, or is shorter than said, or overlaps one shared already, is
-    # refused (801, 801, 1); copies name shared bytes only within a block
+    # shrink, or is shorter than said, or overlaps one shared already, or
+    # runs out of the executor's window, is refused (801, 801, 1, 1); one
+    # in the window is at the same address in the executor, its device view
+    # there (one outside it elsewhere); copies name shared bytes only within a block
     # and a device allocation (1), not after UNSHARE (1); a call that is no
     # such copy flagged as one closes the connection (-1).
     executor
     "$build/test/remote/raw_guest" "$tmp/sock" >"$tmp/raw.out" 2>"$tmp/raw.err" || fail "raw_guest failed"
-    for want in "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
+    for want in "a window offered: yes" "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
+        "its device view is elsewhere: yes" "SHARE in the window: 0" "its device view is its address: yes" \
+        "SHARE across the window's end: 1" \
         "SHARE again, overlapping: 1" "cuMemcpyHtoD_v2 shared: 0" "the device holds the shared bytes: yes (0)" \
         "cuMemcpyDtoH_v2 shared: 0" "the shared memory holds the device's bytes: yes" \
         "shared copy of an address not shared: 1" "shared copy past the block's end: 1" \

@@ -13,8 +13,9 @@
  *   remote_client maps           prints the driver libraries it has mapped
  *   remote_client layout         cuBLASLt's private table: the device's layout
  *   remote_client pinned         page-locked memory: copies of 32 MiB each way,
- *                                plain and asynchronous, every byte checked, and
- *                                a child of fork that writes its copy of a block
+ *                                plain and asynchronous, every byte checked, a
+ *                                child of fork that writes its copy of a block,
+ *                                and a kernel that writes a mapped block
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -446,6 +447,28 @@ int main(int argc, char **argv)
         SHOW("cuMemcpyHtoD_v2 after the fork", F(cuMemcpyHtoD_v2)(d, a, N));
         SHOW("cuMemcpyDtoH_v2 after the fork", F(cuMemcpyDtoH_v2)(b, d, N));
         printf("copies after the fork %s\n", memcmp(a, b, N) == 0 ? "match" : "differ");
+        /* A mapped block's device view is its own address, which a kernel
+         * writes: its bytes in the guest after the synchronize. */
+        float *m;
+        CUdeviceptr view = 0;
+        CUmodule mod;
+        CUfunction add_one;
+        SHOW("cuMemHostAlloc mapped", F(cuMemHostAlloc)((void **)&m, 1024 * sizeof(float), CU_MEMHOSTALLOC_DEVICEMAP));
+        SHOW("cuMemHostGetDevicePointer_v2", F(cuMemHostGetDevicePointer_v2)(&view, m, 0));
+        printf("the mapped block's device view is its address: %s\n", view == (CUdeviceptr)(uintptr_t)m ? "yes" : "no");
+        for (int i = 0; i < 1024; i++)
+            m[i] = (float)i;
+        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
+        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+        int count = 1024;
+        void *params[] = { &view, &count };
+        SHOW("cuLaunchKernel on the mapped block", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, s, params, NULL));
+        SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+        int wrong = 0;
+        for (int i = 0; i < 1024; i++)
+            wrong += m[i] != (float)i + 1;
+        printf("elements of the mapped block wrong after the kernel: %d\n", wrong);
+        SHOW("cuMemFreeHost", F(cuMemFreeHost)(m));
         SHOW("cuMemFreeHost", F(cuMemFreeHost)(a));
         SHOW("cuMemFreeHost", F(cuMemFreeHost)(b));
         SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));

@@ -66,6 +66,7 @@ struct vgpu_exec {
     struct vgpu_exec_kernel *kernel_of;  /* each kernel's library, to end them with it */
     struct vgpu_exec_range *reserved;    /* the address ranges it reserved (exec_vmm.c) */
     struct vgpu_exec_shared *shared;     /* its page-locked blocks shared with the executor (shared_host.c) */
+    uint64_t window, window_size;        /* the addresses reserved for them, the guest's and the executor's alike */
     bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
@@ -109,6 +110,9 @@ struct vgpu_exec_range {
  * vgpu_exec_one); and where the executor has the n bytes at the guest's
  * address guest, all in one shared block, or NULL. */
 int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len);
+/* Reserves the window (its base and size; 0 and 0 without one), which the
+ * HELLO's reply gives the guest. */
+void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *size);
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len);
 void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n);
 

@@ -64,7 +64,13 @@ static int hello(struct vgpu_exec *x)
     prctl(PR_GET_NAME, shown);
     vgpu_info("executor: serving guest process %llu (%s) as %s (%s)", (unsigned long long)words[1], shown + 2,
               shown, lib->driver);
-    return vgpu_exec_reply(x, 0, NULL, 0);
+    /* The window of addresses shared blocks take (shared_host.c), before
+     * the driver reserves its own. */
+    uint64_t window[2] = { 0, 0 };
+    if (lib->id == vgpu_exec_cuda.id)
+        vgpu_exec_reserve_window(x, &window[0], &window[1]);
+    struct iovec v = { window, sizeof(window) };
+    return vgpu_exec_reply(x, 0, &v, 1);
 }
 
 int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload)

@@ -2,12 +2,15 @@
  * The guest's page-locked memory shared with the executor (executor.h,
  * docs/remote.md): a block the guest maps from a memfd sealed against
  * shrinking, which the executor maps too and registers with its driver
- * (cuMemHostRegister), so that a copy between it and the device is the
- * driver's own DMA from or to it, asynchronous as on a local driver, and
- * may be captured into a graph.  A block unshared leaves its addresses
- * reserved in the executor (inaccessible) for the executor's life: a graph
- * or a copy still naming them can never reach memory the executor uses
- * for anything else.
+ * (cuMemHostRegister, portable and mapped), so that a copy between it and
+ * the device is the driver's own DMA from or to it, asynchronous as on a
+ * local driver, and may be captured into a graph.  Where both have the
+ * window of addresses the executor reserves at the hello, a block is at
+ * the same address in both, so that its device view (unified addressing)
+ * is the guest's own address: kernels read and write it as on a local
+ * driver.  A block unshared leaves its addresses reserved in the executor
+ * (inaccessible) for the executor's life: a graph or a copy still naming
+ * them can never reach memory the executor uses for anything else.
  */
 #define _GNU_SOURCE
 #include "tools/executor/calls/exec_manual.h"
@@ -25,6 +28,49 @@
 
 /* A guest's blocks at most: each copy looks them up. */
 #define MAX_BLOCKS 4096
+/* The window: where it is tried (far from where the kernel puts mappings,
+ * top down from 128 TiB, and from programs' heaps, bottom up), its size. */
+#define WINDOW_FIRST 0x200000000000ull
+#define WINDOW_STEP 0x10000000000ull
+#define WINDOW_TRIES 8
+#define WINDOW_SIZE (256ull << 30)
+
+void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *size)
+{
+    *base = *size = 0;
+    for (int i = 0; i < WINDOW_TRIES; i++) {
+        void *want = (void *)(uintptr_t)(WINDOW_FIRST + (uint64_t)i * WINDOW_STEP);
+        void *got = mmap(want, WINDOW_SIZE, PROT_NONE,
+                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
+        if (got == want) {
+            x->window = *base = (uint64_t)(uintptr_t)got;
+            x->window_size = *size = WINDOW_SIZE;
+            return;
+        }
+        if (got != MAP_FAILED) /* a kernel that took the address as a hint */
+            munmap(got, WINDOW_SIZE);
+    }
+    vgpu_info("executor: no window of addresses for shared page-locked memory: a block's device view is another "
+              "address than the guest's");
+}
+
+/* Whether the length bytes at guest lie in the window; whether they meet it. */
+static bool in_window(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
+{
+    return guest >= x->window && guest - x->window < x->window_size && length <= x->window_size - (guest - x->window);
+}
+
+static bool meets_window(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
+{
+    return x->window_size && guest < x->window + x->window_size && x->window < guest + length;
+}
+
+/* Where a block was, made inaccessible: in the window, back to its reservation. */
+static void unmap_block(void *at, uint64_t length)
+{
+    if (mmap(at, length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+        vgpu_warn("executor: a shared block's addresses could not be kept reserved (%s)", strerror(errno));
+}
 
 struct vgpu_exec_shared {
     struct vgpu_exec_shared *next;
@@ -49,9 +95,11 @@ static bool overlaps(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
     return false;
 }
 
-static int reply(struct vgpu_exec *x, int code)
+/* A SHARE's reply carries the block's device view (0: none); UNSHARE's nothing. */
+static int reply(struct vgpu_exec *x, int code, const uint64_t *view)
 {
-    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)code, 0, NULL, 0);
+    struct iovec v = { (void *)view, sizeof(*view) };
+    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)code, 0, &v, code == 0 && view);
 }
 
 /* The memfd of a SHARE, from the socket: a descriptor whose memory cannot
@@ -84,28 +132,38 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
 {
     if (len != 2 * sizeof(uint64_t))
         return vgpu_exec_malformed("SHARE", len);
-    uint64_t guest = vgpu_exec_word(req, 0), length = vgpu_exec_word(req, 1);
+    uint64_t guest = vgpu_exec_word(req, 0), length = vgpu_exec_word(req, 1), view = 0;
     int fd = take_memfd(x, length);
     if (fd == -1)
         return VGPU_EXEC_CLOSE;
     if (fd < 0)
-        return reply(x, x->lib->not_supported);
+        return reply(x, x->lib->not_supported, &view);
     unsigned blocks = 0;
     for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
         blocks++;
     CUresult (*reg)(void *, size_t, unsigned) =
         x->lib->id == 0 ? (CUresult(*)(void *, size_t, unsigned))vgpu_exec_function_named(x, "cuMemHostRegister_v2")
                         : NULL;
+    CUresult (*device_view)(CUdeviceptr *, void *, unsigned) =
+        reg ? (CUresult(*)(CUdeviceptr *, void *, unsigned))vgpu_exec_function_named(x, "cuMemHostGetDevicePointer_v2")
+            : NULL;
     int code = !reg ? x->lib->not_supported : CUDA_ERROR_INVALID_VALUE;
     struct vgpu_exec_shared *b = NULL;
     void *at = MAP_FAILED;
+    /* In the window at the guest's own address, which nothing of the
+     * executor's can be; a block that only meets the window is refused. */
+    bool same = in_window(x, guest, length);
     if (reg && length && guest && guest + length > guest && blocks < MAX_BLOCKS && !overlaps(x, guest, length) &&
-        (b = malloc(sizeof(*b))) &&
-        (at = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED) {
-        code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE);
+        (same || !meets_window(x, guest, length)) && (b = malloc(sizeof(*b))) &&
+        (at = mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
+                   MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
+        code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
+        CUdeviceptr d = 0;
+        if (code == CUDA_SUCCESS && device_view && device_view(&d, at, 0) == CUDA_SUCCESS)
+            view = d;
         if (code == CUDA_SUCCESS) {
-            vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered",
-                       (unsigned long long)length);
+            vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered%s",
+                       (unsigned long long)length, view == guest ? ", its device view at its address" : "");
             *b = (struct vgpu_exec_shared){ .next = x->shared, .guest = guest, .length = length, .at = at };
             x->shared = b;
             b = NULL;
@@ -113,13 +171,15 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
         }
     }
     close(fd);
-    if (at != MAP_FAILED)
+    if (at != MAP_FAILED && same)
+        unmap_block(at, length);
+    else if (at != MAP_FAILED)
         munmap(at, length);
     free(b);
     if (code != CUDA_SUCCESS)
         vgpu_debug("executor: %llu bytes of the guest's page-locked memory not shared: %d", (unsigned long long)length,
                    code);
-    return reply(x, code);
+    return reply(x, code, &view);
 }
 
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
@@ -132,13 +192,11 @@ int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
         at = &(*at)->next;
     struct vgpu_exec_shared *b = *at;
     if (!b)
-        return reply(x, CUDA_ERROR_INVALID_VALUE);
+        return reply(x, CUDA_ERROR_INVALID_VALUE, NULL);
     *at = b->next;
     CUresult (*unreg)(void *) = (CUresult(*)(void *))vgpu_exec_function_named(x, "cuMemHostUnregister");
     int code = unreg ? unreg(b->at) : CUDA_SUCCESS;
-    /* Kept reserved, never the executor's again (above). */
-    if (mmap(b->at, b->length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
-        vgpu_warn("executor: a shared block's addresses could not be kept reserved (%s)", strerror(errno));
+    unmap_block(b->at, b->length); /* kept reserved, never the executor's again (above) */
     free(b);
-    return reply(x, code);
+    return reply(x, code, NULL);
 }

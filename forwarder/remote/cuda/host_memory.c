@@ -36,7 +36,9 @@ struct host_block {
     struct host_block *next;
     void *p;
     size_t n;
-    size_t length; /* SHARED, MAPPED: the mapping's (whole pages) */
+    size_t length;  /* SHARED, MAPPED: the mapping's (whole pages) */
+    uint64_t view;  /* SHARED: its device address, as the executor's driver gives it (0: none) */
+    bool in_window; /* SHARED, MAPPED: in the executor's window (vgpu_remote_window) */
     unsigned flags;
     enum how how; /* ALLOCATED: posix_memalign's; SHARED: a memfd the executor maps too; MAPPED: a
                    * shared block's private copy in a child of fork; REGISTERED: cuMemHostRegister's
@@ -46,6 +48,15 @@ static struct host_block *host_blocks;
 static pthread_mutex_t host_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 
+/* The free extents of the executor's window (sorted, coalesced), for the
+ * window at window_base: owned by this file, under host_lock. */
+struct extent {
+    struct extent *next;
+    uint64_t at, length;
+};
+static struct extent *window_free;
+static uint64_t window_base;
+
 /* A child of fork may find the lock held by a thread it does not have; its
  * blocks are its own copies of the parent's, at the same addresses, and
  * stay known.  A shared block would be the parent's memory still (and its
@@ -53,6 +64,7 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 static void child_after_fork(void)
 {
     pthread_mutex_init(&host_lock, NULL);
+    window_base = 0; /* the child's executor has a window of its own */
     for (struct host_block *b = host_blocks; b; b = b->next) {
         if (b->how != SHARED)
             continue;
@@ -87,12 +99,15 @@ static struct host_block **find(const void *p, bool registered)
     return at;
 }
 
-static CUresult remember(void *p, size_t n, size_t length, unsigned flags, enum how how)
+/* A block like like (its memory, how it was had), of n bytes asked for with flags. */
+static CUresult remember(const struct host_block *like, size_t n, unsigned flags)
 {
     struct host_block *b = malloc(sizeof(*b));
     if (!b)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    *b = (struct host_block){ .p = p, .n = n, .length = length, .flags = flags, .how = how };
+    *b = *like;
+    b->n = n;
+    b->flags = flags;
     lock_blocks();
     b->next = host_blocks;
     host_blocks = b;
@@ -100,24 +115,110 @@ static CUresult remember(void *p, size_t n, size_t length, unsigned flags, enum 
     return CUDA_SUCCESS;
 }
 
+/* Under host_lock: length bytes of the window (base, size), or 0 when
+ * none are left in one piece. */
+static uint64_t window_take(uint64_t base, uint64_t size, uint64_t length)
+{
+    if (window_base != base) { /* first use, or a child of fork's new window */
+        while (window_free) {
+            struct extent *e = window_free;
+            window_free = e->next;
+            free(e);
+        }
+        window_free = malloc(sizeof(*window_free));
+        if (!window_free)
+            return 0;
+        *window_free = (struct extent){ .at = base, .length = size };
+        window_base = base;
+    }
+    for (struct extent **at = &window_free; *at; at = &(*at)->next) {
+        struct extent *e = *at;
+        if (e->length < length)
+            continue;
+        uint64_t got = e->at;
+        e->at += length;
+        e->length -= length;
+        if (!e->length) {
+            *at = e->next;
+            free(e);
+        }
+        return got;
+    }
+    return 0;
+}
+
+/* Under host_lock: length bytes at at back to the window, merged with
+ * their neighbours. */
+static void window_give(uint64_t at, uint64_t length)
+{
+    if (!window_base)
+        return;
+    struct extent *prev = NULL, *next = window_free;
+    while (next && next->at < at) {
+        prev = next;
+        next = next->next;
+    }
+    if (prev && prev->at + prev->length == at) {
+        prev->length += length;
+        if (next && prev->at + prev->length == next->at) {
+            prev->length += next->length;
+            prev->next = next->next;
+            free(next);
+        }
+    } else if (next && at + length == next->at) {
+        next->at = at;
+        next->length += length;
+    } else {
+        struct extent *e = malloc(sizeof(*e));
+        if (!e)
+            return; /* lost to the window, not to anything else */
+        *e = (struct extent){ .next = next, .at = at, .length = length };
+        if (prev)
+            prev->next = e;
+        else
+            window_free = e;
+    }
+}
+
+/* The addresses of a block that was in the window: inaccessible again,
+ * and the window's to give out. */
+static void window_return(void *p, size_t length)
+{
+    if (mmap(p, length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+        return;
+    lock_blocks();
+    window_give((uint64_t)(uintptr_t)p, length);
+    pthread_mutex_unlock(&host_lock);
+}
+
 /* n bytes shared with the executor (whole pages: *length), or NULL where
  * it gives none (no context current yet, a driver that will not register
  * them, a socket-only executor of another kind): said once. */
-static void *shared_alloc(size_t n, size_t *length)
+static void *shared_alloc(size_t n, size_t *length, uint64_t *view, bool *in_window)
 {
     static bool said;
     *length = (n + 4095) & ~(size_t)4095;
+    uint64_t base, size, where = 0;
+    if (vgpu_remote_window(&base, &size)) {
+        lock_blocks();
+        where = window_take(base, size, *length);
+        pthread_mutex_unlock(&host_lock);
+    }
+    *in_window = where != 0;
     int fd = memfd_create("vgpu-page-locked", MFD_CLOEXEC | MFD_ALLOW_SEALING), r = -1;
     void *p = MAP_FAILED;
     if (fd >= 0 && ftruncate(fd, (off_t)*length) == 0 &&
-        (p = mmap(NULL, *length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) != MAP_FAILED &&
+        (p = mmap((void *)(uintptr_t)where, *length, PROT_READ | PROT_WRITE, MAP_SHARED | (where ? MAP_FIXED : 0), fd,
+                  0)) != MAP_FAILED &&
         fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
-        r = vgpu_remote_share(p, *length, fd);
+        r = vgpu_remote_share(p, *length, fd, view);
     if (fd >= 0)
         close(fd);
     if (r == 0)
         return p;
-    if (p != MAP_FAILED)
+    if (where)
+        window_return((void *)(uintptr_t)where, *length);
+    else if (p != MAP_FAILED)
         munmap(p, *length);
     if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
         vgpu_info("remote GPU: page-locked memory is not shared with the executor (code %d): copies of it cross "
@@ -131,7 +232,9 @@ static void release(const struct host_block *b)
 {
     if (b->how == SHARED)
         vgpu_remote_unshare(b->p);
-    if (b->how == SHARED || b->how == MAPPED)
+    if (b->how == SHARED && b->in_window)
+        window_return(b->p, b->length);
+    else if (b->how == SHARED || b->how == MAPPED)
         munmap(b->p, b->length);
     else if (b->how == ALLOCATED)
         free(b->p);
@@ -142,11 +245,15 @@ static CUresult host_alloc(void **pp, size_t n, unsigned flags)
     if (!pp || !n)
         return CUDA_ERROR_INVALID_VALUE;
     size_t length = 0;
-    void *p = shared_alloc(n, &length);
-    struct host_block b = { .p = p, .length = length, .how = p ? SHARED : ALLOCATED };
+    uint64_t view = 0;
+    bool in_window = false;
+    void *p = shared_alloc(n, &length, &view, &in_window);
+    struct host_block b = {
+        .p = p, .length = length, .how = p ? SHARED : ALLOCATED, .view = view, .in_window = p && in_window
+    };
     if (!p && posix_memalign(&b.p, 4096, n) != 0)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult r = remember(b.p, n, length, flags, b.how);
+    CUresult r = remember(&b, n, flags);
     if (r != CUDA_SUCCESS) {
         release(&b);
         return r;
@@ -191,7 +298,8 @@ CUresult vgpu_remote_guest_cuMemHostRegister_v2(void *p, size_t n, unsigned int 
     lock_blocks();
     bool known = *find(p, true) != NULL;
     pthread_mutex_unlock(&host_lock);
-    return known ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : remember(p, n, 0, flags, REGISTERED);
+    struct host_block b = { .p = p, .how = REGISTERED };
+    return known ? CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED : remember(&b, n, flags);
 }
 
 CUresult vgpu_remote_guest_cuMemHostRegister(void *p, size_t n, unsigned int flags)
@@ -242,10 +350,12 @@ CUresult vgpu_remote_guest_cuMemHostGetDevicePointer_v2(CUdeviceptr *pdptr, void
     const struct host_block *b = containing(p);
     bool mapped =
         b && (b->how == REGISTERED ? b->flags & CU_MEMHOSTREGISTER_DEVICEMAP : b->flags & CU_MEMHOSTALLOC_DEVICEMAP);
+    uint64_t view = mapped && b->how == SHARED && b->view ? b->view + (uint64_t)((const char *)p - (const char *)b->p)
+                                                          : (uint64_t)(uintptr_t)p;
     pthread_mutex_unlock(&host_lock);
     if (!mapped)
         return CUDA_ERROR_INVALID_VALUE;
-    *pdptr = (CUdeviceptr)(uintptr_t)p;
+    *pdptr = (CUdeviceptr)view;
     return CUDA_SUCCESS;
 }
 
