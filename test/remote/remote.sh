@@ -243,6 +243,19 @@ page-locked-memory-is-shared-with-the-executor)
     grep -q "cuMemcpyHtoD_v2 of a shared block" "$tmp/executor.err" || fail "no copy named a shared block"
     ;;
 
+threads-call-at-once-through-the-ring)
+    # 8 threads of one guest copy, launch and read back at once, each on its
+    # own stream and memory, their messages interleaved on the ring: every
+    # element right, as on the local driver.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" threads >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    executor
+    guest threads >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    [ "$(grep -c ": 0 elements wrong in 100 rounds" "$tmp/remote.out")" = 8 ] || fail "a thread's elements were wrong"
+    grep -q "calls go through a shared-memory ring" "$tmp/remote.err" || fail "the guest's calls did not take the ring"
+    ;;
+
 shared-memory-forgeries-are-refused)
     # A guest speaking the protocol by hand: a block whose memory could
     # shrink, or is shorter than said, or overlaps one shared already, or

@@ -16,6 +16,8 @@
  *                                plain and asynchronous, every byte checked, a
  *                                child of fork that writes its copy of a block,
  *                                and a kernel that writes a mapped block
+ *   remote_client threads        8 threads copying, launching and reading back at
+ *                                once, each on its own stream and memory
  */
 #define _GNU_SOURCE
 #include <cuda.h>
@@ -24,6 +26,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -384,6 +387,66 @@ static void primary_context(void)
     SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
 }
 
+/* threads: each of 8 threads, at once, with its own stream and memory:
+ * 100 rounds of a copy of its own pattern to the device (plain or page-
+ * locked), a launch of add_one on it (asynchronous: its message and the
+ * others' interleave on the connection), and the bytes back; wrong
+ * elements counted. */
+enum { THREADS = 8, ROUNDS = 100, ELEMS = 4096 };
+static CUcontext threads_ctx;
+static CUfunction threads_kernel;
+static int threads_wrong[THREADS];
+
+static void *one_thread(void *arg)
+{
+    int t = (int)(uintptr_t)arg, wrong = 0;
+    CUstream s;
+    CUdeviceptr d;
+    float *pinned, plain[ELEMS];
+    if (F(cuCtxSetCurrent)(threads_ctx) != CUDA_SUCCESS || F(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING) != 0 ||
+        F(cuMemAlloc_v2)(&d, sizeof(plain)) != 0 || F(cuMemAllocHost_v2)((void **)&pinned, sizeof(plain)) != 0) {
+        threads_wrong[t] = -1;
+        return NULL;
+    }
+    int count = ELEMS;
+    void *params[] = { &d, &count };
+    for (int r = 0; r < ROUNDS; r++) {
+        float *from = r % 2 ? pinned : plain;
+        for (int i = 0; i < ELEMS; i++)
+            from[i] = (float)(t * 1000 + r + i % 7);
+        CUresult e = r % 2 ? F(cuMemcpyHtoDAsync_v2)(d, from, sizeof(plain), s) : F(cuMemcpyHtoD_v2)(d, from, sizeof(plain));
+        e = e ? e : F(cuLaunchKernel)(threads_kernel, ELEMS / 256, 1, 1, 256, 1, 1, 0, s, params, NULL);
+        e = e ? e : F(cuMemcpyDtoHAsync_v2)(from, d, sizeof(plain), s);
+        e = e ? e : F(cuStreamSynchronize)(s);
+        for (int i = 0; i < ELEMS; i++)
+            wrong += e != CUDA_SUCCESS || from[i] != (float)(t * 1000 + r + i % 7) + 1;
+    }
+    F(cuMemFreeHost)(pinned);
+    F(cuMemFree_v2)(d);
+    F(cuStreamDestroy_v2)(s);
+    threads_wrong[t] = wrong;
+    return NULL;
+}
+
+static void threads(void)
+{
+    CUdevice dev;
+    CUmodule mod;
+    SHOW("cuInit", F(cuInit)(0));
+    SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&threads_ctx, dev));
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(threads_ctx));
+    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&threads_kernel, mod, "add_one"));
+    pthread_t th[THREADS];
+    for (int t = 0; t < THREADS; t++)
+        pthread_create(&th[t], NULL, one_thread, (void *)(uintptr_t)t);
+    for (int t = 0; t < THREADS; t++) {
+        pthread_join(th[t], NULL);
+        printf("thread %d: %d elements wrong in %d rounds\n", t, threads_wrong[t], ROUNDS);
+    }
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -409,6 +472,8 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (;;)
             pause();
+    } else if (strcmp(argv[1], "threads") == 0) {
+        threads();
     } else if (strcmp(argv[1], "pinned") == 0) {
         /* Page-locked blocks (shared with the executor where it is remote):
          * every byte crosses each way, plain and on a stream. */
