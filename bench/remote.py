@@ -17,12 +17,15 @@ the socket, `VGPU_REMOTE_TRANSPORT=socket`):
 - `launch_rate`: those launches a second with their synchronize;
 - `htod_gbps`, `dtoh_gbps`: copies of 256 MiB between page-locked host
   memory and the device;
+- `startup_s`: `python3 -c "import torch; torch.zeros(1, device='cuda')"`,
+  its second run's wall time (PyTorch's kernels' images loaded, the first
+  CUDA call's set-up);
 - each of bench/compute_worker.py's loops (PyTorch), its rate over --seconds
   (a loop that fails on one side is reported as failed).
 
 Prints a table: each side's median over the rounds with its range, and for
 each transport the median and range of the rounds' ratios (remote / native;
-for the costs in µs, native / remote, so that below 1 is slower either way).  `--worker` is the
+for the costs in µs and seconds, native / remote, so that below 1 is slower either way).  `--worker` is the
 micro-benchmark one side runs (one JSON line).
 """
 import argparse
@@ -103,6 +106,17 @@ def worker():
     print(json.dumps(out), flush=True)
 
 
+def startup(env):
+    """A PyTorch process's first CUDA tensor: the second run's seconds."""
+    cmd = [sys.executable, "-c", "import torch; torch.zeros(1, device='cuda')"]
+    took = None
+    for _ in range(2):
+        t = time.perf_counter()
+        subprocess.run(cmd, env=env, check=True, capture_output=True, timeout=300)
+        took = time.perf_counter() - t
+    return took
+
+
 def run(cmd, env, must=True):
     p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=600)
     lines = [l for l in p.stdout.splitlines() if l.startswith("{")]
@@ -150,6 +164,7 @@ def main():
             order = names[r % len(names):] + names[:r % len(names)]
             for side in order:
                 got = run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side])
+                got["startup_s"] = startup(sides[side])
                 for loop in loops:
                     res = run([sys.executable, os.path.join(HERE, "compute_worker.py"), loop, str(a.seconds)],
                               sides[side], must=False)
@@ -174,7 +189,7 @@ def main():
                 if None in n or None in m:
                     cells.append("failed")
                     continue
-                ratios = [(x / y if k.endswith("_us") else y / x) for x, y in zip(n, m)]
+                ratios = [(x / y if k.endswith(("_us", "_s")) else y / x) for x, y in zip(n, m)]
                 cells.append("%.1f%% [%.1f-%.1f]" % (100 * statistics.median(ratios), 100 * min(ratios),
                                                    100 * max(ratios)))
             print("| " + " | ".join(row + cells) + " |")
