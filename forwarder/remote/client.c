@@ -11,6 +11,7 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -191,6 +192,27 @@ static void ask_ring(const char *path)
         close(memfd); /* mapped, or not to be */
 }
 
+/* The guest's driver settings for a CUDA HELLO (wire.h), NAME=VALUE each
+ * NUL-ended, in env (VGPU_REMOTE_ENV_BYTES): their length.  One that would
+ * not fit is left out, said. */
+static size_t driver_settings(char *env)
+{
+    static const char *const names[] = VGPU_REMOTE_ENV_NAMES;
+    size_t n = 0;
+    for (size_t i = 0; vgpu_remote_library.id == 0 && i < sizeof(names) / sizeof(*names); i++) {
+        const char *v = getenv(names[i]);
+        if (!v)
+            continue;
+        int len = snprintf(env + n, VGPU_REMOTE_ENV_BYTES - n, "%s=%s", names[i], v);
+        if (len < 0 || (size_t)len >= VGPU_REMOTE_ENV_BYTES - n) {
+            vgpu_warn("remote GPU: %s is too long to give the executor: left out", names[i]);
+            continue;
+        }
+        n += (size_t)len + 1;
+    }
+    return n;
+}
+
 /* Under lock: connects (through the mediator, or to the executor's socket),
  * says hello and asks for the ring; conn.fd is the socket, or -2. */
 static void connect_locked(void)
@@ -210,10 +232,11 @@ static void connect_locked(void)
     uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
     char comm[16] = { 0 };
     prctl(PR_GET_NAME, comm);
-    struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
+    char env[VGPU_REMOTE_ENV_BYTES];
+    struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { env, driver_settings(env) } };
     struct vgpu_remote_hdr h;
     uint64_t offered[2] = { 0, 0 };
-    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || (h.len != 0 && h.len != sizeof(offered)) ||
         (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,

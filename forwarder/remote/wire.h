@@ -23,8 +23,17 @@
 #define VGPU_REMOTE_JIT_LOG (64u << 10) /* each of its logs' bytes */
 #define VGPU_REMOTE_NVML_FIELDS 256     /* nvmlDeviceGetFieldValues's entries */
 
+/* The guest's settings the driver reads from its environment, which a CUDA
+ * HELLO carries (NAME=VALUE, each NUL-ended, at most VGPU_REMOTE_ENV_BYTES
+ * in all) for the executor to take as its own before its driver starts:
+ * the devices a process sees and their order, and how it launches. */
+#define VGPU_REMOTE_ENV_NAMES                                                                                          \
+    { "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_DEVICE_MAX_CONNECTIONS" }
+#define VGPU_REMOTE_ENV_BYTES 1024u
+
 enum vgpu_remote_type {
-    VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid */
+    VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid, u64 the library, its command's
+                            * name (16 bytes), then (CUDA) its driver settings (VGPU_REMOTE_ENV_NAMES) */
     VGPU_REMOTE_CALL = 2,  /* call: the slot; payload: the call's arguments */
     VGPU_REMOTE_REPLY = 3, /* call: the CUresult; payload: what the call returns */
     VGPU_REMOTE_RING = 4,  /* after HELLO's reply; payload: u64 each stream's bytes (ring.h).  The

@@ -32,8 +32,10 @@ fi
 unset LD_PRELOAD LD_LIBRARY_PATH
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-ollama.XXXXXX") || exit 1
 medpid=
+execpid=
 cleanup() {
     [ -n "$medpid" ] && { kill -9 "$medpid"; wait "$medpid"; } 2>/dev/null
+    [ -n "$execpid" ] && { kill -9 "$execpid"; wait "$execpid"; } 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -56,6 +58,7 @@ show() {
     echo "--- server output"; cat "$out" 2>/dev/null
     echo "--- server stderr (vgpu's log)"; tail -n 40 "$tmp/err" 2>/dev/null
     [ -f "$tmp/med.log" ] && { echo "--- mediator log"; cat "$tmp/med.log"; }
+    [ -f "$tmp/exec.log" ] && { echo "--- executor log"; tail -n 40 "$tmp/exec.log"; }
 }
 
 # ---- the machine: vgpu installed, the driver in the ld.so cache ----
@@ -83,10 +86,12 @@ for v in ASAN_OPTIONS UBSAN_OPTIONS LSAN_OPTIONS TSAN_OPTIONS; do
 done
 
 # serve ENV...: runs the server with exactly ENV (and PATH), from nothing,
-# as systemd starts a service; its arguments come from $serve_args.
+# as systemd starts a service; its arguments come from $serve_args, and
+# $serve_in (a command) runs it.
 serve_args=()
+serve_in=()
 serve() {
-    env -i PATH="$PATH" HOME="$tmp" "${sanitizers[@]}" "$@" "$OLLAMA_SERVER" serve --lib-dir "$OLLAMA_DIR" \
+    "${serve_in[@]}" env -i PATH="$PATH" HOME="$tmp" "${sanitizers[@]}" "$@" "$OLLAMA_SERVER" serve --lib-dir "$OLLAMA_DIR" \
         --lib-dir "$OLLAMA_DIR/cuda_v13" --runner "$OLLAMA_DIR/ollama-runner" --layer-mib $((layer >> 20)) \
         "${serve_args[@]}" >"$out" 2>"$tmp/err"
     echo "server exited with $?" >>"$tmp/err"
@@ -152,6 +157,27 @@ mediator)
     "${smi[@]}" >/dev/null 2>&1 || die "the mediator did not answer within 10 s"
     serve
     ;;
+remote)
+    # A guest with no GPU and no driver: the fake driver's directory is an
+    # empty tmpfs where the server and its runners run, and no ld.so cache
+    # lists it.  They preload vgpu with VGPU_REMOTE naming an executor, which
+    # runs on the host's (fake) GPUs under the vGPU's settings; CUDA and
+    # NVML both come through it, and the discovery's second pass narrows the
+    # devices with CUDA_VISIBLE_DEVICES in the guest.
+    preload="$root$VGPU_LIBDIR/libvgpu-cuda.so $root$VGPU_LIBDIR/libvgpu-nvml.so"
+    env -i PATH="$PATH" "${sanitizers[@]}" LD_PRELOAD="$preload" VGPU_REAL_LIBCUDA="$FAKE_DIR/libcuda.so.1" \
+        VGPU_REAL_NVML="$FAKE_DIR/libnvidia-ml.so.1" "${standalone[@]}" VGPU_LOG=info \
+        "$BUILD_DIR/tools/vgpu-executor" --listen "$tmp/exec.sock" >"$tmp/exec.log" 2>&1 &
+    execpid=$!
+    for _ in $(seq 1 500); do
+        [ -S "$tmp/exec.sock" ] && break
+        sleep 0.02
+    done
+    [ -S "$tmp/exec.sock" ] || die "the executor did not listen within 10 s: $(tail -n 5 "$tmp/exec.log")"
+    # shellcheck disable=SC2016 # expanded by the inner shell
+    serve_in=(unshare -m --propagation private sh -c 'mount -t tmpfs none "$1" && shift && exec "$@"' hide "$FAKE_DIR")
+    serve LD_PRELOAD="$preload" VGPU_REMOTE="$tmp/exec.sock" VGPU_LOG=info
+    ;;
 *)
     echo "unknown cell $cell"; exit 2 ;;
 esac
@@ -191,6 +217,15 @@ previous-by-uuid | previous-fallback)
     [ $failed = 0 ] && ok "free memory by $source is within the quota of each device"
     ;;
 esac
+
+if [ $cell = remote ]; then
+    # Every process of the guest went through the executor, none to a driver.
+    grep -q "forwarding to the remote CUDA driver" "$tmp/err" || bad "the server did not say it is remote"
+    ! grep -q "forwarding to the CUDA driver at" "$tmp/err" || bad "the server loaded a driver"
+    [ "$(grep -c "serving guest process" "$tmp/exec.log")" -ge 4 ] ||
+        bad "fewer processes of the guest than its server, probes and runner were served"
+    [ $failed = 0 ] && ok "the server, its probes and its runner drove the vGPU through the executor, with no driver"
+fi
 
 [ $failed = 0 ] || { show; exit 1; }
 exit 0

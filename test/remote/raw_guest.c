@@ -1,8 +1,9 @@
 /*
  * A guest that speaks the remote driver's protocol by hand (wire.h), over
  * the executor's socket, to put what no guest library sends to the
- * executor: shared page-locked memory (SHARE, UNSHARE, copies flagged
- * VGPU_REMOTE_SHARED) forged every way.  Prints "what: code" a line; the
+ * executor: driver settings it may not give, and shared page-locked
+ * memory (SHARE, UNSHARE, copies flagged VGPU_REMOTE_SHARED) forged every
+ * way.  Prints "what: code" a line; the
  * executor must refuse each forgery and serve on, or close the connection
  * where the protocol says so.
  *
@@ -100,10 +101,12 @@ int main(int argc, char **argv)
     }
     uint64_t hello[3] = { VGPU_REMOTE_CUDA_ABI_HASH, (uint64_t)getpid(), 0 };
     char comm[16] = "raw_guest";
-    struct iovec v[2] = { { hello, sizeof(hello) }, { comm, sizeof(comm) } };
+    /* Driver settings: one it may give, one it may not, one whose value is not plain. */
+    static const char env[] = "CUDA_DEVICE_ORDER=PCI_BUS_ID\0LD_PRELOAD=/tmp/evil.so\0CUDA_VISIBLE_DEVICES=$(id)";
+    struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { (void *)env, sizeof(env) } };
     struct vgpu_remote_hdr h;
     uint64_t window[2] = { 0, 0 };
-    if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0 ||
+    if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0 ||
         h.len != sizeof(window) || vgpu_wire_read(&w, window, sizeof(window)) != 0) {
         fprintf(stderr, "raw_guest: the executor refused the hello\n");
         return 1;

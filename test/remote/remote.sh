@@ -277,6 +277,12 @@ shared-memory-forgeries-are-refused)
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done
     grep -q "could shrink under the executor" "$tmp/executor.err" || fail "the unsealed block was not logged"
+    # Of the hello's driver settings, only the driver's own with plain values are taken.
+    grep -q "the guest's CUDA_DEVICE_ORDER=PCI_BUS_ID" "$tmp/executor.err" || fail "a driver setting was not taken"
+    grep -q 'setting "LD_PRELOAD=/tmp/evil.so" is not one it may give: ignored' "$tmp/executor.err" ||
+        fail "a setting that is not the driver's was not refused"
+    grep -q 'setting "CUDA_VISIBLE_DEVICES=$(id)" is not one it may give: ignored' "$tmp/executor.err" ||
+        fail "a setting with a value that is not plain was not refused"
     grep -q "sent as a copy of shared memory, which it is not: closing" "$tmp/executor.err" ||
         fail "the forged flag was not logged"
     ;;

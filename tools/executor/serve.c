@@ -9,6 +9,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
@@ -29,13 +30,47 @@ static void take_name(const char *comm)
     prctl(PR_SET_NAME, name);
 }
 
+/* The guest's driver settings (wire.h): each NAME=VALUE of env's n bytes
+ * whose name is one of them and whose value is plain (letters, digits and
+ * ",-_:."), taken into this process's environment before its driver
+ * starts; vgpu's backend here then holds them within the vGPU, as it does
+ * a local process's.  Others are refused, said. */
+static void take_settings(const char *env, size_t n)
+{
+    static const char *const names[] = VGPU_REMOTE_ENV_NAMES;
+    for (size_t at = 0; at < n;) {
+        const char *e = env + at, *end = memchr(e, 0, n - at), *eq = end ? memchr(e, '=', (size_t)(end - e)) : NULL;
+        if (!end)
+            break;
+        at = (size_t)(end - env) + 1;
+        bool known = false;
+        for (size_t i = 0; eq && i < sizeof(names) / sizeof(*names); i++)
+            known = known || (strlen(names[i]) == (size_t)(eq - e) && memcmp(names[i], e, (size_t)(eq - e)) == 0);
+        bool plain = eq != NULL;
+        for (const char *c = eq ? eq + 1 : e; plain && c < end; c++)
+            plain = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    strchr(",-_:.", *c);
+        if (!known || !plain) {
+            vgpu_warn("executor: the guest's setting \"%.64s\" is not one it may give: ignored", e);
+            continue;
+        }
+        char name[64];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - e), e);
+        setenv(name, eq + 1, 1);
+        vgpu_info("executor: the guest's %s", e);
+    }
+}
+
 static int hello(struct vgpu_exec *x)
 {
     struct vgpu_remote_hdr h;
     uint64_t words[3];
-    char comm[16];
-    if (vgpu_wire_read_hdr(&x->wire, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len != sizeof(words) + sizeof(comm) ||
-        vgpu_wire_read(&x->wire, words, sizeof(words)) != 0 || vgpu_wire_read(&x->wire, comm, sizeof(comm)) != 0) {
+    char comm[16], env[VGPU_REMOTE_ENV_BYTES];
+    size_t fixed = sizeof(words) + sizeof(comm);
+    if (vgpu_wire_read_hdr(&x->wire, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len < fixed ||
+        h.len > fixed + sizeof(env) || vgpu_wire_read(&x->wire, words, sizeof(words)) != 0 ||
+        vgpu_wire_read(&x->wire, comm, sizeof(comm)) != 0 ||
+        (h.len > fixed && vgpu_wire_read(&x->wire, env, h.len - fixed) != 0)) {
         vgpu_error("executor: the guest did not say hello: closing");
         return -1;
     }
@@ -50,6 +85,8 @@ static int hello(struct vgpu_exec *x)
         return -1;
     }
     x->lib = lib;
+    if (lib->id == vgpu_exec_cuda.id)
+        take_settings(env, h.len - fixed);
     x->fn = calloc(lib->count, sizeof(*x->fn));
     x->driver = x->fn ? dlopen(lib->driver, RTLD_NOW | RTLD_GLOBAL) : NULL;
     if (!x->driver) {
