@@ -173,7 +173,12 @@ static void ask_ring(const char *path)
         disconnect(-2);
         return;
     }
-    if (h.call != 0 || memfd < 0) {
+    if (h.call == 0 && memfd < 0) { /* the executor went on to the ring: the socket carries no calls now */
+        vgpu_error("remote GPU: the executor at %s gave a shared-memory ring that did not arrive (this process's "
+                   "descriptors may be used up): every %s call fails",
+                   path, what_library());
+        disconnect(-2);
+    } else if (h.call != 0) {
         vgpu_warn("remote GPU: the executor at %s gave no shared-memory ring (code %u): calls go through its socket, "
                   "slower (its log says why)",
                   path, (unsigned)h.call);

@@ -47,13 +47,12 @@ static void futex_wake(uint32_t *word)
     syscall(SYS_futex, word, FUTEX_WAKE, INT_MAX, NULL, NULL, 0);
 }
 
-/* Whether the other side is gone: its socket hung up, or holds something
- * to read (nothing is sent there once the ring is in use; what would be is
- * its end of file). */
+/* Whether the other side is gone: its socket hung up.  (Something to
+ * read is not: a shared block's memfd crosses there.) */
 static bool peer_gone(int fd)
 {
-    struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
-    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLIN | POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
+    struct pollfd p = { .fd = fd, .events = POLLRDHUP };
+    return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
 /* Waits until *word, the other side's position, is no longer seen: spins
@@ -82,8 +81,9 @@ static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t
         __atomic_store_n(sleeps, 0, __ATOMIC_RELAXED);
         if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
             return 0;
+        /* What it wrote before it went is still to be read. */
         if (peer_gone(r->peer_fd))
-            return -1;
+            return __atomic_load_n(word, __ATOMIC_ACQUIRE) != seen ? 0 : -1;
     }
 }
 

@@ -99,6 +99,7 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
             struct cmsghdr c;
             char b[CMSG_SPACE(4 * sizeof(int))];
         } control;
+        memset(&control, 0, sizeof(control));
         struct iovec v = { c, len };
         struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1 };
         if (passed) {
@@ -108,8 +109,9 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
         ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
         if (r < 0 && errno == EINTR)
             continue;
-        for (struct cmsghdr *h = passed ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
-            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS)
+        /* Only what a successful read received: a failed one leaves the header as it was. */
+        for (struct cmsghdr *h = passed && r > 0 ? CMSG_FIRSTHDR(&m) : NULL; h; h = CMSG_NXTHDR(&m, h)) {
+            if (h->cmsg_level != SOL_SOCKET || h->cmsg_type != SCM_RIGHTS || h->cmsg_len < CMSG_LEN(0))
                 continue;
             for (size_t i = 0; i < (h->cmsg_len - CMSG_LEN(0)) / sizeof(int); i++) {
                 int got;

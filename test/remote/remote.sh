@@ -287,6 +287,24 @@ shared-memory-forgeries-are-refused)
         fail "the forged flag was not logged"
     ;;
 
+guest-devices-are-chosen-among-the-executors)
+    # The executor sees the fake's GPU 1 only (its own CUDA_VISIBLE_DEVICES);
+    # a guest's CUDA_VISIBLE_DEVICES chooses among what the executor sees:
+    # 0 is that GPU, and 0,1 cannot widen it to a second.
+    env VGPU_BAR0="$tmp/local.bar0" CUDA_VISIBLE_DEVICES=1 "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    grep -q "^devices 1$" "$tmp/local.out" || fail "the local run does not see one device"
+    executor CUDA_VISIBLE_DEVICES=1
+    for choice in 0 0,1; do
+        CUDA_VISIBLE_DEVICES=$choice guest paths >"$tmp/remote.out" 2>"$tmp/remote.err" ||
+            fail "the remote run with CUDA_VISIBLE_DEVICES=$choice failed"
+        diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" ||
+            fail "the guest's CUDA_VISIBLE_DEVICES=$choice was not taken among the executor's devices"
+    done
+    grep -q "the guest's CUDA_VISIBLE_DEVICES=0,1, among the executor's own: 1$" "$tmp/executor.err" ||
+        fail "the executor did not say what it made of the guest's choice"
+    ;;
+
 paths-match-a-local-run-over-the-socket)
     # The same over the socket, the ring turned off (VGPU_REMOTE_TRANSPORT=socket).
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

@@ -74,6 +74,7 @@ struct vgpu_exec {
     struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
     bool said_pointer;                /* a refused device pointer was logged */
     bool said_capture;                /* a refused copy on a capturing stream was logged */
+    bool said_pinned;                 /* a block refused for the limit on pinned memory was logged */
     const char *call;                 /* the name of the call being served, for the log */
     int layout_length[VGPU_EXEC_MAX_DEVICES]; /* each device's layout's length (exec_private.c): 0 not learnt, -1 not */
 };

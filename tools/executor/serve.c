@@ -30,6 +30,38 @@ static void take_name(const char *comm)
     prctl(PR_SET_NAME, name);
 }
 
+/* The guest's CUDA_VISIBLE_DEVICES (value, rewritten in place) as a choice
+ * among the executor's own: an index is the executor's entry at it, a name
+ * (a UUID) stands if the executor's list has it; as the driver does, the
+ * list ends at the first entry that is neither. */
+static void among(const char *own, char *value, size_t size)
+{
+    char mine[VGPU_REMOTE_ENV_BYTES], *entry[64], out[VGPU_REMOTE_ENV_BYTES] = "";
+    int n = 0;
+    snprintf(mine, sizeof(mine), "%s", own);
+    for (char *save = NULL, *t = strtok_r(mine, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save))
+        entry[n++] = t;
+    size_t used = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(value, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long i = strtol(t, &end, 10);
+        const char *pick = NULL;
+        if (*t && !*end)
+            pick = i >= 0 && i < n ? entry[i] : NULL;
+        else
+            for (int k = 0; !pick && k < n; k++)
+                pick = strcmp(entry[k], t) == 0 ? entry[k] : NULL;
+        if (!pick)
+            break;
+        int w = snprintf(out + used, sizeof(out) - used, "%s%s", used ? "," : "", pick);
+        if (w < 0 || (size_t)w >= sizeof(out) - used)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(value, size, "%s", out);
+}
+
 /* The guest's driver settings (wire.h): each NAME=VALUE of env's n bytes
  * whose name is one of them and whose value is plain (letters, digits and
  * ",-_:."), taken into this process's environment before its driver
@@ -54,10 +86,14 @@ static void take_settings(const char *env, size_t n)
             vgpu_warn("executor: the guest's setting \"%.64s\" is not one it may give: ignored", e);
             continue;
         }
-        char name[64];
+        char name[64], value[VGPU_REMOTE_ENV_BYTES];
         snprintf(name, sizeof(name), "%.*s", (int)(eq - e), e);
-        setenv(name, eq + 1, 1);
-        vgpu_info("executor: the guest's %s", e);
+        snprintf(value, sizeof(value), "%s", eq + 1);
+        const char *own = strcmp(name, "CUDA_VISIBLE_DEVICES") == 0 ? getenv(name) : NULL;
+        if (own)
+            among(own, value, sizeof(value));
+        setenv(name, value, 1);
+        vgpu_info("executor: the guest's %s%s%s", e, own ? ", among the executor's own: " : "", own ? value : "");
     }
 }
 

@@ -86,6 +86,19 @@ void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n)
     return NULL;
 }
 
+/* What a guest's blocks may pin of the host's memory in all: half of it,
+ * or VGPU_REMOTE_PINNED_MIB. */
+static uint64_t pinned_limit(void)
+{
+    const char *s = getenv("VGPU_REMOTE_PINNED_MIB");
+    char *end;
+    unsigned long long mib = s && *s ? strtoull(s, &end, 10) : 0;
+    if (s && *s && !*end && mib)
+        return (uint64_t)mib << 20;
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : UINT64_MAX;
+}
+
 /* Whether the length bytes at guest meet a block shared already. */
 static bool overlaps(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
 {
@@ -117,10 +130,12 @@ static int take_memfd(struct vgpu_exec *x, uint64_t length)
     }
     struct stat st;
     int seals = fcntl(fd, F_GET_SEALS);
-    if (seals < 0 || !(seals & F_SEAL_SHRINK) || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) ||
-        (uint64_t)st.st_size < length) {
-        vgpu_warn("executor: the guest shared memory that could shrink under the executor, or is shorter than it "
-                  "says (%llu bytes): refused",
+    /* Sealed against writing, it could not be mapped writable: refused
+     * before a mapping at a fixed address is tried. */
+    if (seals < 0 || !(seals & F_SEAL_SHRINK) || (seals & (F_SEAL_WRITE | F_SEAL_FUTURE_WRITE)) ||
+        fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || (uint64_t)st.st_size < length) {
+        vgpu_warn("executor: the guest shared memory that could shrink under the executor, cannot be written, or is "
+                  "shorter than it says (%llu bytes): refused",
                   (unsigned long long)length);
         close(fd);
         return -2;
@@ -139,8 +154,23 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     if (fd < 0)
         return reply(x, x->lib->not_supported, &view);
     unsigned blocks = 0;
-    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+    uint64_t pinned = 0;
+    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next) {
         blocks++;
+        pinned += b->length;
+    }
+    static uint64_t limit;
+    if (!limit)
+        limit = pinned_limit();
+    if (length > limit || pinned > limit - length) {
+        close(fd);
+        if (!x->said_pinned)
+            vgpu_warn("executor: the guest's page-locked memory would pin more than %llu MiB of the host's: the "
+                      "block stays the guest's own (VGPU_REMOTE_PINNED_MIB; said once)",
+                      (unsigned long long)(limit >> 20));
+        x->said_pinned = true;
+        return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
+    }
     CUresult (*reg)(void *, size_t, unsigned) =
         x->lib->id == 0 ? (CUresult(*)(void *, size_t, unsigned))vgpu_exec_function_named(x, "cuMemHostRegister_v2")
                         : NULL;
@@ -171,8 +201,10 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
         }
     }
     close(fd);
-    if (at != MAP_FAILED && same)
-        unmap_block(at, length);
+    /* A mapping at a fixed address that failed may have taken the
+     * window's reservation there with it: made again. */
+    if (same && b)
+        unmap_block((void *)(uintptr_t)guest, length);
     else if (at != MAP_FAILED)
         munmap(at, length);
     free(b);

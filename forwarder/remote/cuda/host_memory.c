@@ -57,31 +57,51 @@ struct extent {
 static struct extent *window_free;
 static uint64_t window_base;
 
-/* A child of fork may find the lock held by a thread it does not have; its
- * blocks are its own copies of the parent's, at the same addresses, and
- * stay known.  A shared block would be the parent's memory still (and its
- * executor's): it becomes a private copy, which the child's copies carry. */
+/* A fork waits for host_lock, so that the child's list is whole.  The
+ * child's blocks are its own copies of the parent's, at the same
+ * addresses, and stay known.  A shared block would be the parent's memory
+ * still (and its executor's): it becomes a private copy, which the child's
+ * copies carry in messages (one that cannot be copied stays shared with
+ * the parent, but is no longer named to an executor as shared).  The
+ * parent's window is given up but for those copies: the child's executor
+ * offers its own, at the same addresses if they are free. */
+static void before_fork(void)
+{
+    pthread_mutex_lock(&host_lock);
+}
+
+static void parent_after_fork(void)
+{
+    pthread_mutex_unlock(&host_lock);
+}
+
 static void child_after_fork(void)
 {
     pthread_mutex_init(&host_lock, NULL);
-    window_base = 0; /* the child's executor has a window of its own */
     for (struct host_block *b = host_blocks; b; b = b->next) {
+        b->in_window = false;
         if (b->how != SHARED)
             continue;
+        b->how = MAPPED;
         void *copy = mmap(NULL, b->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (copy == MAP_FAILED)
-            continue; /* left shared with the parent: nothing better to do */
+            continue;
         memcpy(copy, b->p, b->length);
         if (mremap(copy, b->length, b->length, MREMAP_MAYMOVE | MREMAP_FIXED, b->p) == MAP_FAILED)
             munmap(copy, b->length);
-        else
-            b->how = MAPPED;
     }
+    while (window_free) {
+        struct extent *e = window_free;
+        window_free = e->next;
+        munmap((void *)(uintptr_t)e->at, e->length);
+        free(e);
+    }
+    window_base = 0;
 }
 
 static void register_atfork(void)
 {
-    pthread_atfork(NULL, NULL, child_after_fork);
+    pthread_atfork(before_fork, parent_after_fork, child_after_fork);
 }
 
 static void lock_blocks(void)

@@ -143,7 +143,11 @@ static uint64_t finish_release(struct vgpu_bar0 *b, int slot, bool decrement)
         atomic_fetch_sub(&b->status.processes, 1);
     atomic_store(&p->busy, 0); /* what a process killed between two updates left */
     atomic_fetch_add(&b->status.changes, 1);
-    atomic_store(&p->owner, 0);
+    /* Freed only if it is still this reaper's: one taken for dead while it
+     * was not (a pid another namespace reused) must not free the slot that
+     * the one who took it over has since given to a new process. */
+    uint64_t mine = VGPU_BAR0_OWNER(getpid(), VGPU_PROC_REAPING);
+    atomic_compare_exchange_strong(&p->owner, &mine, 0);
     return sum;
 }
 
@@ -211,9 +215,10 @@ void vgpu_bar0_reap(struct vgpu_bar0 *b, bool force)
         uint64_t theirs = b->procs[i].pid_ns;
         if (theirs && ns && theirs != ns)
             continue;
-        if (state == VGPU_PROC_REAPING)
-            finish_dead_reapers_work(b, i, o);
-        else if (!vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
+        if (state == VGPU_PROC_REAPING) {
+            if (theirs && ns) /* its reaper's pid is known to be one of this namespace's */
+                finish_dead_reapers_work(b, i, o);
+        } else if (!vgpu_bar0_owner_alive(VGPU_BAR0_OWNER_PID(o), b->procs[i].start_time))
             vgpu_bar0_release_slot(b, i, o, NULL);
     }
     vgpu_bar0_rebuild(b);
