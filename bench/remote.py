@@ -15,6 +15,8 @@ the socket, `VGPU_REMOTE_TRANSPORT=socket`):
 - `launch_issue_us`: the guest's cost of an asynchronous launch (an empty
   kernel, µs a `cuLaunchKernel` call, the synchronize after them not timed);
 - `launch_rate`: those launches a second with their synchronize;
+- `launch_issue_c_us`: the same cost from C (bench/launch_cost.c, the
+  build's `bench/launch_cost`), with no interpreter in it;
 - `htod_gbps`, `dtoh_gbps`: copies of 256 MiB between page-locked host
   memory and the device;
 - `startup_s`: `python3 -c "import torch; torch.zeros(1, device='cuda')"`,
@@ -165,6 +167,8 @@ def main():
             for side in order:
                 got = run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side])
                 got["startup_s"] = startup(sides[side])
+                got["launch_issue_c_us"] = run([os.path.join(build, "bench/launch_cost")],
+                                               sides[side])["launch_issue_c_us"]
                 for loop in loops:
                     res = run([sys.executable, os.path.join(HERE, "compute_worker.py"), loop, str(a.seconds)],
                               sides[side], must=False)
