@@ -48,8 +48,8 @@ static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
     disconnect(-1);
-    /* The parent's window stays reserved here (its shared blocks, now
-     * private copies, are in it); the child's executor offers its own. */
+    /* What is left of the parent's window is host_memory.c's (its blocks'
+     * private copies); the child's executor offers a window of its own. */
     window = window_size = 0;
 }
 

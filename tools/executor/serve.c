@@ -83,7 +83,12 @@ static void take_settings(const char *env, size_t n)
             plain = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
                     strchr(",-_:.", *c);
         if (!known || !plain) {
-            vgpu_warn("executor: the guest's setting \"%.64s\" is not one it may give: ignored", e);
+            char shown[65]; /* the guest's bytes, printable: no line of the log is the guest's to write */
+            size_t k = 0;
+            for (; k < sizeof(shown) - 1 && e[k]; k++)
+                shown[k] = e[k] >= 0x20 && e[k] < 0x7f ? e[k] : '?';
+            shown[k] = 0;
+            vgpu_warn("executor: the guest's setting \"%s\" is not one it may give: ignored", shown);
             continue;
         }
         char name[64], value[VGPU_REMOTE_ENV_BYTES];
