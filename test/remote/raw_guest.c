@@ -161,6 +161,7 @@ int main(int argc, char **argv)
                         MAP_SHARED | MAP_FIXED_NOREPLACE, fd = block(MiB, true, &loose), 0);
     printf("SHARE in the window: %ld\n", inside == MAP_FAILED ? -2 : share(inside, MiB, fd));
     printf("its device view is its address: %s\n", view == (uint64_t)(uintptr_t)inside ? "yes" : "no");
+    printf("SHARE not on a page: %ld\n", share((void *)(uintptr_t)(window[0] + 8 * MiB + 8), 4096, fd));
     printf("SHARE across the window's end: %ld\n",
            share((void *)(uintptr_t)(window[0] + window[1] - 4096), 2 * 4096, fd));
     close(fd);

@@ -268,7 +268,7 @@ shared-memory-forgeries-are-refused)
     "$build/test/remote/raw_guest" "$tmp/sock" >"$tmp/raw.out" 2>"$tmp/raw.err" || fail "raw_guest failed"
     for want in "a window offered: yes" "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
         "its device view is elsewhere: yes" "SHARE in the window: 0" "its device view is its address: yes" \
-        "SHARE across the window's end: 1" \
+        "SHARE not on a page: 1" "SHARE across the window's end: 1" \
         "SHARE again, overlapping: 1" "cuMemcpyHtoD_v2 shared: 0" "the device holds the shared bytes: yes (0)" \
         "cuMemcpyDtoH_v2 shared: 0" "the shared memory holds the device's bytes: yes" \
         "shared copy of an address not shared: 1" "shared copy past the block's end: 1" \
@@ -277,6 +277,7 @@ shared-memory-forgeries-are-refused)
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done
     grep -q "could shrink under the executor" "$tmp/executor.err" || fail "the unsealed block was not logged"
+    ! grep -q "could not be kept reserved" "$tmp/executor.err" || fail "a refused block tried a mapping"
     # Of the hello's driver settings, only the driver's own with plain values are taken.
     grep -q "the guest's CUDA_DEVICE_ORDER=PCI_BUS_ID" "$tmp/executor.err" || fail "a driver setting was not taken"
     grep -q 'setting "LD_PRELOAD=/tmp/evil.so" is not one it may give: ignored' "$tmp/executor.err" ||

@@ -183,8 +183,9 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     /* In the window at the guest's own address, which nothing of the
      * executor's can be; a block that only meets the window is refused. */
     bool same = in_window(x, guest, length);
-    if (reg && length && guest && guest + length > guest && blocks < MAX_BLOCKS && !overlaps(x, guest, length) &&
-        (same || !meets_window(x, guest, length)) && (b = malloc(sizeof(*b))) &&
+    if (reg && length && guest && !(guest % 4096) && !(length % 4096) && guest + length > guest &&
+        blocks < MAX_BLOCKS && !overlaps(x, guest, length) && (same || !meets_window(x, guest, length)) &&
+        (b = malloc(sizeof(*b))) &&
         (at = mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
                    MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
         code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
