@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/ring.h"
+#include "forwarder/remote/shm.h"
 #include "forwarder/remote/wire.h"
 #include "vgpu_backend/contract/protocol/mediator_client.h"
 #include "vgpu_backend/contract/protocol/protocol.h"
@@ -134,15 +135,11 @@ static void take_window(uint64_t base, uint64_t size)
 {
     if (window_size || !size || base + size < base)
         return;
-    void *want = (void *)(uintptr_t)base;
-    void *got = mmap(want, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-    if (got == want) {
+    if (vgpu_shm_reserve_at((void *)(uintptr_t)base, size)) {
         window = base;
         window_size = size;
         return;
     }
-    if (got != MAP_FAILED)
-        munmap(got, size);
     vgpu_info("remote GPU: the executor's window for page-locked memory (%#llx, %llu GiB) is taken here: a block's "
               "device view is another address",
               (unsigned long long)base, (unsigned long long)(size >> 30));

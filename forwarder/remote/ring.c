@@ -2,8 +2,9 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/ring.h"
 
+#include "forwarder/remote/shm.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
 #include <linux/futex.h>
@@ -204,23 +205,12 @@ int vgpu_ring_create(struct vgpu_ring *r, uint64_t stream_bytes, int peer_fd, in
         return -1;
     }
     size_t length = PAGE + 2 * stream_bytes;
-    int fd = memfd_create("vgpu-ring", MFD_CLOEXEC | MFD_ALLOW_SEALING);
-    if (fd < 0)
-        return -1;
-    void *m = MAP_FAILED;
+    int fd;
     /* Sealed before the guest has it: it can neither shrink the memory
      * under the executor (which would fault there) nor grow it. */
-    if (ftruncate(fd, (off_t)length) != 0 ||
-        (m = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)) == MAP_FAILED ||
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) != 0) {
-        int e = errno;
-        if (m != MAP_FAILED)
-            munmap(m, length);
-        close(fd);
-        errno = e;
+    struct vgpu_ring_shared *h = vgpu_shm_sealed("vgpu-ring", length, NULL, &fd);
+    if (h == MAP_FAILED)
         return -1;
-    }
-    struct vgpu_ring_shared *h = m;
     h->version = VGPU_RING_VERSION;
     for (int i = 0; i < 2; i++) {
         h->offset[i] = PAGE + (uint64_t)i * stream_bytes;

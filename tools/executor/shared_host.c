@@ -16,6 +16,7 @@
 #include "tools/executor/calls/exec_manual.h"
 
 #include "common/log.h"
+#include "forwarder/remote/shm.h"
 #include "forwarder/remote/wire.h"
 
 #include <errno.h>
@@ -39,16 +40,12 @@ void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *siz
 {
     *base = *size = 0;
     for (int i = 0; i < WINDOW_TRIES; i++) {
-        void *want = (void *)(uintptr_t)(WINDOW_FIRST + (uint64_t)i * WINDOW_STEP);
-        void *got = mmap(want, WINDOW_SIZE, PROT_NONE,
-                         MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED_NOREPLACE, -1, 0);
-        if (got == want) {
-            x->window = *base = (uint64_t)(uintptr_t)got;
+        uint64_t want = WINDOW_FIRST + (uint64_t)i * WINDOW_STEP;
+        if (vgpu_shm_reserve_at((void *)(uintptr_t)want, WINDOW_SIZE)) {
+            x->window = *base = want;
             x->window_size = *size = WINDOW_SIZE;
             return;
         }
-        if (got != MAP_FAILED) /* a kernel that took the address as a hint */
-            munmap(got, WINDOW_SIZE);
     }
     vgpu_info("executor: no window of addresses for shared page-locked memory: a block's device view is another "
               "address than the guest's");
@@ -68,7 +65,7 @@ static bool meets_window(const struct vgpu_exec *x, uint64_t guest, uint64_t len
 /* Where a block was, made inaccessible: in the window, back to its reservation. */
 static void unmap_block(void *at, uint64_t length)
 {
-    if (mmap(at, length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+    if (vgpu_shm_reserve(at, length) != 0)
         vgpu_warn("executor: a shared block's addresses could not be kept reserved (%s)", strerror(errno));
 }
 

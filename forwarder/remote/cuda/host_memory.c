@@ -16,12 +16,12 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
+#include "forwarder/remote/shm.h"
 
 #include "common/log.h"
 
 #include "vgpu_cuda_slots.h"
 
-#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -204,7 +204,7 @@ static void window_give(uint64_t at, uint64_t length)
  * and the window's to give out. */
 static void window_return(void *p, size_t length)
 {
-    if (mmap(p, length, PROT_NONE, MAP_FIXED | MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0) == MAP_FAILED)
+    if (vgpu_shm_reserve(p, length) != 0)
         return;
     lock_blocks();
     window_give((uint64_t)(uintptr_t)p, length);
@@ -225,15 +225,12 @@ static void *shared_alloc(size_t n, size_t *length, uint64_t *view, bool *in_win
         pthread_mutex_unlock(&host_lock);
     }
     *in_window = where != 0;
-    int fd = memfd_create("vgpu-page-locked", MFD_CLOEXEC | MFD_ALLOW_SEALING), r = -1;
-    void *p = MAP_FAILED;
-    if (fd >= 0 && ftruncate(fd, (off_t)*length) == 0 &&
-        (p = mmap((void *)(uintptr_t)where, *length, PROT_READ | PROT_WRITE, MAP_SHARED | (where ? MAP_FIXED : 0), fd,
-                  0)) != MAP_FAILED &&
-        fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW | F_SEAL_SEAL) == 0)
+    int fd = -1, r = -1;
+    void *p = vgpu_shm_sealed("vgpu-page-locked", *length, (void *)(uintptr_t)where, &fd);
+    if (p != MAP_FAILED) {
         r = vgpu_remote_share(p, *length, fd, view);
-    if (fd >= 0)
         close(fd);
+    }
     if (r == 0)
         return p;
     if (where)
