@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/ring.h"
 
+#include "common/error.h"
 #include "forwarder/remote/shm.h"
 
 #include <errno.h>
@@ -280,21 +281,21 @@ int vgpu_ring_settings(uint64_t *stream_bytes, uint64_t *spin_ns, char *err, siz
         if (number(mib, VGPU_RING_MAX_MIB, &v) && v && !(v & (v - 1)))
             *stream_bytes = (uint64_t)v << 20;
         else
-            r = -snprintf(err, errlen, "VGPU_REMOTE_RING_MIB=%s is not a power of two from 1 to %u: %u taken", mib,
+            r = vgpu_fail(err, errlen, "VGPU_REMOTE_RING_MIB=%s is not a power of two from 1 to %u: %u taken", mib,
                           VGPU_RING_MAX_MIB, VGPU_RING_DEFAULT_MIB);
     }
     if (spin && *spin) {
         if (number(spin, 1000000, &v))
             *spin_ns = (uint64_t)v * 1000u;
         else
-            r = -snprintf(err, errlen, "VGPU_REMOTE_SPIN_US=%s is not a number of microseconds up to 1000000: %u taken",
+            r = vgpu_fail(err, errlen, "VGPU_REMOTE_SPIN_US=%s is not a number of microseconds up to 1000000: %u taken",
                           spin, VGPU_RING_DEFAULT_SPIN_US);
     }
     if (t && *t && strcmp(t, "ring") != 0) {
         if (strcmp(t, "socket") == 0)
             *stream_bytes = 0;
         else
-            r = -snprintf(err, errlen, "VGPU_REMOTE_TRANSPORT=%s is neither ring nor socket: the ring taken", t);
+            r = vgpu_fail(err, errlen, "VGPU_REMOTE_TRANSPORT=%s is neither ring nor socket: the ring taken", t);
     }
-    return r < 0 ? -1 : 0;
+    return r;
 }
