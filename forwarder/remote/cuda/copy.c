@@ -60,9 +60,12 @@ static CUresult in_guest(void *dst, const void *src, size_t n, const CUstream *s
  * the bytes come and go when the stream gets to them. */
 static CUresult shared(unsigned slot, CUdeviceptr dev, const void *host, size_t n, const CUstream *stream)
 {
-    uint64_t w[4] = { dev, n, stream ? (uint64_t)(uintptr_t)*stream : (uint64_t)(uintptr_t)host,
-                      (uint64_t)(uintptr_t)host };
-    struct iovec q = { w, (stream ? 4 : 3) * sizeof(uint64_t) };
+    uint64_t w[4] = { dev, n };
+    unsigned k = 2;
+    if (stream)
+        w[k++] = (uint64_t)(uintptr_t)*stream;
+    w[k++] = (uint64_t)(uintptr_t)host;
+    struct iovec q = { w, k * sizeof(uint64_t) };
     return stream ? vgpu_remote_send_flagged(slot, VGPU_REMOTE_SHARED, &q, 1)
                   : vgpu_remote_call_flagged(slot, VGPU_REMOTE_SHARED, &q, 1, NULL, 0, NULL);
 }
