@@ -376,8 +376,9 @@ static void paths(void)
     free(host);
 }
 
-/* Device 0's primary context, current: what each mode but paths starts from. */
-static void primary_context(void)
+/* Device 0's primary context, current (and returned): what each mode but
+ * paths starts from. */
+static CUcontext primary_context(void)
 {
     CUdevice dev;
     CUcontext ctx;
@@ -385,6 +386,7 @@ static void primary_context(void)
     SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
     SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
     SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+    return ctx;
 }
 
 /* threads: each of 8 threads, at once, with its own stream and memory:
@@ -430,12 +432,8 @@ static void *one_thread(void *arg)
 
 static void threads(void)
 {
-    CUdevice dev;
     CUmodule mod;
-    SHOW("cuInit", F(cuInit)(0));
-    SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
-    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&threads_ctx, dev));
-    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(threads_ctx));
+    threads_ctx = primary_context();
     SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
     SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&threads_kernel, mod, "add_one"));
     pthread_t th[THREADS];
