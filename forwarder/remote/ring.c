@@ -57,24 +57,43 @@ static bool peer_gone(int fd)
     return fd >= 0 && poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL));
 }
 
+/* Longest sleep of a polling wait, which sleeps a thirty-second of what
+ * it waited so far: a wait of T ends at most T/32 late, and a side idle
+ * for long wakes 200 times a second. */
+#define POLL_MIN_NS 5000u
+#define POLL_MAX_NS 5000000u
+
+/* After the spin, with no socket: polls *word until it is no longer seen,
+ * asking peer_gone after each sleep.  0, or -1 when the other side is gone. */
+static int poll_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint64_t start)
+{
+    for (;;) {
+        uint64_t waited = now_ns() - start, ns = waited / 32;
+        ns = ns < POLL_MIN_NS ? POLL_MIN_NS : ns > POLL_MAX_NS ? POLL_MAX_NS : ns;
+        struct timespec t = { 0, (long)ns };
+        nanosleep(&t, NULL);
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
+            return 0;
+        if (r->peer_gone(r->peer_ctx))
+            return __atomic_load_n(word, __ATOMIC_ACQUIRE) != seen ? 0 : -1;
+    }
+}
+
 /* Waits until *word, the other side's position, is no longer seen: spins
- * for r->spin_ns, then sleeps on seq, saying so in *sleeps.  0, or -1 when
- * the other side is gone. */
+ * for r->spin_ns, then sleeps on seq, saying so in *sleeps (or polls, with
+ * no socket).  0, or -1 when the other side is gone. */
 static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
 {
-    uint64_t start = 0;
+    uint64_t start = now_ns();
     for (unsigned i = 1;; i++) {
         if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
             return 0;
-        if (!(i & 63)) {
-            uint64_t t = now_ns();
-            if (!start)
-                start = t;
-            else if (t - start >= r->spin_ns)
-                break;
-        }
+        if (!(i & 63) && now_ns() - start >= r->spin_ns)
+            break;
         cpu_relax();
     }
+    if (r->peer_gone)
+        return poll_for(r, word, seen, start);
     for (;;) {
         uint32_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
         __atomic_store_n(sleeps, 1, __ATOMIC_SEQ_CST);
@@ -184,24 +203,46 @@ int vgpu_ring_read(struct vgpu_ring *r, void *dst, size_t len)
     return 0;
 }
 
-/* The ends of side (the stream it writes, the one it reads). */
-static void set_ends(struct vgpu_ring *r, int writes, int peer_fd)
+/* The ends of the side that writes stream writes, whose offsets and sizes
+ * are off and size (the executor's own values, never read back). */
+static void set_ends(struct vgpu_ring *r, int writes, const uint64_t off[2], const uint64_t size[2], int peer_fd)
 {
     struct vgpu_ring_shared *h = r->shared;
     struct vgpu_ring_end *ends[2] = { &r->tx, &r->rx };
     int which[2] = { writes, !writes };
     for (int i = 0; i < 2; i++)
         *ends[i] = (struct vgpu_ring_end){ .s = &h->stream[which[i]],
-                                           .data = (unsigned char *)h + h->offset[which[i]],
-                                           .size = h->size[which[i]] };
+                                           .data = (unsigned char *)h + off[which[i]],
+                                           .size = size[which[i]] };
     r->peer_fd = peer_fd;
     r->spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
 }
 
+/* Lays out h (length bytes) as a ring of two streams of stream_bytes: the
+ * executor's end of it. */
+static void lay_out(struct vgpu_ring *r, struct vgpu_ring_shared *h, size_t length, uint64_t stream_bytes,
+                    int peer_fd)
+{
+    uint64_t off[2], size[2];
+    memset(h, 0, sizeof(*h));
+    h->version = VGPU_RING_VERSION;
+    for (int i = 0; i < 2; i++) {
+        h->offset[i] = off[i] = PAGE + (uint64_t)i * stream_bytes;
+        h->size[i] = size[i] = stream_bytes;
+    }
+    __atomic_store_n(&h->magic, VGPU_RING_MAGIC, __ATOMIC_RELEASE);
+    *r = (struct vgpu_ring){ .shared = h, .length = length };
+    set_ends(r, VGPU_RING_TO_GUEST, off, size, peer_fd);
+}
+
+static bool stream_size_ok(uint64_t b)
+{
+    return b >= PAGE && !(b & (b - 1)) && b <= (uint64_t)VGPU_RING_MAX_MIB << 20;
+}
+
 int vgpu_ring_create(struct vgpu_ring *r, uint64_t stream_bytes, int peer_fd, int *memfd)
 {
-    if (stream_bytes < PAGE || (stream_bytes & (stream_bytes - 1)) ||
-        stream_bytes > (uint64_t)VGPU_RING_MAX_MIB << 20) {
+    if (!stream_size_ok(stream_bytes)) {
         errno = EINVAL;
         return -1;
     }
@@ -212,15 +253,43 @@ int vgpu_ring_create(struct vgpu_ring *r, uint64_t stream_bytes, int peer_fd, in
     struct vgpu_ring_shared *h = vgpu_shm_sealed("vgpu-ring", length, NULL, &fd);
     if (h == MAP_FAILED)
         return -1;
-    h->version = VGPU_RING_VERSION;
-    for (int i = 0; i < 2; i++) {
-        h->offset[i] = PAGE + (uint64_t)i * stream_bytes;
-        h->size[i] = stream_bytes;
-    }
-    __atomic_store_n(&h->magic, VGPU_RING_MAGIC, __ATOMIC_RELEASE);
-    *r = (struct vgpu_ring){ .shared = h, .length = length };
-    set_ends(r, VGPU_RING_TO_GUEST, peer_fd);
+    lay_out(r, h, length, stream_bytes, peer_fd);
     *memfd = fd;
+    return 0;
+}
+
+int vgpu_ring_format(struct vgpu_ring *r, void *memory, size_t length, uint64_t stream_bytes)
+{
+    if (!stream_bytes) /* the largest power of two that two of fit */
+        for (stream_bytes = (uint64_t)VGPU_RING_MAX_MIB << 20; stream_bytes >= PAGE && PAGE + 2 * stream_bytes > length;)
+            stream_bytes >>= 1;
+    if (!stream_size_ok(stream_bytes) || length < PAGE + 2 * stream_bytes || ((uintptr_t)memory & (PAGE - 1))) {
+        errno = EINVAL;
+        return -1;
+    }
+    lay_out(r, memory, 0, stream_bytes, -1);
+    return 0;
+}
+
+/* The guest's end of the ring the executor laid out in h (length bytes);
+ * 0, or -1 with EPROTO. */
+static int check(struct vgpu_ring *r, struct vgpu_ring_shared *h, uint64_t length, int peer_fd)
+{
+    bool ok = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == VGPU_RING_MAGIC && h->version == VGPU_RING_VERSION;
+    uint64_t off[2], size[2];
+    for (int i = 0; ok && i < 2; i++) {
+        off[i] = h->offset[i];
+        size[i] = h->size[i];
+        ok = size[i] >= PAGE && !(size[i] & (size[i] - 1)) && off[i] >= PAGE && off[i] <= length &&
+             size[i] <= length - off[i] && h->stream[i].head == 0 && h->stream[i].tail == 0;
+    }
+    ok = ok && (off[0] + size[0] <= off[1] || off[1] + size[1] <= off[0]);
+    if (!ok) {
+        errno = EPROTO;
+        return -1;
+    }
+    *r = (struct vgpu_ring){ .shared = h, .length = length };
+    set_ends(r, VGPU_RING_TO_EXECUTOR, off, size, peer_fd);
     return 0;
 }
 
@@ -236,26 +305,25 @@ int vgpu_ring_attach(struct vgpu_ring *r, int memfd, uint64_t length, int peer_f
     struct vgpu_ring_shared *h = mmap(NULL, length, PROT_READ | PROT_WRITE, MAP_SHARED, memfd, 0);
     if (h == MAP_FAILED)
         return -1;
-    bool ok = __atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) == VGPU_RING_MAGIC && h->version == VGPU_RING_VERSION;
-    for (int i = 0; ok && i < 2; i++) {
-        uint64_t off = h->offset[i], size = h->size[i];
-        ok = size >= PAGE && !(size & (size - 1)) && off >= PAGE && off <= length && size <= length - off &&
-             h->stream[i].head == 0 && h->stream[i].tail == 0;
-    }
-    ok = ok && (h->offset[0] + h->size[0] <= h->offset[1] || h->offset[1] + h->size[1] <= h->offset[0]);
-    if (!ok) {
+    if (check(r, h, length, peer_fd) != 0) {
         munmap(h, length);
         errno = EPROTO;
         return -1;
     }
-    *r = (struct vgpu_ring){ .shared = h, .length = length };
-    set_ends(r, VGPU_RING_TO_EXECUTOR, peer_fd);
+    return 0;
+}
+
+int vgpu_ring_attach_at(struct vgpu_ring *r, void *memory, size_t length)
+{
+    if (check(r, memory, length, -1) != 0)
+        return -1;
+    r->length = 0;
     return 0;
 }
 
 void vgpu_ring_detach(struct vgpu_ring *r)
 {
-    if (r->shared)
+    if (r->shared && r->length)
         munmap(r->shared, r->length);
     r->shared = NULL;
 }

@@ -15,6 +15,12 @@
  * its own positions from the shared memory, and checks the guest's
  * against them: a guest that writes the ring's control words gets its
  * connection closed, never the executor's memory.
+ *
+ * A ring also runs in memory neither side made for it (a channel of a VM's
+ * PCI BAR, forwarder/remote/channels/): there is no socket, a callback
+ * tells that the other side is gone, and a waiting side polls after its
+ * spin (no futex reaches across a VM's boundary), sleeping longer the
+ * longer it waits.
  */
 #pragma once
 
@@ -60,9 +66,13 @@ struct vgpu_ring_shared {
 /* One side's end of the ring, private to its process. */
 struct vgpu_ring {
     struct vgpu_ring_shared *shared;
-    size_t length;    /* of the mapping */
+    size_t length;    /* of the mapping (0: the memory is not the ring's to unmap) */
     int peer_fd;      /* the socket: readable or hung up when the other side is gone */
     uint64_t spin_ns; /* how long a wait spins before it sleeps */
+    /* With no socket: whether the other side is gone, asked after each
+     * sleep; a wait then polls instead of sleeping on a futex. */
+    bool (*peer_gone)(void *ctx);
+    void *peer_ctx;
     struct vgpu_ring_end {
         struct vgpu_ring_stream *s;
         unsigned char *data;
@@ -81,7 +91,16 @@ int vgpu_ring_create(struct vgpu_ring *r, uint64_t stream_bytes, int peer_fd, in
  * executor wrote there.  0, or -1 with errno (EPROTO: not a ring). */
 int vgpu_ring_attach(struct vgpu_ring *r, int memfd, uint64_t length, int peer_fd);
 
-/* Unmaps (a child of fork forgets its parent's ring so). */
+/* A ring in memory the caller maps (length bytes at memory, page-aligned),
+ * with no socket: laid out there by the executor (streams of stream_bytes,
+ * a power of two, as many as fit when 0), or checked by the guest as
+ * vgpu_ring_attach checks.  0, or -1 with errno (EINVAL: no room; EPROTO:
+ * not a ring).  The ring's peer_gone is the caller's to set. */
+int vgpu_ring_format(struct vgpu_ring *r, void *memory, size_t length, uint64_t stream_bytes);
+int vgpu_ring_attach_at(struct vgpu_ring *r, void *memory, size_t length);
+
+/* Unmaps (a child of fork forgets its parent's ring so); a ring in the
+ * caller's memory is only forgotten. */
 void vgpu_ring_detach(struct vgpu_ring *r);
 
 /* Writes the iovecs whole, and shows them to the other side.  0, or -1
