@@ -4,6 +4,7 @@
 
 #include "common/log.h"
 #include "forwarder/dispatch.h"
+#include "forwarder/remote/channels/guest.h"
 #include "forwarder/remote/ring.h"
 #include "forwarder/remote/shm.h"
 #include "forwarder/remote/wire.h"
@@ -22,9 +23,10 @@
 #include <unistd.h>
 
 /* The connection, owned by this file: one call at a time under lock.
- * conn.fd -1: not made yet; -2: it failed or broke, every call fails.
- * conn.ring is &ring once the executor gave one. */
+ * connection says whether it is made; conn.fd is its socket (-1 over a channel,
+ * which has none), conn.ring &ring once the executor gave one. */
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static enum { LINK_NONE, LINK_UP, LINK_BROKEN } connection; /* not made yet; made; failed or broke: every call fails */
 static struct vgpu_wire conn = { .fd = -1 };
 static struct vgpu_ring ring;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
@@ -32,15 +34,19 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * (at the same addresses), or 0 and 0: under lock, set at the hello. */
 static uint64_t window, window_size;
 
-/* Closes the connection (and unmaps its ring); fd_after is what conn.fd becomes. */
-static void disconnect(int fd_after)
+/* Closes the connection (and unmaps its ring, or lets its channel go);
+ * connection becomes after. */
+static void disconnect(int after)
 {
     if (conn.ring)
         vgpu_ring_detach(conn.ring);
+    if (conn.ring && conn.fd < 0)
+        vgpu_channel_release();
     conn.ring = NULL;
     if (conn.fd >= 0)
         close(conn.fd);
-    conn.fd = fd_after;
+    conn.fd = -1;
+    connection = after;
 }
 
 /* A child of fork does not share its parent's executor: it makes its own
@@ -48,7 +54,11 @@ static void disconnect(int fd_after)
 static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
-    disconnect(-1);
+    if (conn.ring && conn.fd < 0) {
+        vgpu_channel_forget(); /* the parent's channel stays the parent's */
+        conn.ring = NULL;
+    }
+    disconnect(LINK_NONE);
     /* What is left of the parent's window is host_memory.c's (its blocks'
      * private copies); the child's executor offers a window of its own. */
     window = window_size = 0;
@@ -167,14 +177,14 @@ static void ask_ring(const char *path)
                    path, what_library());
         if (memfd >= 0)
             close(memfd);
-        disconnect(-2);
+        disconnect(LINK_BROKEN);
         return;
     }
     if (h.call == 0 && memfd < 0) { /* the executor went on to the ring: the socket carries no calls now */
         vgpu_error("remote GPU: the executor at %s gave a shared-memory ring that did not arrive (this process's "
                    "descriptors may be used up): every %s call fails",
                    path, what_library());
-        disconnect(-2);
+        disconnect(LINK_BROKEN);
     } else if (h.call != 0) {
         vgpu_warn("remote GPU: the executor at %s gave no shared-memory ring (code %u): calls go through its socket, "
                   "slower (its log says why)",
@@ -183,7 +193,7 @@ static void ask_ring(const char *path)
         vgpu_error("remote GPU: the shared-memory ring the executor at %s gave cannot be used (%s): every %s call "
                    "fails",
                    path, strerror(errno), what_library());
-        disconnect(-2);
+        disconnect(LINK_BROKEN);
     } else {
         ring.spin_ns = spin;
         conn.ring = &ring;
@@ -215,19 +225,34 @@ static size_t driver_settings(char *env)
     return n;
 }
 
-/* Under lock: connects (through the mediator, or to the executor's socket),
- * says hello and asks for the ring; conn.fd is the socket, or -2. */
+/* Under lock: a channel of the vGPU's PCI BAR, or of a file standing in
+ * for it (channels/guest.h): the ring, with no socket; whether it is. */
+static bool connect_channel(const char *where)
+{
+    char why[512];
+    if (vgpu_channel_connect(where, &ring, why, sizeof(why)) != 0) {
+        vgpu_error("remote GPU: %s: every %s call fails as if no GPU were present", why, what_library());
+        return false;
+    }
+    conn.ring = &ring;
+    return true;
+}
+
+/* Under lock: connects (through the mediator, to the executor's socket, or
+ * over a channel), says hello and asks for the ring; connection is LINK_UP or
+ * LINK_BROKEN. */
 static void connect_locked(void)
 {
     const char *path = vgpu_remote_where();
-    bool mediator = strcmp(path, "mediator") == 0;
+    bool mediator = strcmp(path, "mediator") == 0, channel = vgpu_channel_wanted(path);
     if (mediator) {
         const char *m = getenv("VGPU_MEDIATOR_SOCKET");
         path = m && *m && strcmp(m, "none") != 0 ? m : VGPU_MEDIATOR_DEFAULT_SOCKET;
     }
-    int s = mediator ? ask_mediator(path) : connect_executor(path);
-    conn.fd = s < 0 ? -2 : s;
-    if (s < 0)
+    int s = channel ? -1 : mediator ? ask_mediator(path) : connect_executor(path);
+    connection = (channel ? connect_channel(path) : s >= 0) ? LINK_UP : LINK_BROKEN;
+    conn.fd = s;
+    if (connection != LINK_UP)
         return;
     /* The ABI's hash, the pid, the library, and the command's name (for
      * the host's listings: the executor takes it as its own, labelled). */
@@ -243,7 +268,7 @@ static void connect_locked(void)
         (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
                    what_library());
-        disconnect(-2);
+        disconnect(LINK_BROKEN);
         return;
     }
     if (h.call != 0) {
@@ -251,12 +276,13 @@ static void connect_locked(void)
                    "%016llx): its log says why (another vgpu build, no %s on the host)",
                    path, what_library(), (unsigned)h.call, (unsigned long long)vgpu_remote_library.hash,
                    what_library());
-        disconnect(-2);
+        disconnect(LINK_BROKEN);
         return;
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
     take_window(offered[0], offered[1]);
-    ask_ring(path);
+    if (!channel)
+        ask_ring(path);
 }
 
 /* Under lock: the connection broke mid-call; every later call fails. */
@@ -264,7 +290,7 @@ static int broken(const char *what)
 {
     vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later %s call fails",
                vgpu_remote_where(), what, errno ? strerror(errno) : "end of file", what_library());
-    disconnect(-2);
+    disconnect(LINK_BROKEN);
     return vgpu_remote_library.unavailable;
 }
 
@@ -272,9 +298,9 @@ static int broken(const char *what)
 static bool connected(void)
 {
     pthread_once(&atfork_once, register_atfork);
-    if (conn.fd == -1)
+    if (connection == LINK_NONE)
         connect_locked();
-    return conn.fd >= 0;
+    return connection == LINK_UP;
 }
 
 /* Under lock, a message of type sent: its reply read into the iovecs;
@@ -353,8 +379,10 @@ int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
     size_t got = 0;
     *view = 0;
     pthread_mutex_lock(&lock);
-    int r = connected() ? exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd)
-                        : vgpu_remote_library.unavailable;
+    /* A channel has no socket for the memfd: the block stays the guest's. */
+    int r = !connected()     ? vgpu_remote_library.unavailable
+            : conn.fd < 0    ? vgpu_remote_library.not_supported
+                             : exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd);
     pthread_mutex_unlock(&lock);
     if (r == 0 && got != sizeof(*view))
         *view = 0;
@@ -366,7 +394,7 @@ int vgpu_remote_unshare(const void *p)
     uint64_t w = (uint64_t)(uintptr_t)p;
     struct iovec q = { &w, sizeof(w) };
     pthread_mutex_lock(&lock);
-    int r = conn.fd >= 0 ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
+    int r = connection == LINK_UP ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
                          : vgpu_remote_library.unavailable;
     pthread_mutex_unlock(&lock);
     return r;

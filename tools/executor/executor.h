@@ -168,3 +168,12 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
 /* Serves the guest on fd (and on the ring it asks for) until it goes; the
  * process's exit status. */
 int vgpu_exec_serve(int fd);
+/* The same on a connection made already: a socket, or a channel's ring
+ * with no socket (w->fd -1). */
+int vgpu_exec_serve_wire(const struct vgpu_wire *w);
+
+/* vgpu-executor --bar: serves the channels of the memory at path (a VM's
+ * ivshmem file, channels.h), count of them, an executor process a claimed
+ * channel, until killed or the file is removed; a guest whose heartbeat
+ * stands still for timeout_ns is gone.  The process's exit status. */
+int vgpu_exec_serve_channels(const char *path, unsigned count, uint64_t timeout_ns);

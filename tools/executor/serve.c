@@ -145,7 +145,7 @@ static int hello(struct vgpu_exec *x)
     /* The window of addresses shared blocks take (shared_host.c), before
      * the driver reserves its own. */
     uint64_t window[2] = { 0, 0 };
-    if (lib->id == vgpu_exec_cuda.id)
+    if (lib->id == vgpu_exec_cuda.id && x->wire.fd >= 0) /* a channel has no socket to share blocks over */
         vgpu_exec_reserve_window(x, &window[0], &window[1]);
     struct iovec v = { window, sizeof(window) };
     return vgpu_exec_reply(x, 0, &v, 1);
@@ -204,7 +204,7 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
  * guest is gone; VGPU_EXEC_CLOSE when it asks twice or wrongly. */
 static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct vgpu_remote_hdr *h, const void *payload)
 {
-    if (x->wire.ring || h->len != sizeof(uint64_t)) {
+    if (x->wire.ring || x->wire.fd < 0 || h->len != sizeof(uint64_t)) {
         vgpu_error("executor: a malformed request for a shared-memory ring (%llu bytes%s): closing",
                    (unsigned long long)h->len, x->wire.ring ? ", on the ring already" : "");
         return VGPU_EXEC_CLOSE;
@@ -233,12 +233,17 @@ static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct v
 
 int vgpu_exec_serve(int fd)
 {
-    struct vgpu_exec x = { .wire = { .fd = fd } };
-    struct vgpu_ring ring = { 0 };
     /* A connection handed over by the mediator comes non-blocking (its loop's). */
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK))
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd });
+}
+
+int vgpu_exec_serve_wire(const struct vgpu_wire *w)
+{
+    struct vgpu_exec x = { .wire = *w };
+    struct vgpu_ring ring = { 0 };
     if (hello(&x) != 0)
         return 1;
     void *buf = NULL;

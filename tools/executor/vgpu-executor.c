@@ -5,6 +5,10 @@
  *   vgpu-executor --listen SOCKET   serves each connection to SOCKET in a
  *                                   process of its own, until killed
  *   vgpu-executor --fd N            serves the connection on descriptor N
+ *   vgpu-executor --bar FILE [--channels N] [--timeout S]
+ *                                   serves the channels of FILE, a VM's
+ *                                   ivshmem memory (docs/vm.md), until
+ *                                   killed or FILE is removed
  *
  * Each guest process gets an executor process: what it allocated goes
  * with it when the guest's connection does.  Run it under vgpu
@@ -28,8 +32,32 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: vgpu-executor --listen SOCKET | --fd N\n");
+    fprintf(stderr, "usage: vgpu-executor --listen SOCKET | --fd N | --bar FILE [--channels N] [--timeout S]\n");
     return 2;
+}
+
+/* A whole number from 1 to most, or 0. */
+static unsigned long count_of(const char *s, unsigned long most)
+{
+    char *end;
+    unsigned long v = strtoul(s, &end, 10);
+    return *s >= '0' && *s <= '9' && !*end && v <= most ? v : 0;
+}
+
+/* --bar FILE [--channels N] [--timeout S]: 16 channels, 30 s. */
+static int bar(int argc, char **argv)
+{
+    unsigned long channels = 16, timeout = 30;
+    for (int i = 3; i < argc; i += 2) {
+        unsigned long *v = strcmp(argv[i], "--channels") == 0  ? &channels
+                           : strcmp(argv[i], "--timeout") == 0 ? &timeout
+                                                               : NULL;
+        if (!v || i + 1 >= argc || !(*v = count_of(argv[i + 1], v == &channels ? 256 : 86400)))
+            return usage();
+    }
+    /* Its executors are its children, each waited for. */
+    signal(SIGCHLD, SIG_DFL);
+    return vgpu_exec_serve_channels(argv[2], (unsigned)channels, (uint64_t)timeout * 1000000000u);
 }
 
 static int listen_on(const char *path)
@@ -72,6 +100,8 @@ static int listen_on(const char *path)
 int main(int argc, char **argv)
 {
     vgpu_log_set_program("vgpu-executor");
+    if (argc >= 3 && strcmp(argv[1], "--bar") == 0)
+        return bar(argc, argv);
     if (argc != 3)
         return usage();
     if (strcmp(argv[1], "--listen") == 0)
