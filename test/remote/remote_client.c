@@ -8,6 +8,8 @@
  *                                launch, streams, events, errors
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
  *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
+ *   remote_client two-calls FIFO a context, then (once a line comes from FIFO)
+ *                                an allocation: prints "second: CODE"
  *   remote_client late-error     a launch the driver refuses, then synchronizes
  *   remote_client forged         calls with handles it was never given
  *   remote_client maps           prints the driver libraries it has mapped
@@ -470,6 +472,15 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (;;)
             pause();
+    } else if (strcmp(argv[1], "two-calls") == 0 && argc == 3) {
+        CUdeviceptr d;
+        primary_context();
+        strict = 0;
+        char line[16];
+        FILE *f = fopen(argv[2], "r");
+        if (!f || !fgets(line, sizeof(line), f))
+            return 1;
+        SHOW("second", F(cuMemAlloc_v2)(&d, 1 << 20));
     } else if (strcmp(argv[1], "threads") == 0) {
         threads();
     } else if (strcmp(argv[1], "pinned") == 0) {

@@ -1,0 +1,206 @@
+#!/usr/bin/env bash
+# Remote GPUs over channels (docs/vm.md, "A remote vGPU in a VM") on the
+# fake driver: channels.sh SCENARIO BUILD_DIR
+#
+# vgpu-executor --bar serves a file as a VM's ivshmem BAR; a fake sysfs
+# tree has an unrelated ivshmem device and one whose resource2 is that file
+# (a hard link: the same file); the guest runs with VGPU_REMOTE=pci and
+# nothing of the driver's, as remote.sh's guests do.
+set -u
+scenario=$1
+build=$2
+client=$build/test/remote/remote_client
+tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-channels.XXXXXX") || exit 1
+suppid=
+cleanup() {
+    [ -n "$suppid" ] && kill "$suppid" 2>/dev/null
+    rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+fail() {
+    echo "FAIL ($scenario): $*" >&2
+    for f in "$tmp"/*.out "$tmp"/*.err; do
+        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
+    done
+    exit 1
+}
+
+unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE VGPU_SYSFS_ROOT VGPU_PCI_ID
+export FAKEGPU_STATE=$tmp/fake.state
+
+# The fake PCI bus: 00:02.0 an ivshmem device of someone else's (a BAR of
+# zeros), 00:03.0 the vGPU's, whose BAR is the supervisor's file.
+truncate -s 16M "$tmp/vm.bar"
+truncate -s 16M "$tmp/other.bar"
+for d in 0000:00:02.0 0000:00:03.0; do
+    mkdir -p "$tmp/sys/bus/pci/devices/$d"
+    echo 0x1af4 >"$tmp/sys/bus/pci/devices/$d/vendor"
+    echo 0x1110 >"$tmp/sys/bus/pci/devices/$d/device"
+done
+ln "$tmp/other.bar" "$tmp/sys/bus/pci/devices/0000:00:02.0/resource2"
+ln "$tmp/vm.bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
+
+# supervisor ARGS...: vgpu-executor --bar on the file, under vgpu on the fake GPU.
+supervisor() {
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" "$@" \
+        >"$tmp/supervisor.out" 2>"$tmp/supervisor.err" &
+    suppid=$!
+    for _ in $(seq 1 250); do
+        grep -q "serving" "$tmp/supervisor.err" && return
+        sleep 0.02
+    done
+    fail "the supervisor never served"
+}
+
+guest_preload=
+for lib in ${LD_PRELOAD:-}; do
+    case $lib in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $lib" ;; esac
+done
+
+# guest ARGS...: remote_client with only vgpu's library, its vGPU on the PCI bus.
+guest() {
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA -u VGPU_NAME \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci VGPU_SYSFS_ROOT="$tmp/sys" "$client" "$@"
+}
+
+# states: each channel's state, as the file says (0 free, 1 claimed, 2 serving, ...).
+states() {
+    python3 - "$tmp/vm.bar" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+count, size = struct.unpack_from('<IQ', b, 12)
+print(' '.join(str(struct.unpack_from('<Q', b, 4096 + i * size)[0] & 0xff) for i in range(count)))
+PY
+}
+
+# claimer I: the pid that claimed channel I, as the file says.
+claimer() {
+    python3 - "$tmp/vm.bar" "$1" <<'PY'
+import struct, sys
+b = open(sys.argv[1], 'rb').read()
+size = struct.unpack_from('<Q', b, 16)[0]
+print(struct.unpack_from('<Q', b, 4096 + int(sys.argv[2]) * size)[0] >> 8)
+PY
+}
+
+# wait_states WANT SECONDS: until the channels' states are WANT.
+wait_states() {
+    for _ in $(seq 1 $(($2 * 50))); do
+        [ "$(states)" = "$1" ] && return 0
+        sleep 0.02
+    done
+    fail "channels are $(states), not $1, after $2 s"
+}
+
+# executors: the supervisor's executor processes.
+executors() {
+    pgrep -P "$suppid" | wc -l
+}
+
+case $scenario in
+paths-match-a-local-run)
+    # Every path of the client gives what it gives on the local driver,
+    # through a channel of the PCI BAR; the channel is free again after.
+    env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    supervisor --channels 4
+    guest paths >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    grep -q "elements wrong after the kernel 0" "$tmp/remote.out" || fail "the kernel did not run remotely"
+    grep -q 'vGPU "vm1" is PCI device 0000:00:03.0' "$tmp/remote.err" || fail "the guest did not find its vGPU's device"
+    grep -q "channel 0 of vGPU" "$tmp/remote.err" || fail "the guest did not take a channel"
+    wait_states "0 0 0 0" 5
+    [ "$(executors)" = 0 ] || fail "an executor outlived its guest"
+    guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
+    ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
+    ;;
+
+guest-killed-is-reaped)
+    # A guest killed with kill -9 holds its channel until another guest
+    # process finds it dead (at once) or its heartbeat stands still for
+    # the supervisor's timeout (here 2 s): either way its executor ends.
+    supervisor --channels 2 --timeout 2
+    guest hold 268435456 >"$tmp/held.out" 2>"$tmp/held.err" &
+    held=$!
+    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    grep -q held "$tmp/held.out" || fail "the guest never held its memory"
+    [ "$(states)" = "2 0" ] || fail "channels are $(states), want 2 0 while the guest holds"
+    sleep 2.5 # its heartbeat keeps it past the timeout
+    [ "$(states)" = "2 0" ] || fail "a live guest lost its channel"
+    pid=$(claimer 0)
+    kill -9 "$pid" || fail "channel 0's claimer $pid is not the guest"
+    wait "$held" 2>/dev/null
+    guest quota 1048576 >"$tmp/next.out" 2>"$tmp/next.err" || fail "the next guest failed"
+    grep -q "channel 0's process $pid is gone" "$tmp/next.err" || fail "the next guest did not find the dead one"
+    wait_states "0 0" 5
+    [ "$(executors)" = 0 ] || fail "the dead guest's executor lives on"
+    # No other guest: the heartbeat alone.
+    guest hold 268435456 >"$tmp/held2.out" 2>"$tmp/held2.err" &
+    held=$!
+    for _ in $(seq 1 250); do grep -q held "$tmp/held2.out" && break; sleep 0.02; done
+    kill -9 "$(claimer 0)"
+    wait "$held" 2>/dev/null
+    [ "$(states)" = "2 0" ] || fail "channels are $(states) just after the kill"
+    wait_states "0 0" 10
+    [ "$(executors)" = 0 ] || fail "the dead guest's executor lives on after its timeout"
+    ;;
+
+executor-gone-gives-errors)
+    # The executor of a guest's channel killed: the guest's next call fails
+    # at once, saying why, and the channel comes back for others.
+    supervisor --channels 2
+    mkfifo "$tmp/go"
+    (guest two-calls "$tmp/go" >"$tmp/gone.out" 2>"$tmp/gone.err") &
+    g=$!
+    for _ in $(seq 1 250); do [ "$(states)" = "2 0" ] && break; sleep 0.02; done
+    kill -9 "$(pgrep -P "$suppid")"
+    wait_states "5 0" 5
+    echo go >"$tmp/go"
+    timeout 20 tail --pid="$g" -f /dev/null
+    wait "$g"
+    grep -q "went away" "$tmp/gone.err" || fail "the guest did not say its executor went away"
+    grep -q "second: 46" "$tmp/gone.out" || fail "the guest's call after the executor was killed did not fail (46)"
+    wait_states "0 0" 5
+    guest quota 1048576 >"$tmp/after.out" 2>"$tmp/after.err" || fail "no guest was served after"
+    ;;
+
+all-channels-in-use)
+    # One channel, held: the next guest is refused at once, saying why.
+    supervisor --channels 1
+    guest hold 1048576 >"$tmp/held.out" 2>"$tmp/held.err" &
+    held=$!
+    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    timeout 20 env -u VGPU_REAL_LIBCUDA -u LD_LIBRARY_PATH LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci \
+        VGPU_SYSFS_ROOT="$tmp/sys" "$client" quota 1048576 >"$tmp/refused.out" 2>"$tmp/refused.err"
+    [ $? -ne 124 ] || fail "the second guest hung"
+    grep -q 'all 1 channels of vGPU "vm1" are in use' "$tmp/refused.err" || fail "the second guest was not told why"
+    kill -9 "$(claimer 0)"
+    ;;
+
+forged-states-are-survived)
+    # A guest that writes nonsense into the channels' control words: the
+    # supervisor starts no executor for it, frees what it cannot read once
+    # no heartbeat moves, and goes on serving.
+    supervisor --channels 3 --timeout 1
+    python3 - "$tmp/vm.bar" <<'PY'
+import mmap, os, struct, sys
+fd = os.open(sys.argv[1], os.O_RDWR)
+m = mmap.mmap(fd, 0)
+size = struct.unpack_from('<Q', m, 16)[0]
+struct.pack_into('<Q', m, 4096 + 0 * size, 0xdeadbeef07)   # a state that is none
+struct.pack_into('<Q', m, 4096 + 1 * size, 0x1234502)      # serving, with no executor
+struct.pack_into('<Q', m, 4096 + 2 * size, 0x100)          # a pid with no state
+PY
+    wait_states "0 0 0" 5
+    [ "$(executors)" = 0 ] || fail "the supervisor started an executor for a forged state"
+    guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "no guest was served after the forgery"
+    kill -0 "$suppid" || fail "the supervisor died"
+    ;;
+
+*)
+    echo "unknown scenario $scenario" >&2
+    exit 2
+    ;;
+esac
+echo "ok $scenario"
