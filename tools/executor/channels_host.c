@@ -149,14 +149,14 @@ static void reap(struct slot *slots, uint32_t count)
     }
 }
 
-int vgpu_exec_serve_channels(const char *path, unsigned count, uint64_t timeout_ns)
+int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t timeout_ns)
 {
-    int fd = open(path, O_RDWR | O_CLOEXEC | O_NOFOLLOW);
     struct stat st;
-    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-        vgpu_error("executor: cannot serve %s: %s", path, fd < 0 ? strerror(errno) : "not a regular file");
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        vgpu_error("executor: cannot serve %s: not a regular file", path);
         return 1;
     }
+    fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
         vgpu_info("executor: %s is served by another vgpu-executor already", path);
         return 0;

@@ -172,8 +172,9 @@ int vgpu_exec_serve(int fd);
  * with no socket (w->fd -1). */
 int vgpu_exec_serve_wire(const struct vgpu_wire *w);
 
-/* vgpu-executor --bar: serves the channels of the memory at path (a VM's
- * ivshmem file, channels.h), count of them, an executor process a claimed
- * channel, until killed or the file is removed; a guest whose heartbeat
- * stands still for timeout_ns is gone.  The process's exit status. */
-int vgpu_exec_serve_channels(const char *path, unsigned count, uint64_t timeout_ns);
+/* vgpu-executor --bar: serves the channels of the file open on fd (a VM's
+ * ivshmem file, channels.h; name for the log), count of them, an executor
+ * process a claimed channel, until killed or the file is removed; a guest
+ * whose heartbeat stands still for timeout_ns is gone.  The process's
+ * exit status. */
+int vgpu_exec_serve_channels(int fd, const char *name, unsigned count, uint64_t timeout_ns);

@@ -9,6 +9,8 @@
  *                                   serves the channels of FILE, a VM's
  *                                   ivshmem memory (docs/vm.md), until
  *                                   killed or FILE is removed
+ *   vgpu-executor --bar-fd N [...]  the same of the file open on N (as
+ *                                   vgpu-mediatord hands it over)
  *
  * Each guest process gets an executor process: what it allocated goes
  * with it when the guest's connection does.  Run it under vgpu
@@ -21,6 +23,7 @@
 #include "common/log.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,7 +35,8 @@
 
 static int usage(void)
 {
-    fprintf(stderr, "usage: vgpu-executor --listen SOCKET | --fd N | --bar FILE [--channels N] [--timeout S]\n");
+    fprintf(stderr, "usage: vgpu-executor --listen SOCKET | --fd N | --bar FILE|--bar-fd N [--channels N] "
+                    "[--timeout S]\n");
     return 2;
 }
 
@@ -44,9 +48,26 @@ static unsigned long count_of(const char *s, unsigned long most)
     return *s >= '0' && *s <= '9' && !*end && v <= most ? v : 0;
 }
 
-/* --bar FILE [--channels N] [--timeout S]: 16 channels, 30 s. */
+/* --bar FILE|--bar-fd N [--channels N] [--timeout S]: 16 channels, 30 s. */
 static int bar(int argc, char **argv)
 {
+    int fd = -1;
+    char name[4096];
+    snprintf(name, sizeof(name), "%s", argv[2]);
+    if (strcmp(argv[1], "--bar-fd") == 0) {
+        unsigned long n = count_of(argv[2], 1u << 20);
+        if (!n && strcmp(argv[2], "0") != 0)
+            return usage();
+        fd = (int)n;
+        char link[64];
+        snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
+        ssize_t len = readlink(link, name, sizeof(name) - 1); /* the file's name, for the log */
+        if (len > 0)
+            name[len] = 0;
+    } else if ((fd = open(argv[2], O_RDWR | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+        vgpu_error("executor: cannot serve %s: %s", argv[2], strerror(errno));
+        return 1;
+    }
     unsigned long channels = 16, timeout = 30;
     for (int i = 3; i < argc; i += 2) {
         unsigned long *v = strcmp(argv[i], "--channels") == 0  ? &channels
@@ -57,7 +78,7 @@ static int bar(int argc, char **argv)
     }
     /* Its executors are its children, each waited for. */
     signal(SIGCHLD, SIG_DFL);
-    return vgpu_exec_serve_channels(argv[2], (unsigned)channels, (uint64_t)timeout * 1000000000u);
+    return vgpu_exec_serve_channels(fd, name, (unsigned)channels, (uint64_t)timeout * 1000000000u);
 }
 
 static int listen_on(const char *path)
@@ -100,7 +121,7 @@ static int listen_on(const char *path)
 int main(int argc, char **argv)
 {
     vgpu_log_set_program("vgpu-executor");
-    if (argc >= 3 && strcmp(argv[1], "--bar") == 0)
+    if (argc >= 3 && (strcmp(argv[1], "--bar") == 0 || strcmp(argv[1], "--bar-fd") == 0))
         return bar(argc, argv);
     if (argc != 3)
         return usage();
