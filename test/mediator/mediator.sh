@@ -156,6 +156,22 @@ EOF
 devices = 0
 uids = 0
 EOF
+    # vm_channels: 1 to 256, on a remote vGPU whose executors run as a user of their own.
+    expect_config_error 8 "vm_channels needs remote = yes and an executor_user" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+remote = yes
+vm_channels = 4
+EOF
+    expect_config_error 9 "vm_channels = 0: the CUDA and NVML connections" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0, daemon
+remote = yes
+executor_user = daemon
+vm_channels = 0
+EOF
     # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.
     expect_config_error 7 "executor_user applies to a vGPU with remote = yes" <<EOF
 [vgpu.a]

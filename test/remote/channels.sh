@@ -12,8 +12,10 @@ build=$2
 client=$build/test/remote/remote_client
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-channels.XXXXXX") || exit 1
 suppid=
+medpid=
 cleanup() {
     [ -n "$suppid" ] && kill "$suppid" 2>/dev/null
+    [ -n "$medpid" ] && kill "$medpid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
@@ -176,6 +178,74 @@ all-channels-in-use)
     [ $? -ne 124 ] || fail "the second guest hung"
     grep -q 'all 1 channels of vGPU "vm1" are in use' "$tmp/refused.err" || fail "the second guest was not told why"
     kill -9 "$(claimer 0)"
+    ;;
+
+mediator-serves-a-vms-channels)
+    # A remote vGPU with vm_channels = 2: the mediator makes its file, of an
+    # ivshmem BAR's size, and starts its supervisor as the executor_user;
+    # the VM's guest (the fake sysfs's BAR is the file) is admitted to the
+    # vGPU through its executor, sees its 1 GiB and is refused past it.  A
+    # restarted mediator leaves the running supervisor serving; a reload
+    # without vm_channels removes the file, and the supervisor ends.
+    me=$(id -u)
+    user=$(id -un)
+    if [ "$me" = 0 ]; then
+        user=daemon
+        chmod 755 "$tmp"
+        (umask 000 && : >>"$FAKEGPU_STATE") && chmod 666 "$FAKEGPU_STATE"
+    fi
+    conf() {
+        printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
+        printf '[vgpu.vm1]\ndevices = 0\nmemory = 1G\nuids = %s\nremote = yes\nexecutor_user = %s\n' "$user" "$user"
+        [ "$1" = 0 ] || printf 'vm_channels = %s\n' "$1"
+    }
+    start_mediator() {
+        env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
+        medpid=$!
+        for _ in $(seq 1 500); do
+            [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0
+            kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
+            sleep 0.02
+        done
+        fail "the mediator did not start within 10 s"
+    }
+    conf 2 >"$tmp/conf"
+    start_mediator
+    [ "$(stat -c %s "$tmp/state/vm1.channels")" = 16777216 ] || fail "the channels file is not 16 MiB for 2 channels"
+    rm "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
+    ln "$tmp/state/vm1.channels" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
+    sup=
+    for _ in $(seq 1 250); do
+        sup=$(pgrep -u "$user" -f "vgpu-executor --bar-fd 3 --channels 2")
+        [ -n "$sup" ] && break
+        sleep 0.02
+    done
+    [ -n "$sup" ] || fail "no supervisor runs as $user"
+    guest paths >"$tmp/paths.out" 2>"$tmp/paths.err" || fail "the guest's paths failed"
+    grep -q "total memory 1073741824" "$tmp/paths.out" || fail "the guest did not see its vGPU's 1 GiB"
+    grep -q "admitted pid [0-9]* (r:remote_client" "$tmp/med.err" ||
+        fail "the guest's executor was not admitted to the vGPU under its guest's name"
+    guest quota 2147483648 >"$tmp/big.out" 2>"$tmp/big.err"
+    grep -q "cuMemAlloc_v2: 2$" "$tmp/big.out" || fail "2 GiB past the vGPU's 1 GiB was not refused"
+    # A restart: the supervisor of before serves on, the new one steps aside.
+    kill "$medpid"
+    wait "$medpid" 2>/dev/null
+    start_mediator
+    sleep 0.5
+    [ "$(pgrep -u "$user" -f "vgpu-executor --bar-fd 3 --channels 2")" = "$sup" ] ||
+        fail "the supervisor changed over a mediator restart"
+    guest quota 1048576 >"$tmp/again.out" 2>"$tmp/again.err" || fail "no guest was served after the restart"
+    # A reload without vm_channels: the file goes, and its supervisor (the
+    # fake sysfs's link let go first: QEMU's mapping is no link).
+    rm "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
+    conf 0 >"$tmp/conf"
+    kill -HUP "$medpid"
+    for _ in $(seq 1 250); do
+        [ ! -e "$tmp/state/vm1.channels" ] && ! kill -0 "$sup" 2>/dev/null && break
+        sleep 0.02
+    done
+    [ ! -e "$tmp/state/vm1.channels" ] || fail "the reload left the channels file"
+    ! kill -0 "$sup" 2>/dev/null || fail "the supervisor outlived its file"
     ;;
 
 forged-states-are-survived)

@@ -237,7 +237,8 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
         return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s is not offered to processes with no GPU: an operator "
                       "sets remote = yes in its section of %s", v->conf.name, w->config->path);
     /* As the user the vGPU names, else as the guest's own. */
-    struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket };
+    struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket,
+                                  NULL };
     if (v->conf.has_executor_user) {
         f.uid = v->conf.executor_uid;
         f.gid = v->conf.executor_gid;

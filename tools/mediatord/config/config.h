@@ -15,6 +15,8 @@
 
 #define MED_MAX_VGPUS 64
 #define MED_MAX_IDS 64
+/* A VM's channels at most (vm_channels, docs/vm.md). */
+#define MED_MAX_VM_CHANNELS 256
 /* Connections one user may hold at once, unless the config says otherwise:
  * one a process, and a machine's tenants seldom run more. */
 #define MED_DEFAULT_CONNECTIONS_PER_UID 1024
@@ -48,6 +50,8 @@ struct med_vgpu_conf {
     int enforce_line;
     bool remote;                  /* remote = yes: processes with no GPU may have an executor of it */
     int remote_line;
+    unsigned vm_channels;         /* vm_channels = N: a VM's channels file of N, served (docs/vm.md); 0 none */
+    int vm_channels_line;
     /* executor_user = NAME: the user its executors run as (else each guest's
      * own), with that user's primary and supplementary groups */
     bool has_executor_user;

@@ -99,7 +99,10 @@ int med_executor_start(const struct med_executor_for *f, char *err, size_t errle
     }
     /* Everything is made before the fork: the child only calls what is
      * safe after fork in a process with threads (NVML starts one). */
-    char *argv[] = { "vgpu-executor", "--fd", "3", NULL };
+    char *argv[] = { "vgpu-executor", f->channels ? "--bar-fd" : "--fd", "3", "--channels", (char *)f->channels,
+                     NULL };
+    if (!f->channels)
+        argv[3] = NULL;
     sigset_t none;
     sigemptyset(&none);
     pid_t child = fork();

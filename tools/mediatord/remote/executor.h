@@ -15,10 +15,12 @@ struct med_executor_for {
     int ngroups;
     const char *vgpu;   /* the vGPU it is admitted to, by HELLO like any process */
     const char *socket; /* the mediator's socket */
+    const char *channels; /* NULL: serve the connection fd (--fd); else fd is a VM's channels file, served
+                           * as this many channels (--bar-fd, vm_channels.h) */
 };
 
 /*
- * Starts vgpu-executor --fd on f->fd, in a process of its own (not the
+ * Starts vgpu-executor --fd on f->fd (or --bar-fd), in a process of its own (not the
  * mediator's child: it is never waited for), as f's user and groups (never
  * root: a guest running as root, with no executor_user, is refused), holding no other descriptor
  * of the mediator's, with

@@ -5,6 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/mediatord/config/state_dir.h"
+#include "tools/mediatord/remote/vm_channels.h"
 #include "tools/mediatord/vgpus/guest_window.h"
 #include "vgpu_backend/contract/settings/settings.h"
 
@@ -131,6 +132,7 @@ static void remove_files(const struct med_vgpu *v)
 {
     if (v->conf.guest)
         med_guest_window_remove(v->all->dir, v->conf.name);
+    med_vm_channels_remove(v->all->dir, v->conf.name);
     med_journal_remove(v->all->dir, v->conf.name);
 }
 
@@ -143,6 +145,20 @@ static void report_found(const struct med_vgpu *v)
     vgpu_info("vGPU %s: found again%s, %u process(es) holding %s", v->conf.name,
               v->retired ? " (not in the config)" : "", med_vgpu_processes(v),
               vgpu_format_size(used, size, sizeof(size)));
+}
+
+/* A VM's channels of v (vm_channels.h): served (a supervisor started,
+ * which exits where one serves them already), or their file removed
+ * where the config gives none. */
+static void serve_vm(struct med_vgpus *all, const struct med_config *c, const struct med_vgpu *v)
+{
+    if (!v->conf.vm_channels) {
+        med_vm_channels_remove(all->dir, v->conf.name);
+        return;
+    }
+    char err[1024];
+    if (med_vm_channels_serve(all->dir, all->dir_path, &v->conf, c->socket, err, sizeof(err)) != 0)
+        vgpu_error("vGPU %s: its VM's channels are not served: %s", v->conf.name, err);
 }
 
 /* ---- a restart: journals, and what they let the mediator take back ---- */
@@ -353,6 +369,7 @@ int med_vgpus_open(struct med_vgpus *all, const struct med_config *c, const stru
         if (!v)
             return -1;
         all->v[all->n++] = v;
+        serve_vm(all, c, v);
     }
     if (adopt_orphans(all, g, err, errlen) != 0)
         return -1;
@@ -480,6 +497,7 @@ int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const st
             if (v->window_lost)
                 remake_window(v, conf);
             apply(v, conf, g);
+            serve_vm(all, c, v);
             continue;
         }
         char err[1024];
@@ -491,6 +509,7 @@ int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const st
         if (!conf->guest)
             atomic_store(&v->bar->status.mediator_epoch, all->epoch);
         all->v[all->n++] = v;
+        serve_vm(all, c, v);
         vgpu_info("vGPU %s: added", conf->name);
     }
     return failed;

@@ -1,0 +1,86 @@
+/* A remote vGPU's channels for a VM; see vm_channels.h. */
+#define _GNU_SOURCE
+#include "tools/mediatord/remote/vm_channels.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "forwarder/remote/channels/channels.h"
+#include "tools/mediatord/config/state_dir.h"
+#include "tools/mediatord/remote/executor.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Each channel's part of the file: its control page and ring take what
+ * the supervisor divides evenly, which leaves streams of at least 2 MiB. */
+#define CHANNEL_BYTES (8ull << 20)
+
+uint64_t med_vm_channels_size(unsigned n)
+{
+    uint64_t size = 1u << 20;
+    while (size < n * CHANNEL_BYTES)
+        size <<= 1;
+    return size;
+}
+
+static void file_name(char *file, size_t len, const char *name)
+{
+    snprintf(file, len, "%s.channels", name);
+}
+
+/* v's file, of its size: a descriptor, or -1 with err. */
+static int open_file(int dir, const char *dir_path, const struct med_vgpu_conf *v, char *err, size_t errlen)
+{
+    char file[64];
+    file_name(file, sizeof(file), v->name);
+    uint64_t size = med_vm_channels_size(v->vm_channels);
+    int fd = med_state_open(dir, dir_path, file, O_RDWR, MED_STATE_GROUP_WRITABLE, err, errlen);
+    struct stat st;
+    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != size) {
+        vgpu_warn("vGPU %s: %s/%s is %lld bytes, not %llu for %u channels: made anew (a VM using it is to be started "
+                  "again)",
+                  v->name, dir_path, file, (long long)st.st_size, (unsigned long long)size, v->vm_channels);
+        close(fd);
+        unlinkat(dir, file, 0);
+        fd = -ENOENT;
+    }
+    if (fd == -ENOENT) {
+        fd = med_state_open(dir, dir_path, file, O_RDWR | O_CREAT, MED_STATE_GROUP_WRITABLE, err, errlen);
+        if (fd >= 0 && ftruncate(fd, (off_t)size) != 0) {
+            vgpu_fail(err, errlen, "cannot size %s/%s: %s", dir_path, file, strerror(errno));
+            close(fd);
+            unlinkat(dir, file, 0);
+            return -1;
+        }
+        if (fd >= 0)
+            vgpu_info("vGPU %s: %s/%s made for a VM's %u channels (%llu MiB)", v->name, dir_path, file,
+                      v->vm_channels, (unsigned long long)(size >> 20));
+    }
+    return fd < 0 ? -1 : fd;
+}
+
+int med_vm_channels_serve(int dir, const char *dir_path, const struct med_vgpu_conf *v, const char *socket, char *err,
+                          size_t errlen)
+{
+    int fd = open_file(dir, dir_path, v, err, errlen);
+    if (fd < 0)
+        return -1;
+    char count[16];
+    snprintf(count, sizeof(count), "%u", v->vm_channels);
+    struct med_executor_for f = { fd,           v->executor_uid, v->executor_gid, v->executor_groups,
+                                  v->executor_ngroups, v->name,     socket,           count };
+    int r = med_executor_start(&f, err, errlen);
+    close(fd); /* the supervisor's is its own open description's copy, its lock with it */
+    return r;
+}
+
+void med_vm_channels_remove(int dir, const char *name)
+{
+    char file[64];
+    file_name(file, sizeof(file), name);
+    unlinkat(dir, file, 0);
+}
