@@ -31,8 +31,10 @@ static struct vgpu_wire conn = { .fd = -1 };
 static struct vgpu_ring ring;
 static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
 /* The executor's window for shared page-locked memory, reserved here too
- * (at the same addresses), or 0 and 0: under lock, set at the hello. */
+ * (at the same addresses), or 0 and 0: under lock, set at the hello.
+ * Over a channel, the channel's bulk is mapped there (window_backed). */
 static uint64_t window, window_size;
+static bool window_backed;
 
 /* Closes the connection (and unmaps its ring, or lets its channel go);
  * connection becomes after. */
@@ -62,6 +64,7 @@ static void child_after_fork(void)
     /* What is left of the parent's window is host_memory.c's (its blocks'
      * private copies); the child's executor offers a window of its own. */
     window = window_size = 0;
+    window_backed = false;
 }
 
 static void register_atfork(void)
@@ -153,6 +156,26 @@ static void take_window(uint64_t base, uint64_t size)
     vgpu_info("remote GPU: the executor's window for page-locked memory (%#llx, %llu GiB) is taken here: a block's "
               "device view is another address",
               (unsigned long long)base, (unsigned long long)(size >> 30));
+}
+
+/* Under lock, over a channel: its bulk mapped over the window, where
+ * page-locked blocks then lie (the executor maps it there too); without
+ * it, no window. */
+static void back_window(void)
+{
+    uint64_t offset, size;
+    int fd = vgpu_channel_bulk_of(&offset, &size);
+    if (window_size && fd >= 0 && size == window_size &&
+        mmap((void *)(uintptr_t)window, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) !=
+            MAP_FAILED) {
+        window_backed = true;
+        vgpu_info("remote GPU: page-locked memory comes from the channel's %llu KiB shared with the executor",
+                  (unsigned long long)(size >> 10));
+        return;
+    }
+    if (window_size)
+        munmap((void *)(uintptr_t)window, window_size);
+    window = window_size = 0;
 }
 
 /* Under lock, on a connection that said hello: asks the executor for the
@@ -281,7 +304,9 @@ static void connect_locked(void)
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
     take_window(offered[0], offered[1]);
-    if (!channel)
+    if (channel)
+        back_window();
+    else
         ask_ring(path);
 }
 
@@ -362,12 +387,13 @@ int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
     return vgpu_remote_send_flagged(slot, 0, req, nreq);
 }
 
-bool vgpu_remote_window(uint64_t *base, uint64_t *size)
+bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed)
 {
     pthread_mutex_lock(&lock);
     bool have = connected() && window_size;
     *base = window;
     *size = window_size;
+    *backed = window_backed;
     pthread_mutex_unlock(&lock);
     return have;
 }
@@ -379,10 +405,10 @@ int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
     size_t got = 0;
     *view = 0;
     pthread_mutex_lock(&lock);
-    /* A channel has no socket for the memfd: the block stays the guest's. */
-    int r = !connected()     ? vgpu_remote_library.unavailable
-            : conn.fd < 0    ? vgpu_remote_library.not_supported
-                             : exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd);
+    /* Over a channel, a block of the bulk, with no memfd (none crosses). */
+    int r = !connected()                          ? vgpu_remote_library.unavailable
+            : (conn.fd < 0) != (memfd < 0) ? vgpu_remote_library.not_supported
+                                                  : exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd);
     pthread_mutex_unlock(&lock);
     if (r == 0 && got != sizeof(*view))
         *view = 0;

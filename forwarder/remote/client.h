@@ -61,17 +61,19 @@ int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *
 int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq);
 
 /* Shares the n bytes at p, a MAP_SHARED mapping of memfd (sealed against
- * shrinking), with the executor, which maps them and registers them with
- * its driver, so that copies to and from them need no bytes in the
- * messages (VGPU_REMOTE_SHARED); *view: their device address, or 0; and
- * undoes that.  The code: 0 when it did. */
+ * shrinking; over a channel -1: p lies in the window, which is backed),
+ * with the executor, which maps them and registers them with its driver,
+ * so that copies to and from them need no bytes in the messages
+ * (VGPU_REMOTE_SHARED); *view: their device address, or 0; and undoes
+ * that.  The code: 0 when it did. */
 int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view);
 int vgpu_remote_unshare(const void *p);
 /* The window of addresses the executor reserved for shared blocks, which
  * this process reserved too (connecting first): a block mapped in it is
  * at the same address in both, and *view, its device view, is that
- * address.  False without one. */
-bool vgpu_remote_window(uint64_t *base, uint64_t *size);
+ * address.  *backed: the window is memory already, both sides' (a
+ * channel's bulk), where blocks are taken, not mapped.  False without one. */
+bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed);
 
 /* The text the executor gives for code through slot (an error's name or
  * string), kept for the life of the process as the library's own are

@@ -45,7 +45,8 @@ ln "$tmp/vm.bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
 
 # supervisor ARGS...: vgpu-executor --bar on the file, under vgpu on the fake GPU.
 supervisor() {
-    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" "$@" \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 ${SUPERVISOR_LOG:+VGPU_LOG=$SUPERVISOR_LOG} \
+        "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" "$@" \
         >"$tmp/supervisor.out" 2>"$tmp/supervisor.err" &
     suppid=$!
     for _ in $(seq 1 250); do
@@ -116,6 +117,30 @@ paths-match-a-local-run)
     [ "$(executors)" = 0 ] || fail "an executor outlived its guest"
     guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
     ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
+    ;;
+
+page-locked-memory-lies-in-the-bulk)
+    # A channel's bulk, past its ring, is memory the guest and the executor
+    # both map, at the same address: the guest's page-locked blocks lie
+    # there, registered by the executor, so that copies name them and carry
+    # no bytes, and a kernel writes a mapped block through its own address,
+    # as over the host's shared memory (remote.sh's scenario of the same).
+    truncate -s 256M "$tmp/vm.bar"
+    env VGPU_BAR0="$tmp/local.bar0" "$client" pinned >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    SUPERVISOR_LOG=debug supervisor --channels 2
+    guest pinned >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    grep -q "page-locked memory comes from the channel's" "$tmp/remote.err" || fail "the guest did not map its bulk"
+    grep -q "the mapped block's device view is its address: yes" "$tmp/remote.out" ||
+        fail "a mapped block's device view is not its address"
+    grep -q "elements of the mapped block wrong after the kernel: 0" "$tmp/remote.out" ||
+        fail "a kernel's writes to a mapped block did not reach the guest"
+    grep -q "did not reach the parent" "$tmp/remote.out" || fail "a forked child wrote its parent's block"
+    [ "$(grep -c "page-locked block of 33554432 bytes shared and registered, its device view at its address" \
+        "$tmp/supervisor.err")" = 2 ] || fail "the executor did not register both blocks at their addresses"
+    grep -q "cuMemcpyHtoD_v2 of a shared block" "$tmp/supervisor.err" || fail "no copy named a shared block"
+    ! grep -q "not shared with the executor" "$tmp/remote.err" || fail "the guest kept a block to itself"
     ;;
 
 guest-killed-is-reaped)

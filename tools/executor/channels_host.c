@@ -49,14 +49,14 @@ static bool guest_gone(void *ctx)
 
 /* The executor of channel i, claimed by claim (in a child of the
  * supervisor, which ends with it): its exit status. */
-static int serve_channel(const struct vgpu_channels *c, uint32_t i, uint64_t claim, uint64_t timeout_ns)
+static int serve_channel(const struct vgpu_channels *c, int fd, uint32_t i, uint64_t claim, uint64_t timeout_ns)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct vgpu_channel_ctl *ctl = vgpu_channel_ctl(c, i);
     size_t length;
     void *memory = vgpu_channel_ring(c, i, &length);
     struct vgpu_ring ring;
-    if (vgpu_ring_format(&ring, memory, length, 0) != 0) {
+    if (vgpu_ring_format(&ring, memory, length, (length - VGPU_CHANNELS_PAGE) / 2) != 0) {
         vgpu_error("executor: channel %u has no room for a ring (%zu bytes)", i, length);
         return 1;
     }
@@ -72,7 +72,9 @@ static int serve_channel(const struct vgpu_channels *c, uint32_t i, uint64_t cla
         return 0; /* let go of before it was served */
     vgpu_debug("executor: channel %u serves guest process %u", i, pid);
     struct vgpu_wire w = { .fd = -1, .ring = &ring };
-    return vgpu_exec_serve_wire(&w);
+    struct vgpu_exec_bulk bulk = { .fd = fd };
+    bulk.offset = vgpu_channel_bulk(c, i, &bulk.size);
+    return vgpu_exec_serve_wire(&w, &bulk);
 }
 
 /* The supervisor's own record of a channel. */
@@ -91,7 +93,7 @@ static void set_free(struct vgpu_channel_ctl *ctl)
 /* One look at channel i, which has no executor: a claim gets one; a
  * channel let go of, or whose guest stopped beating, is freed; one that
  * says it is served has lost its executor. */
-static void look(const struct vgpu_channels *c, uint32_t i, struct slot *s, uint64_t timeout_ns)
+static void look(const struct vgpu_channels *c, int fd, uint32_t i, struct slot *s, uint64_t timeout_ns)
 {
     struct vgpu_channel_ctl *ctl = vgpu_channel_ctl(c, i);
     uint64_t w = __atomic_load_n(&ctl->claim, __ATOMIC_ACQUIRE);
@@ -104,7 +106,7 @@ static void look(const struct vgpu_channels *c, uint32_t i, struct slot *s, uint
     case VGPU_CHANNEL_CLAIMED: {
         pid_t p = fork();
         if (p == 0)
-            _exit(serve_channel(c, i, w, timeout_ns));
+            _exit(serve_channel(c, fd, i, w, timeout_ns));
         if (p > 0) {
             s->executor = p;
             return;
@@ -184,7 +186,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
         reap(slots, count);
         for (uint32_t i = 0; i < count; i++)
             if (!slots[i].executor)
-                look(&c, i, &slots[i], timeout_ns);
+                look(&c, fd, i, &slots[i], timeout_ns);
         uint64_t now = vgpu_channels_now_ns();
         if (now >= next_beat) {
             __atomic_fetch_add(&h->beat, 1, __ATOMIC_RELEASE);

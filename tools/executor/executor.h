@@ -55,6 +55,13 @@ extern const struct vgpu_exec_library vgpu_exec_cuda, vgpu_exec_nvml;
 /* Devices an executor keeps per-device state for. */
 #define VGPU_EXEC_MAX_DEVICES 64
 
+/* A channel's bulk (forwarder/remote/channels/channels.h): size bytes of
+ * fd at offset, where the guest's page-locked memory lies. */
+struct vgpu_exec_bulk {
+    int fd;
+    uint64_t offset, size;
+};
+
 /* One guest's state, owned by its executor process. */
 struct vgpu_exec {
     struct vgpu_wire wire;               /* the guest's connection (its socket, then its ring) */
@@ -67,6 +74,7 @@ struct vgpu_exec {
     struct vgpu_exec_range *reserved;    /* the address ranges it reserved (exec_vmm.c) */
     struct vgpu_exec_shared *shared;     /* its page-locked blocks shared with the executor (shared_host.c) */
     uint64_t window, window_size;        /* the addresses reserved for them, the guest's and the executor's alike */
+    struct vgpu_exec_bulk bulk;          /* a channel's: the window is its bulk, mapped (fd -1: none) */
     bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
@@ -112,7 +120,8 @@ struct vgpu_exec_range {
  * address guest, all in one shared block, or NULL. */
 int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len);
 /* Reserves the window (its base and size; 0 and 0 without one), which the
- * HELLO's reply gives the guest. */
+ * HELLO's reply gives the guest; over a channel, the channel's bulk mapped
+ * there, whose blocks a SHARE names with no memfd. */
 void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *size);
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len);
 void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n);
@@ -168,9 +177,9 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
 /* Serves the guest on fd (and on the ring it asks for) until it goes; the
  * process's exit status. */
 int vgpu_exec_serve(int fd);
-/* The same on a connection made already: a socket, or a channel's ring
- * with no socket (w->fd -1). */
-int vgpu_exec_serve_wire(const struct vgpu_wire *w);
+/* The same on a connection made already: a socket (bulk NULL), or a
+ * channel's ring with no socket (w->fd -1) and the channel's bulk. */
+int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk *bulk);
 
 /* vgpu-executor --bar: serves the channels of the file open on fd (a VM's
  * ivshmem file, channels.h; name for the log), count of them, an executor

@@ -145,7 +145,7 @@ static int hello(struct vgpu_exec *x)
     /* The window of addresses shared blocks take (shared_host.c), before
      * the driver reserves its own. */
     uint64_t window[2] = { 0, 0 };
-    if (lib->id == vgpu_exec_cuda.id && x->wire.fd >= 0) /* a channel has no socket to share blocks over */
+    if (lib->id == vgpu_exec_cuda.id && (x->wire.fd >= 0 || x->bulk.fd >= 0))
         vgpu_exec_reserve_window(x, &window[0], &window[1]);
     struct iovec v = { window, sizeof(window) };
     return vgpu_exec_reply(x, 0, &v, 1);
@@ -237,12 +237,14 @@ int vgpu_exec_serve(int fd)
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK))
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
-    return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd });
+    return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd }, NULL);
 }
 
-int vgpu_exec_serve_wire(const struct vgpu_wire *w)
+int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk *bulk)
 {
-    struct vgpu_exec x = { .wire = *w };
+    struct vgpu_exec x = { .wire = *w, .bulk = { .fd = -1 } };
+    if (bulk)
+        x.bulk = *bulk;
     struct vgpu_ring ring = { 0 };
     if (hello(&x) != 0)
         return 1;

@@ -39,13 +39,24 @@
 void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *size)
 {
     *base = *size = 0;
+    uint64_t want_size = x->bulk.fd >= 0 ? x->bulk.size : WINDOW_SIZE;
+    if (!want_size)
+        return;
     for (int i = 0; i < WINDOW_TRIES; i++) {
         uint64_t want = WINDOW_FIRST + (uint64_t)i * WINDOW_STEP;
-        if (vgpu_shm_reserve_at((void *)(uintptr_t)want, WINDOW_SIZE)) {
-            x->window = *base = want;
-            x->window_size = *size = WINDOW_SIZE;
+        if (!vgpu_shm_reserve_at((void *)(uintptr_t)want, want_size))
+            continue;
+        /* A channel's bulk is the window, mapped over its reservation. */
+        if (x->bulk.fd >= 0 && mmap((void *)(uintptr_t)want, want_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED,
+                                    x->bulk.fd, (off_t)x->bulk.offset) == MAP_FAILED) {
+            vgpu_warn("executor: the channel's bulk cannot be mapped (%s): page-locked memory is the guest's own",
+                      strerror(errno));
+            munmap((void *)(uintptr_t)want, want_size);
             return;
         }
+        x->window = *base = want;
+        x->window_size = *size = want_size;
+        return;
     }
     vgpu_info("executor: no window of addresses for shared page-locked memory: a block's device view is another "
               "address than the guest's");
@@ -62,9 +73,12 @@ static bool meets_window(const struct vgpu_exec *x, uint64_t guest, uint64_t len
     return x->window_size && guest < x->window + x->window_size && x->window < guest + length;
 }
 
-/* Where a block was, made inaccessible: in the window, back to its reservation. */
-static void unmap_block(void *at, uint64_t length)
+/* Where a block was, made inaccessible: in the window, back to its
+ * reservation (a channel's bulk stays mapped: the guest's to use again). */
+static void unmap_block(const struct vgpu_exec *x, void *at, uint64_t length)
 {
+    if (x->bulk.fd >= 0)
+        return;
     if (vgpu_shm_reserve(at, length) != 0)
         vgpu_warn("executor: a shared block's addresses could not be kept reserved (%s)", strerror(errno));
 }
@@ -145,10 +159,11 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     if (len != 2 * sizeof(uint64_t))
         return vgpu_exec_malformed("SHARE", len);
     uint64_t guest = vgpu_exec_word(req, 0), length = vgpu_exec_word(req, 1), view = 0;
-    int fd = take_memfd(x, length);
+    /* Over a channel, the block is in the bulk, mapped already: no memfd. */
+    int fd = x->bulk.fd >= 0 ? -3 : take_memfd(x, length);
     if (fd == -1)
         return VGPU_EXEC_CLOSE;
-    if (fd < 0)
+    if (fd == -2)
         return reply(x, x->lib->not_supported, &view);
     unsigned blocks = 0;
     uint64_t pinned = 0;
@@ -160,7 +175,8 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     if (!limit)
         limit = pinned_limit();
     if (length > limit || pinned > limit - length) {
-        close(fd);
+        if (fd >= 0)
+            close(fd);
         if (!x->said_pinned)
             vgpu_warn("executor: the guest's page-locked memory would pin more than %llu MiB of the host's: the "
                       "block stays the guest's own (VGPU_REMOTE_PINNED_MIB; said once)",
@@ -182,9 +198,10 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     bool same = in_window(x, guest, length);
     if (reg && length && guest && !(guest % 4096) && !(length % 4096) && guest + length > guest &&
         blocks < MAX_BLOCKS && !overlaps(x, guest, length) && (same || !meets_window(x, guest, length)) &&
-        (b = malloc(sizeof(*b))) &&
-        (at = mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
-                   MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
+        (fd >= 0 || same) && (b = malloc(sizeof(*b))) &&
+        (at = fd < 0 ? (void *)(uintptr_t)guest
+                     : mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
+                            MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
         code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         CUdeviceptr d = 0;
         if (code == CUDA_SUCCESS && device_view && device_view(&d, at, 0) == CUDA_SUCCESS)
@@ -198,12 +215,13 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
             at = MAP_FAILED;
         }
     }
-    close(fd);
+    if (fd >= 0)
+        close(fd);
     /* A mapping at a fixed address that failed may have taken the
      * window's reservation there with it: made again. */
     if (same && b)
-        unmap_block((void *)(uintptr_t)guest, length);
-    else if (at != MAP_FAILED)
+        unmap_block(x, (void *)(uintptr_t)guest, length);
+    else if (at != MAP_FAILED && fd >= 0)
         munmap(at, length);
     free(b);
     if (code != CUDA_SUCCESS)
@@ -226,7 +244,7 @@ int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
     *at = b->next;
     CUresult (*unreg)(void *) = (CUresult(*)(void *))vgpu_exec_function_named(x, "cuMemHostUnregister");
     int code = unreg ? unreg(b->at) : CUDA_SUCCESS;
-    unmap_block(b->at, b->length); /* kept reserved, never the executor's again (above) */
+    unmap_block(x, b->at, b->length); /* kept reserved, never the executor's again (above) */
     free(b);
     return reply(x, code, NULL);
 }

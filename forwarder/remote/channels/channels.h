@@ -90,11 +90,40 @@ static inline struct vgpu_channel_ctl *vgpu_channel_ctl(const struct vgpu_channe
     return (struct vgpu_channel_ctl *)(c->base + VGPU_CHANNELS_PAGE + (size_t)i * c->channel_bytes);
 }
 
+/* A channel's streams at most: the rest of it is the bulk. */
+#define VGPU_CHANNEL_STREAM_MAX (4ull << 20)
+
+/* The parts of a channel of channel_bytes: its control page; its ring, a
+ * page and two streams of *stream bytes (the largest power of two up to
+ * VGPU_CHANNEL_STREAM_MAX that fits); and the bulk, the rest, whole pages
+ * at *bulk_offset from the channel's start, where the guest's page-locked
+ * memory lies (shared with the executor, which maps it too). */
+static inline void vgpu_channel_split(uint64_t channel_bytes, uint64_t *stream, uint64_t *bulk_offset,
+                                      uint64_t *bulk_size)
+{
+    uint64_t s = VGPU_CHANNEL_STREAM_MAX;
+    while (s > VGPU_CHANNELS_PAGE && 2 * VGPU_CHANNELS_PAGE + 2 * s > channel_bytes)
+        s >>= 1;
+    *stream = s;
+    *bulk_offset = 2 * VGPU_CHANNELS_PAGE + 2 * s;
+    *bulk_size = channel_bytes > *bulk_offset ? channel_bytes - *bulk_offset : 0;
+}
+
 /* The ring's memory of channel i (after its control page), and its length. */
 static inline void *vgpu_channel_ring(const struct vgpu_channels *c, uint32_t i, size_t *length)
 {
-    *length = c->channel_bytes - VGPU_CHANNELS_PAGE;
+    uint64_t stream, bulk_offset, bulk_size;
+    vgpu_channel_split(c->channel_bytes, &stream, &bulk_offset, &bulk_size);
+    *length = VGPU_CHANNELS_PAGE + 2 * stream;
     return (unsigned char *)vgpu_channel_ctl(c, i) + VGPU_CHANNELS_PAGE;
+}
+
+/* Channel i's bulk: its offset in the memory (the file), and its size. */
+static inline uint64_t vgpu_channel_bulk(const struct vgpu_channels *c, uint32_t i, uint64_t *size)
+{
+    uint64_t stream, bulk_offset;
+    vgpu_channel_split(c->channel_bytes, &stream, &bulk_offset, size);
+    return VGPU_CHANNELS_PAGE + (uint64_t)i * c->channel_bytes + bulk_offset;
 }
 
 /* Whether length bytes at base hold channels laid out by a supervisor

@@ -27,6 +27,7 @@
  * connect and release; the heartbeat thread reads `index` only).  The
  * memory stays mapped for the process's life once found. */
 static struct vgpu_channels mem;
+static int mem_fd = -1; /* the memory's file, kept open to map the bulk again */
 static int index_claimed = -1;
 static uint64_t claim_word, epoch;
 static struct vgpu_beat_watch host_beat;
@@ -62,13 +63,17 @@ static int map(const char *path, char *err, size_t errlen)
                   ? mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                   : MAP_FAILED;
     int e = errno;
-    close(fd);
-    if (p == MAP_FAILED)
-        return vgpu_fail(err, errlen, "cannot map %s: %s", path, st.st_size < 2 * VGPU_CHANNELS_PAGE ? "too small" : strerror(e));
+    if (p == MAP_FAILED) {
+        close(fd);
+        return vgpu_fail(err, errlen, "cannot map %s: %s", path,
+                         st.st_size < 2 * VGPU_CHANNELS_PAGE ? "too small" : strerror(e));
+    }
     if (!vgpu_channels_check(&mem, p, (size_t)st.st_size)) {
         munmap(p, (size_t)st.st_size);
+        close(fd);
         return 1;
     }
+    mem_fd = fd;
     return 0;
 }
 
@@ -306,6 +311,15 @@ int vgpu_channel_connect(const char *where, struct vgpu_ring *r, char *err, size
     vgpu_info("remote GPU: channel %d of vGPU \"%s\" (rings of 2 x %llu KiB)", i, h->vgpu,
               (unsigned long long)(r->tx.size >> 10));
     return 0;
+}
+
+int vgpu_channel_bulk_of(uint64_t *offset, uint64_t *size)
+{
+    int i = __atomic_load_n(&index_claimed, __ATOMIC_ACQUIRE);
+    if (i < 0)
+        return -1;
+    *offset = vgpu_channel_bulk(&mem, (uint32_t)i, size);
+    return mem_fd;
 }
 
 void vgpu_channel_release(void)

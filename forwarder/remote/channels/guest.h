@@ -10,6 +10,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 struct vgpu_ring;
 
@@ -20,6 +21,10 @@ bool vgpu_channel_wanted(const char *where);
  * socket: r polls, and its peer_gone says the executor or its supervisor
  * is gone).  0; or -1 with err saying why, actionably. */
 int vgpu_channel_connect(const char *where, struct vgpu_ring *r, char *err, size_t errlen);
+
+/* The claimed channel's bulk (channels.h): the memory's file, where page-
+ * locked memory is mapped from (*offset, *size bytes); -1 with none. */
+int vgpu_channel_bulk_of(uint64_t *offset, uint64_t *size);
 
 /* The channel is done with (its executor ends). */
 void vgpu_channel_release(void);

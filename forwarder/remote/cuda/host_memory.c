@@ -56,6 +56,7 @@ struct extent {
 };
 static struct extent *window_free;
 static uint64_t window_base;
+static bool window_backed; /* a channel's bulk: blocks are its memory, never unmapped */
 
 /* A fork waits for host_lock, so that the child's list is whole.  The
  * child's blocks are its own copies of the parent's, at the same
@@ -204,7 +205,7 @@ static void window_give(uint64_t at, uint64_t length)
  * and the window's to give out. */
 static void window_return(void *p, size_t length)
 {
-    if (vgpu_shm_reserve(p, length) != 0)
+    if (!window_backed && vgpu_shm_reserve(p, length) != 0)
         return;
     lock_blocks();
     window_give((uint64_t)(uintptr_t)p, length);
@@ -219,17 +220,21 @@ static void *shared_alloc(size_t n, size_t *length, uint64_t *view, bool *in_win
     static bool said;
     *length = (n + 4095) & ~(size_t)4095;
     uint64_t base, size, where = 0;
-    if (vgpu_remote_window(&base, &size)) {
+    bool backed = false;
+    if (vgpu_remote_window(&base, &size, &backed)) {
         lock_blocks();
         where = window_take(base, size, *length);
+        window_backed = backed;
         pthread_mutex_unlock(&host_lock);
     }
     *in_window = where != 0;
     int fd = -1, r = -1;
-    void *p = vgpu_shm_sealed("vgpu-page-locked", *length, (void *)(uintptr_t)where, &fd);
+    void *p = backed ? (where ? (void *)(uintptr_t)where : MAP_FAILED)
+                     : vgpu_shm_sealed("vgpu-page-locked", *length, (void *)(uintptr_t)where, &fd);
     if (p != MAP_FAILED) {
         r = vgpu_remote_share(p, *length, fd, view);
-        close(fd);
+        if (fd >= 0)
+            close(fd);
     }
     if (r == 0)
         return p;
@@ -237,7 +242,13 @@ static void *shared_alloc(size_t n, size_t *length, uint64_t *view, bool *in_win
         window_return((void *)(uintptr_t)where, *length);
     else if (p != MAP_FAILED)
         munmap(p, *length);
-    if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+    if (__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+        return NULL;
+    if (backed && !where)
+        vgpu_info("remote GPU: page-locked memory past the channel's %llu KiB is not shared with the executor: "
+                  "copies of it cross in messages, and none may be captured into a graph (said once)",
+                  (unsigned long long)(size >> 10));
+    else
         vgpu_info("remote GPU: page-locked memory is not shared with the executor (code %d): copies of it cross "
                   "in messages, and none may be captured into a graph (said once)",
                   r);
