@@ -164,6 +164,12 @@ uids = 0
 remote = yes
 vm_channels = 4
 EOF
+    expect_config_error 7 "vm_pinned applies to a vGPU with vm_channels" <<EOF
+[vgpu.a]
+devices = 0
+uids = 0
+vm_pinned = 64M
+EOF
     expect_config_error 9 "vm_channels = 0: the CUDA and NVML connections" <<EOF
 [vgpu.a]
 devices = 0

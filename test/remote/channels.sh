@@ -206,8 +206,8 @@ all-channels-in-use)
     ;;
 
 mediator-serves-a-vms-channels)
-    # A remote vGPU with vm_channels = 2: the mediator makes its file, of an
-    # ivshmem BAR's size, and starts its supervisor as the executor_user;
+    # A remote vGPU with vm_channels = 2 (vm_pinned = 4M): the mediator makes
+    # its file, of an ivshmem BAR's size, and starts its supervisor as the executor_user;
     # the VM's guest (the fake sysfs's BAR is the file) is admitted to the
     # vGPU through its executor, sees its 1 GiB and is refused past it.  A
     # restarted mediator leaves the running supervisor serving; a reload
@@ -222,7 +222,7 @@ mediator-serves-a-vms-channels)
     conf() {
         printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         printf '[vgpu.vm1]\ndevices = 0\nmemory = 1G\nuids = %s\nremote = yes\nexecutor_user = %s\n' "$user" "$user"
-        [ "$1" = 0 ] || printf 'vm_channels = %s\n' "$1"
+        [ "$1" = 0 ] || printf 'vm_channels = %s\nvm_pinned = 4M\n' "$1"
     }
     start_mediator() {
         env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
@@ -236,7 +236,8 @@ mediator-serves-a-vms-channels)
     }
     conf 2 >"$tmp/conf"
     start_mediator
-    [ "$(stat -c %s "$tmp/state/vm1.channels")" = 16777216 ] || fail "the channels file is not 16 MiB for 2 channels"
+    # 2 channels of 4 MiB streams each way and 4 MiB of page-locked memory: 32 MiB.
+    [ "$(stat -c %s "$tmp/state/vm1.channels")" = 33554432 ] || fail "the channels file is not 32 MiB for 2 channels"
     rm "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
     ln "$tmp/state/vm1.channels" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
     sup=

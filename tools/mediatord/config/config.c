@@ -98,6 +98,7 @@ static void section(struct parse *p, char *text)
     snprintf(p->v->name, sizeof(p->v->name), "%.*s", VGPU_NAME_LEN - 1, name);
     p->v->line = p->line;
     p->v->compute = 100;
+    p->v->vm_pinned = MED_DEFAULT_VM_PINNED;
 }
 
 /*
@@ -388,14 +389,15 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
     } keys[] = { { "devices", &v->devices_line }, { "memory", &v->memory_line }, { "compute", &v->compute_line },
                  { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
                  { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line },
-                 { "executor_user", &v->executor_user_line }, { "vm_channels", &v->vm_channels_line } };
+                 { "executor_user", &v->executor_user_line }, { "vm_channels", &v->vm_channels_line },
+                 { "vm_pinned", &v->vm_pinned_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest, enforce, remote, executor_user, vm_channels", name, v->name);
+                        "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned", name, v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -444,6 +446,10 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
             return error_at(p, p->line, "vm_channels = %s: the CUDA and NVML connections a VM's processes may have "
                             "at once, 1 to %d", value, MED_MAX_VM_CHANNELS);
         v->vm_channels = (unsigned)n;
+    } else if (line == &v->vm_pinned_line) {
+        if (vgpu_parse_size(value, &v->vm_pinned) != 0 || v->vm_pinned > MED_MAX_VM_PINNED)
+            return error_at(p, p->line, "vm_pinned = %s: the page-locked memory each channel shares with its "
+                            "executor, a size up to 16G, such as 64M", value);
     } else if (line == &v->enforce_line) {
         if (!parse_enforce(value, &v->kill_over_quota))
             return error_at(p, p->line, "enforce = %s: report or kill", value);
@@ -487,6 +493,8 @@ static int check(struct parse *p)
         if (v->executor_user_line && !v->remote)
             return error_at(p, v->executor_user_line, "vGPU %s: executor_user applies to a vGPU with remote = yes",
                             v->name);
+        if (v->vm_pinned_line && !v->vm_channels_line)
+            return error_at(p, v->vm_pinned_line, "vGPU %s: vm_pinned applies to a vGPU with vm_channels", v->name);
         if (v->vm_channels_line && (!v->remote || !v->has_executor_user))
             return error_at(p, v->vm_channels_line, "vGPU %s: vm_channels needs remote = yes and an executor_user "
                             "(a VM's processes have no user on this host for its executors to run as)", v->name);

@@ -17,6 +17,8 @@
 #define MED_MAX_IDS 64
 /* A VM's channels at most (vm_channels, docs/vm.md). */
 #define MED_MAX_VM_CHANNELS 256
+#define MED_DEFAULT_VM_PINNED (64ull << 20)
+#define MED_MAX_VM_PINNED (16ull << 30)
 /* Connections one user may hold at once, unless the config says otherwise:
  * one a process, and a machine's tenants seldom run more. */
 #define MED_DEFAULT_CONNECTIONS_PER_UID 1024
@@ -52,6 +54,8 @@ struct med_vgpu_conf {
     int remote_line;
     unsigned vm_channels;         /* vm_channels = N: a VM's channels file of N, served (docs/vm.md); 0 none */
     int vm_channels_line;
+    uint64_t vm_pinned;           /* vm_pinned = SIZE: each channel's page-locked memory (default 64 MiB) */
+    int vm_pinned_line;
     /* executor_user = NAME: the user its executors run as (else each guest's
      * own), with that user's primary and supplementary groups */
     bool has_executor_user;

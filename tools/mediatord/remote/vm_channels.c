@@ -15,14 +15,14 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* Each channel's part of the file: its control page and ring take what
- * the supervisor divides evenly, which leaves streams of at least 2 MiB. */
-#define CHANNEL_BYTES (8ull << 20)
+/* Each channel's part of the file besides its page-locked memory: its
+ * control page and a ring of 4 MiB streams (channels.h). */
+#define CHANNEL_BYTES (2 * VGPU_CHANNELS_PAGE + 2 * VGPU_CHANNEL_STREAM_MAX)
 
-uint64_t med_vm_channels_size(unsigned n)
+uint64_t med_vm_channels_size(unsigned n, uint64_t pinned)
 {
-    uint64_t size = 1u << 20;
-    while (size < n * CHANNEL_BYTES)
+    uint64_t size = 1u << 20, need = VGPU_CHANNELS_PAGE + n * (CHANNEL_BYTES + pinned);
+    while (size < need)
         size <<= 1;
     return size;
 }
@@ -37,7 +37,7 @@ static int open_file(int dir, const char *dir_path, const struct med_vgpu_conf *
 {
     char file[64];
     file_name(file, sizeof(file), v->name);
-    uint64_t size = med_vm_channels_size(v->vm_channels);
+    uint64_t size = med_vm_channels_size(v->vm_channels, v->vm_pinned);
     int fd = med_state_open(dir, dir_path, file, O_RDWR, MED_STATE_GROUP_WRITABLE, err, errlen);
     struct stat st;
     if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != size) {

@@ -15,8 +15,10 @@
 #include "tools/mediatord/config/config.h"
 
 /* The file's size for n channels: the smallest power of two (an ivshmem
- * BAR's) of at least 8 MiB a channel (streams of 2 MiB or more each way). */
-uint64_t med_vm_channels_size(unsigned n);
+ * BAR's) that holds n channels of 4 MiB streams each way and pinned bytes
+ * of page-locked memory (what the power of two leaves over goes to each
+ * channel's page-locked memory too). */
+uint64_t med_vm_channels_size(unsigned n, uint64_t pinned);
 
 /*
  * Makes v's file if missing (or anew when its size is not n channels':
