@@ -1,14 +1,16 @@
 """What a remote GPU costs a guest (docs/remote.md), beside running natively.
 
     python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
-                            [--transports ring,socket]
+                            [--transports ring,socket,bar]
 
 Runs on a machine with a GPU.  Starts `vgpu-executor --listen` under vgpu
 (no quota, no share), then in each round, the sides' order rotating,
 measures the same things natively (no vgpu at all) and as a guest of the
 executor (`VGPU_REMOTE`, both of vgpu's libraries preloaded, as a container
 without the GPU runs) over each transport asked for (the shared-memory ring;
-the socket, `VGPU_REMOTE_TRANSPORT=socket`):
+the socket, `VGPU_REMOTE_TRANSPORT=socket`; `bar`: channels of a file in
+/dev/shm standing in for a VM's PCI BAR, served by `vgpu-executor --bar`,
+as a VM's guest reaches its vGPU):
 
 - `sync_call_us`: a synchronous driver call's round trip (`cuDeviceGetCount`
   from cuda-python, µs a call; the guest keeps no answer of it);
@@ -150,15 +152,25 @@ def main():
     executor = subprocess.Popen([os.path.join(build, "tools/vgpu-executor"), "--listen", sock],
                                 env=dict(env, LD_PRELOAD=libs, VGPU_BAR0=os.path.join(tmp, "bar0")),
                                 stderr=open(os.path.join(tmp, "executor.err"), "w"))
+    transports = [t for t in a.transports.split(",") if t]
+    bar = "/dev/shm/vgpu-bench-remote.%d.bar" % os.getpid()
+    supervisor = None
+    if "bar" in transports:
+        # 4 channels of 512 MiB: streams of 4 MiB, the rest page-locked memory (256 MiB copies fit).
+        with open(bar, "wb") as f:
+            f.truncate(2 << 30)
+        supervisor = subprocess.Popen([os.path.join(build, "tools/vgpu-executor"), "--bar", bar, "--channels", "4"],
+                                      env=dict(env, LD_PRELOAD=libs, VGPU_BAR0=os.path.join(tmp, "bar0")),
+                                      stderr=open(os.path.join(tmp, "supervisor.err"), "w"))
     try:
         for _ in range(200):
-            if os.path.exists(sock):
+            if os.path.exists(sock) and (not supervisor or "serving" in open(os.path.join(tmp, "supervisor.err")).read()):
                 break
             time.sleep(0.05)
         remote = dict(env, LD_PRELOAD=libs, VGPU_REMOTE=sock)
         sides = {"native": env}
-        for t in [t for t in a.transports.split(",") if t]:
-            sides[t] = dict(remote, VGPU_REMOTE_TRANSPORT=t)
+        for t in transports:
+            sides[t] = dict(remote, VGPU_REMOTE="bar:" + bar) if t == "bar" else dict(remote, VGPU_REMOTE_TRANSPORT=t)
         loops = [l for l in a.loops.split(",") if l]
         results = {s: {} for s in sides}
         names = list(sides)
@@ -198,8 +210,12 @@ def main():
                                                    100 * max(ratios)))
             print("| " + " | ".join(row + cells) + " |")
     finally:
-        executor.terminate()
-        executor.wait()
+        for p in [executor, supervisor]:
+            if p:
+                p.terminate()
+                p.wait()
+        if supervisor:
+            os.unlink(bar)
 
 
 if __name__ == "__main__":

@@ -10,7 +10,9 @@ set -u
 scenario=$1
 build=$2
 client=$build/test/remote/remote_client
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-channels.XXXXXX") || exit 1
+# On tmpfs: the executor registers the file's pages with the driver, which
+# pins no page of a disk's file (docs/vm.md).
+tmp=$(mktemp -d /dev/shm/vgpu-channels.XXXXXX) || exit 1
 suppid=
 medpid=
 cleanup() {
@@ -46,7 +48,7 @@ ln "$tmp/vm.bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
 # supervisor ARGS...: vgpu-executor --bar on the file, under vgpu on the fake GPU.
 supervisor() {
     env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 ${SUPERVISOR_LOG:+VGPU_LOG=$SUPERVISOR_LOG} \
-        "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" "$@" \
+        "$build/tools/vgpu-executor" --bar "${bar_file:-$tmp/vm.bar}" "$@" \
         >"$tmp/supervisor.out" 2>"$tmp/supervisor.err" &
     suppid=$!
     for _ in $(seq 1 250); do
@@ -141,6 +143,29 @@ page-locked-memory-lies-in-the-bulk)
         "$tmp/supervisor.err")" = 2 ] || fail "the executor did not register both blocks at their addresses"
     grep -q "cuMemcpyHtoD_v2 of a shared block" "$tmp/supervisor.err" || fail "no copy named a shared block"
     ! grep -q "not shared with the executor" "$tmp/remote.err" || fail "the guest kept a block to itself"
+    ;;
+
+file-on-a-disk-shares-no-page-locked-memory)
+    # A file on a disk's file system: the driver could not pin its pages, so
+    # the supervisor says so and its executors offer no bulk; the guest's
+    # page-locked memory stays its own, and its paths are still a local run's.
+    disk=$build/test/remote
+    [ "$(stat -f -c %T "$disk")" != tmpfs ] || { echo "SKIP: the build is on tmpfs"; exit 77; }
+    env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed"
+    rm "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2" "$tmp/vm.bar"
+    bar=$(mktemp "$disk/vm.bar.XXXXXX")
+    truncate -s 16M "$bar"
+    ln -s "$bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
+    bar_file=$bar supervisor --channels 4
+    guest paths >"$tmp/remote.out" 2>"$tmp/remote.err"
+    rc=$?
+    rm -f "$bar"
+    [ $rc = 0 ] || fail "the remote run failed"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
+    grep -q "is not on tmpfs or hugetlbfs" "$tmp/supervisor.err" || fail "the supervisor did not say why"
+    grep -q "page-locked memory is not shared with the executor" "$tmp/remote.err" ||
+        fail "the guest did not say its page-locked memory stays its own"
     ;;
 
 guest-killed-is-reaped)

@@ -9,6 +9,8 @@
 # (numbers within 1e-3).
 # Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   Skips (77) without a GPU or without root
 # (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
+# REMOTE_TRANSPORT=bar: the guests reach their executors through channels of a file in /run standing
+# in for a VM's PCI BAR (vgpu-executor --bar, VGPU_REMOTE=bar:FILE), as a VM's guests do.
 set -uo pipefail
 src=$(cd "$(dirname "$0")" && pwd)
 build=$(realpath "$1"); out=$(realpath -m "${2:-$(mktemp -d)}")
@@ -22,11 +24,22 @@ mkdir -p "$out"
 libs="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
 export PYTHONUNBUFFERED=1
 
-LD_PRELOAD="$libs" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G VGPU_LOG=info \
-    "$build/tools/vgpu-executor" --listen "$out/sock" 2>"$out/executor.err" &
+where=$out/sock
+serve=(--listen "$out/sock")
+if [ "${REMOTE_TRANSPORT:-}" = bar ]; then
+    # 8 channels of 256 MiB (streams of 4 MiB, the rest page-locked memory) on a tmpfs of its own: the
+    # driver pins no file of a disk's file system (docs/vm.md).
+    mkdir -p "$out/bar-fs" && mount -t tmpfs -o size=3g none "$out/bar-fs" || { echo "FAIL: no tmpfs for the BAR"; exit 1; }
+    bar=$out/bar-fs/vm.bar
+    truncate -s 2G "$bar"
+    where=bar:$bar
+    serve=(--bar "$bar" --channels 8)
+fi
+LD_PRELOAD="$libs" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G VGPU_LOG=${EXECUTOR_LOG:-info} \
+    "$build/tools/vgpu-executor" "${serve[@]}" 2>"$out/executor.err" &
 executor=$!
-trap 'kill $executor 2>/dev/null' EXIT
-for _ in $(seq 1 100); do [ -S "$out/sock" ] && break; sleep 0.05; done
+trap 'kill $executor 2>/dev/null; [ -n "${bar:-}" ] && rm -f "$bar" && umount "$out/bar-fs"' EXIT
+for _ in $(seq 1 100); do [ -S "$out/sock" ] || grep -q serving "$out/executor.err" && break; sleep 0.05; done
 
 # hidden CMD...: CMD with no NVIDIA device in /dev and every NVIDIA driver
 # library (libcuda, libcudadebugger, libnvidia-*) an empty file, as a
@@ -63,7 +76,7 @@ run() {  # WORKLOAD native|remote: its output in $out/WORKLOAD.MODE
     if [ "$mode" = native ]; then
         LD_PRELOAD="$libs" VGPU_BAR0=$out/native.bar0 VGPU_MEMORY_LIMIT=8G timeout 300 "${cmd[@]}"
     else
-        hidden env -u LD_LIBRARY_PATH LD_PRELOAD="$libs" VGPU_REMOTE="$out/sock" VGPU_LOG=info timeout 300 "${cmd[@]}"
+        hidden env -u LD_LIBRARY_PATH LD_PRELOAD="$libs" VGPU_REMOTE="$where" VGPU_LOG=info timeout 300 "${cmd[@]}"
     fi >"$out/$w.$mode" 2>"$out/$w.$mode.err"
 }
 

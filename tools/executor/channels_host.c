@@ -25,6 +25,7 @@
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -49,7 +50,8 @@ static bool guest_gone(void *ctx)
 
 /* The executor of channel i, claimed by claim (in a child of the
  * supervisor, which ends with it): its exit status. */
-static int serve_channel(const struct vgpu_channels *c, int fd, uint32_t i, uint64_t claim, uint64_t timeout_ns)
+static int serve_channel(const struct vgpu_channels *c, int fd, bool bulk_ok, uint32_t i, uint64_t claim,
+                         uint64_t timeout_ns)
 {
     prctl(PR_SET_PDEATHSIG, SIGKILL);
     struct vgpu_channel_ctl *ctl = vgpu_channel_ctl(c, i);
@@ -72,9 +74,17 @@ static int serve_channel(const struct vgpu_channels *c, int fd, uint32_t i, uint
         return 0; /* let go of before it was served */
     vgpu_debug("executor: channel %u serves guest process %u", i, pid);
     struct vgpu_wire w = { .fd = -1, .ring = &ring };
-    struct vgpu_exec_bulk bulk = { .fd = fd };
+    struct vgpu_exec_bulk bulk = { .fd = bulk_ok ? fd : -1 };
     bulk.offset = vgpu_channel_bulk(c, i, &bulk.size);
     return vgpu_exec_serve_wire(&w, &bulk);
+}
+
+/* Whether the driver can pin pages of fd's file (tmpfs, hugetlbfs): the
+ * kernel refuses a long-term pin of a shared mapping of a disk's file. */
+static bool pinnable(int fd)
+{
+    struct statfs f;
+    return fstatfs(fd, &f) == 0 && (f.f_type == 0x01021994 /* TMPFS_MAGIC */ || f.f_type == (long)0x958458f6 /* HUGETLBFS */);
 }
 
 /* The supervisor's own record of a channel. */
@@ -93,7 +103,8 @@ static void set_free(struct vgpu_channel_ctl *ctl)
 /* One look at channel i, which has no executor: a claim gets one; a
  * channel let go of, or whose guest stopped beating, is freed; one that
  * says it is served has lost its executor. */
-static void look(const struct vgpu_channels *c, int fd, uint32_t i, struct slot *s, uint64_t timeout_ns)
+static void look(const struct vgpu_channels *c, int fd, bool bulk_ok, uint32_t i, struct slot *s,
+                 uint64_t timeout_ns)
 {
     struct vgpu_channel_ctl *ctl = vgpu_channel_ctl(c, i);
     uint64_t w = __atomic_load_n(&ctl->claim, __ATOMIC_ACQUIRE);
@@ -106,7 +117,7 @@ static void look(const struct vgpu_channels *c, int fd, uint32_t i, struct slot 
     case VGPU_CHANNEL_CLAIMED: {
         pid_t p = fork();
         if (p == 0)
-            _exit(serve_channel(c, fd, i, w, timeout_ns));
+            _exit(serve_channel(c, fd, bulk_ok, i, w, timeout_ns));
         if (p > 0) {
             s->executor = p;
             return;
@@ -178,6 +189,12 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     struct slot *slots = calloc(count, sizeof(*slots));
     if (!slots)
         return 1;
+    bool bulk_ok = pinnable(fd);
+    if (!bulk_ok)
+        vgpu_warn("executor: %s is not on tmpfs or hugetlbfs, whose pages alone the driver may pin for good: the "
+                  "guests' page-locked memory stays their own, copies of it cross in messages, and no kernel reaches "
+                  "it; keep the file on tmpfs (/dev/shm, or the mediator's state_dir there; docs/vm.md)",
+                  path);
     vgpu_info("executor: serving %u channels of %llu KiB in %s%s%s", count,
               (unsigned long long)(c.channel_bytes >> 10), path, name ? " for vGPU " : "", name ? name : "");
     struct vgpu_channels_header *h = vgpu_channels_header(&c);
@@ -186,7 +203,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
         reap(slots, count);
         for (uint32_t i = 0; i < count; i++)
             if (!slots[i].executor)
-                look(&c, fd, i, &slots[i], timeout_ns);
+                look(&c, fd, bulk_ok, i, &slots[i], timeout_ns);
         uint64_t now = vgpu_channels_now_ns();
         if (now >= next_beat) {
             __atomic_fetch_add(&h->beat, 1, __ATOMIC_RELEASE);

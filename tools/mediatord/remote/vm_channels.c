@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/vfs.h>
 #include <unistd.h>
 
 /* Each channel's part of the file besides its page-locked memory: its
@@ -56,9 +57,15 @@ static int open_file(int dir, const char *dir_path, const struct med_vgpu_conf *
             unlinkat(dir, file, 0);
             return -1;
         }
+        struct statfs f;
         if (fd >= 0)
             vgpu_info("vGPU %s: %s/%s made for a VM's %u channels (%llu MiB)", v->name, dir_path, file,
                       v->vm_channels, (unsigned long long)(size >> 20));
+        if (fd >= 0 && fstatfs(fd, &f) == 0 && f.f_type != 0x01021994 /* TMPFS_MAGIC */)
+            vgpu_warn("vGPU %s: state_dir %s is not on tmpfs: the driver cannot pin the VM's page-locked memory "
+                      "in %s, whose copies then cross in messages and which no kernel reaches; put state_dir on "
+                      "tmpfs (/run/vgpu; docs/vm.md)",
+                      v->name, dir_path, file);
     }
     return fd < 0 ? -1 : fd;
 }
