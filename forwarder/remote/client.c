@@ -35,6 +35,8 @@ static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
  * Over a channel, the channel's bulk is mapped there (window_backed). */
 static uint64_t window, window_size;
 static bool window_backed;
+/* Whether the executor keeps a cache of module images (set at the hello). */
+static bool image_cache;
 
 /* Closes the connection (and unmaps its ring, or lets its channel go);
  * connection becomes after. */
@@ -65,6 +67,7 @@ static void child_after_fork(void)
      * private copies); the child's executor offers a window of its own. */
     window = window_size = 0;
     window_backed = false;
+    image_cache = false;
 }
 
 static void register_atfork(void)
@@ -285,7 +288,7 @@ static void connect_locked(void)
     char env[VGPU_REMOTE_ENV_BYTES];
     struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { env, driver_settings(env) } };
     struct vgpu_remote_hdr h;
-    uint64_t offered[2] = { 0, 0 };
+    uint64_t offered[3] = { 0, 0, 0 }; /* the window's base and size, the executor's flags */
     if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || (h.len != 0 && h.len != sizeof(offered)) ||
         (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
@@ -304,6 +307,7 @@ static void connect_locked(void)
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
     take_window(offered[0], offered[1]);
+    image_cache = (offered[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
     if (channel)
         back_window();
     else
@@ -385,6 +389,14 @@ int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
 {
     return vgpu_remote_send_flagged(slot, 0, req, nreq);
+}
+
+bool vgpu_remote_image_cache(void)
+{
+    pthread_mutex_lock(&lock);
+    bool have = connected() && image_cache;
+    pthread_mutex_unlock(&lock);
+    return have;
 }
 
 bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed)

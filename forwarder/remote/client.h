@@ -75,6 +75,10 @@ int vgpu_remote_unshare(const void *p);
  * channel's bulk), where blocks are taken, not mapped.  False without one. */
 bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed);
 
+/* Whether the executor keeps a cache of module images, which a load may
+ * name by hash (VGPU_REMOTE_BY_HASH; connecting first). */
+bool vgpu_remote_image_cache(void);
+
 /* The text the executor gives for code through slot (an error's name or
  * string), kept for the life of the process as the library's own are
  * (texts.c): 0 and *out; the call's code; or -1, out of memory. */

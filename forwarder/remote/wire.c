@@ -142,7 +142,7 @@ int vgpu_wire_read(struct vgpu_wire *w, void *p, size_t len)
 static int check_hdr(const struct vgpu_remote_hdr *h)
 {
     if (h->magic != VGPU_REMOTE_MAGIC || h->version != VGPU_REMOTE_VERSION || h->len > VGPU_REMOTE_MAX_LEN ||
-        (h->flags & ~(VGPU_REMOTE_ASYNC | VGPU_REMOTE_SHARED))) {
+        (h->flags & ~(VGPU_REMOTE_ASYNC | VGPU_REMOTE_SHARED | VGPU_REMOTE_BY_HASH))) {
         errno = EPROTO;
         return -1;
     }

@@ -49,13 +49,23 @@ enum vgpu_remote_type {
 #define VGPU_REMOTE_ASYNC 1u  /* no reply: an error surfaces at the next synchronizing call */
 #define VGPU_REMOTE_SHARED 2u /* a copy whose host side lies in a shared block: named by its guest
                                * address (a word after the copy's), its bytes not in the message */
+#define VGPU_REMOTE_BY_HASH 4u /* a module or library load whose image is named by its SHA-256
+                                * ([32][hash] where [length][image] would be), for the executor's
+                                * cache: REPLY VGPU_REMOTE_MISS asks for it whole */
+
+/* The executor's cache of module images (docs/remote.md, "Images cross
+ * once"): a REPLY's code when a hash names no image it has, the HELLO
+ * reply's flag that it has a cache, and the least image sent by hash. */
+#define VGPU_REMOTE_MISS 0x4d495353u /* "MISS" */
+#define VGPU_REMOTE_HELLO_IMAGE_CACHE 1u
+#define VGPU_REMOTE_IMAGE_CACHE_MIN (64u << 10)
 
 struct vgpu_remote_hdr {
     uint32_t magic;
     uint16_t version;
     uint16_t type;
     uint32_t call;
-    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, VGPU_REMOTE_SHARED; else 0 */
+    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, VGPU_REMOTE_SHARED, VGPU_REMOTE_BY_HASH; else 0 */
     uint64_t len;
 };
 

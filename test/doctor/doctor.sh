@@ -438,7 +438,8 @@ remote-socket-missing)
 
 remote-guest-of-live-process)
     # A live remote guest (no driver, only libvgpu-cuda.so) of an executor on the fake GPU.
-    env VGPU_BAR0="$tmp/host.bar0" "$build/tools/vgpu-executor" --listen "$tmp/sock" >"$tmp/exec.log" 2>&1 &
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$build/tools/vgpu-executor" --listen "$tmp/sock" \
+        >"$tmp/exec.log" 2>&1 &
     pids="$pids $!"
     for _ in $(seq 1 500); do [ -S "$tmp/sock" ] && break; sleep 0.02; done
     guest_preload=

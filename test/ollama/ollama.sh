@@ -166,7 +166,7 @@ remote)
     # devices with CUDA_VISIBLE_DEVICES in the guest.
     preload="$root$VGPU_LIBDIR/libvgpu-cuda.so $root$VGPU_LIBDIR/libvgpu-nvml.so"
     env -i PATH="$PATH" "${sanitizers[@]}" LD_PRELOAD="$preload" VGPU_REAL_LIBCUDA="$FAKE_DIR/libcuda.so.1" \
-        VGPU_REAL_NVML="$FAKE_DIR/libnvidia-ml.so.1" "${standalone[@]}" VGPU_LOG=info \
+        VGPU_REAL_NVML="$FAKE_DIR/libnvidia-ml.so.1" "${standalone[@]}" VGPU_LOG=info VGPU_REMOTE_IMAGE_CACHE="$tmp/images" \
         "$BUILD_DIR/tools/vgpu-executor" --listen "$tmp/exec.sock" >"$tmp/exec.log" 2>&1 &
     execpid=$!
     for _ in $(seq 1 500); do

@@ -47,7 +47,8 @@ ln "$tmp/vm.bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
 
 # supervisor ARGS...: vgpu-executor --bar on the file, under vgpu on the fake GPU.
 supervisor() {
-    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 ${SUPERVISOR_LOG:+VGPU_LOG=$SUPERVISOR_LOG} \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 VGPU_REMOTE_IMAGE_CACHE="$tmp/images" \
+        ${SUPERVISOR_LOG:+VGPU_LOG=$SUPERVISOR_LOG} \
         "$build/tools/vgpu-executor" --bar "${bar_file:-$tmp/vm.bar}" "$@" \
         >"$tmp/supervisor.out" 2>"$tmp/supervisor.err" &
     suppid=$!
@@ -250,7 +251,7 @@ mediator-serves-a-vms-channels)
         [ "$1" = 0 ] || printf 'vm_channels = %s\nvm_pinned = 4M\n' "$1"
     }
     start_mediator() {
-        env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
+        env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
         medpid=$!
         for _ in $(seq 1 500); do
             [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0

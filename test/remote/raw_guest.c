@@ -3,13 +3,14 @@
  * the executor's socket, to put what no guest library sends to the
  * executor: driver settings it may not give, and shared page-locked
  * memory (SHARE, UNSHARE, copies flagged VGPU_REMOTE_SHARED) forged every
- * way.  Prints "what: code" a line; the
+ * way, and module images named by hashes the executor never made.  Prints "what: code" a line; the
  * executor must refuse each forgery and serve on, or close the connection
  * where the protocol says so.
  *
  *   raw_guest SOCKET
  */
 #define _GNU_SOURCE
+#include "forwarder/remote/sha256.h"
 #include "forwarder/remote/wire.h"
 
 #include "vgpu_cuda_slots.h"
@@ -86,18 +87,18 @@ static long shared_copy(unsigned slot, uint64_t dev, uint64_t n, const void *gue
     return call(slot, VGPU_REMOTE_SHARED, q, 3, NULL);
 }
 
-int main(int argc, char **argv)
+/* Connects to the executor at path and says hello (with driver settings
+ * it may and may not take); the hello's reply's words in window. */
+static int connect_and_hello(const char *path, uint64_t window[3])
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: raw_guest SOCKET\n");
-        return 2;
-    }
     struct sockaddr_un a = { .sun_family = AF_UNIX };
-    snprintf(a.sun_path, sizeof(a.sun_path), "%s", argv[1]);
+    snprintf(a.sun_path, sizeof(a.sun_path), "%s", path);
+    if (w.fd >= 0)
+        close(w.fd);
     w.fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
     if (w.fd < 0 || connect(w.fd, (struct sockaddr *)&a, sizeof(a)) != 0) {
         perror("raw_guest: connect");
-        return 1;
+        return -1;
     }
     uint64_t hello[3] = { VGPU_REMOTE_CUDA_ABI_HASH, (uint64_t)getpid(), 0 };
     char comm[16] = "raw_guest";
@@ -105,12 +106,35 @@ int main(int argc, char **argv)
     static const char env[] = "CUDA_DEVICE_ORDER=PCI_BUS_ID\0LD_PRELOAD=/tmp/evil.so\0CUDA_VISIBLE_DEVICES=$(id)";
     struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { (void *)env, sizeof(env) } };
     struct vgpu_remote_hdr h;
-    uint64_t window[2] = { 0, 0 };
     if (vgpu_wire_send(&w, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 || h.call != 0 ||
-        h.len != sizeof(window) || vgpu_wire_read(&w, window, sizeof(window)) != 0) {
+        h.len != 3 * sizeof(uint64_t) || vgpu_wire_read(&w, window, 3 * sizeof(uint64_t)) != 0) {
         fprintf(stderr, "raw_guest: the executor refused the hello\n");
-        return 1;
+        return -1;
     }
+    return 0;
+}
+
+/* cuModuleLoadData of n bytes of image, whole, or (hash non-NULL) by hash. */
+static long load(const char *image, size_t n, const uint8_t *hash)
+{
+    uint64_t len = hash ? VGPU_SHA256_BYTES : n, handle = 0;
+    struct iovec q[2] = { { &len, sizeof(len) }, { hash ? (void *)hash : (void *)image, len } };
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(&w, VGPU_REMOTE_CALL, SLOT(cuModuleLoadData), hash ? VGPU_REMOTE_BY_HASH : 0, q, 2) != 0 ||
+        vgpu_wire_read_hdr(&w, &h) != 0 || h.len > sizeof(handle) || (h.len && vgpu_wire_read(&w, &handle, h.len) != 0))
+        return -1;
+    return h.call;
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: raw_guest SOCKET\n");
+        return 2;
+    }
+    uint64_t window[3] = { 0, 0, 0 };
+    if (connect_and_hello(argv[1], window) != 0)
+        return 1;
     printf("a window offered: %s\n", window[1] >= 4 * MiB ? "yes" : "no");
     uint64_t out[8] = { 0 }, in[2] = { 0, 0 };
     printf("cuInit: %ld\n", call(SLOT(cuInit), 0, in, 2, out));
@@ -165,7 +189,34 @@ int main(int argc, char **argv)
     printf("SHARE across the window's end: %ld\n",
            share((void *)(uintptr_t)(window[0] + window[1] - 4096), 2 * 4096, fd));
     close(fd);
+
+    /* Images by hash: one the cache has not got is a miss; one sent whole
+     * (the executor hashes it itself) is then named by its hash, and a hash
+     * of other bytes still misses. */
+    printf("an image cache offered: %s\n", window[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE ? "yes" : "no");
+    size_t n = 128 << 10;
+    char *image = malloc(n);
+    uint8_t hash[VGPU_SHA256_BYTES];
+    memset(image, 'x', n - 1);
+    memcpy(image, "fakegpu", 7);
+    image[n - 1] = 0;
+    snprintf(image + 7, 32, " %d", (int)getpid()); /* bytes no earlier run sent */
+    image[strlen(image)] = 'x';
+    vgpu_sha256(image, n, hash);
+    printf("cuModuleLoadData by the hash of an image never sent: %s\n",
+           load(image, n, hash) == VGPU_REMOTE_MISS ? "miss" : "hit");
+    printf("cuModuleLoadData whole: %ld\n", load(image, n, NULL));
+    printf("cuModuleLoadData by its hash: %ld\n", load(image, n, hash));
+    image[100] ^= 1;
+    vgpu_sha256(image, n, hash);
+    printf("cuModuleLoadData by the hash of other bytes: %s\n", load(image, n, hash) == VGPU_REMOTE_MISS ? "miss" : "hit");
+    free(image);
+
     uint64_t sync_in[1] = { 0 };
     printf("cuCtxSynchronize flagged shared: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_SHARED, sync_in, 1, out));
+    /* Another connection: a hash on a call that loads no image closes it. */
+    if (connect_and_hello(argv[1], window) != 0)
+        return 1;
+    printf("cuCtxSynchronize flagged by hash: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_BY_HASH, sync_in, 1, out));
     return 0;
 }

@@ -31,7 +31,8 @@ export FAKEGPU_STATE=$tmp/fake.state
 
 # executor [VAR=VALUE...]: the executor, under vgpu on the fake GPU, with those settings.
 executor() {
-    env VGPU_BAR0="$tmp/host.bar0" "$@" "$build/tools/vgpu-executor" --listen "$tmp/sock" \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$@" "$build/tools/vgpu-executor" \
+        --listen "$tmp/sock" \
         >"$tmp/executor.out" 2>"$tmp/executor.err" &
     execpid=$!
     for _ in $(seq 1 200); do
@@ -65,7 +66,7 @@ mediator() {
         printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         for line in "$@"; do printf '%s\n' "$line"; done
     } >"$tmp/conf"
-    env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
+    env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do
         [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0
@@ -263,7 +264,9 @@ shared-memory-forgeries-are-refused)
     # in the window is at the same address in the executor, its device view
     # there (one outside it elsewhere); copies name shared bytes only within a block
     # and a device allocation (1), not after UNSHARE (1); a call that is no
-    # such copy flagged as one closes the connection (-1).
+    # such copy flagged as one closes the connection (-1).  A module image
+    # named by a hash misses unless the executor hashed those bytes itself
+    # when they were sent whole; a hash on a call that is no load closes.
     executor
     "$build/test/remote/raw_guest" "$tmp/sock" >"$tmp/raw.out" 2>"$tmp/raw.err" || fail "raw_guest failed"
     for want in "a window offered: yes" "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
@@ -273,7 +276,10 @@ shared-memory-forgeries-are-refused)
         "cuMemcpyDtoH_v2 shared: 0" "the shared memory holds the device's bytes: yes" \
         "shared copy of an address not shared: 1" "shared copy past the block's end: 1" \
         "shared copy past the device allocation: 1" "UNSHARE not shared: 1" "UNSHARE: 0" \
-        "shared copy after UNSHARE: 1" "cuCtxSynchronize flagged shared: -1"; do
+        "shared copy after UNSHARE: 1" "cuCtxSynchronize flagged shared: -1" "an image cache offered: yes" \
+        "cuModuleLoadData by the hash of an image never sent: miss" "cuModuleLoadData whole: 0" \
+        "cuModuleLoadData by its hash: 0" "cuModuleLoadData by the hash of other bytes: miss" \
+        "cuCtxSynchronize flagged by hash: -1"; do
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done
     grep -q "could shrink under the executor" "$tmp/executor.err" || fail "the unsealed block was not logged"
@@ -447,6 +453,41 @@ forged-handles-are-refused)
     grep -q "cuGetExportTable unknown: 500" "$tmp/forged.out" || fail "an unknown private table was found (want 500)"
     grep -q "no private table 00000000-" "$tmp/forged.err" || fail "the unknown private table was not logged"
     guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "the executor did not serve on after the forgery"
+    ;;
+
+module-images-cross-once)
+    # Images of 64 KiB or more cross once: a guest names an image by its
+    # SHA-256, and sends it whole only when the executor's cache has not
+    # got it, which it then stores under the hash it computed itself.  A
+    # first guest sends its 256 KiB image once and names it twice more; a
+    # second sends it never.  Without a cache, every load sends it whole;
+    # a cache directory others may write is refused, said.
+    executor VGPU_LOG=debug
+    guest images >"$tmp/first.out" 2>"$tmp/first.err" || fail "the first guest failed"
+    guest images >"$tmp/second.out" 2>"$tmp/second.err" || fail "the second guest failed"
+    whole=$(grep -c "of an image of 262144 bytes$" "$tmp/executor.err")
+    cached=$(grep -c "of an image of 262144 bytes from the cache" "$tmp/executor.err")
+    [ "$whole" = 1 ] && [ "$cached" = 5 ] ||
+        fail "the image crossed whole $whole times and from the cache $cached times: want 1 and 5"
+    want=$(python3 -c "import hashlib; print(hashlib.sha256(b'fakegpu ' + b'x' * (256 * 1024 - 9) + b'\0').hexdigest())")
+    [ -f "$tmp/images/$want" ] || fail "the cache holds no file named by the image's SHA-256: $(ls "$tmp/images")"
+    [ "$(stat -c %a "$tmp/images")" = 700 ] || fail "the cache's directory is not the executor's alone"
+    kill "$execpid"
+    wait "$execpid" 2>/dev/null
+    rm -f "$tmp/sock"
+    executor VGPU_LOG=debug VGPU_REMOTE_IMAGE_CACHE=off
+    guest images >"$tmp/off.out" 2>"$tmp/off.err" || fail "the guest failed with no cache"
+    [ "$(grep -c "of an image of 262144 bytes$" "$tmp/executor.err")" = 3 ] ||
+        fail "without a cache, the image did not cross whole at each load"
+    diff "$tmp/first.out" "$tmp/off.out" >"$tmp/diff.out" || fail "the guest saw a cached image differently"
+    kill "$execpid"
+    wait "$execpid" 2>/dev/null
+    rm -f "$tmp/sock"
+    mkdir -m 777 "$tmp/open"
+    executor VGPU_LOG=debug VGPU_REMOTE_IMAGE_CACHE="$tmp/open"
+    guest images >"$tmp/open.out" 2>"$tmp/open.err" || fail "the guest failed with a refused cache"
+    grep -q "is not a directory of this user's alone" "$tmp/executor.err" || fail "a cache others may write was not refused"
+    [ -z "$(ls "$tmp/open")" ] || fail "the executor stored images where others may write"
     ;;
 
 executor-gone-gives-errors)

@@ -8,6 +8,9 @@
  *                                launch, streams, events, errors
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
  *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
+ *   remote_client images         a module image of 256 KiB loaded as a module, a
+ *                                library and a module with JIT options, a kernel
+ *                                of each
  *   remote_client two-calls FIFO a context, then (once a line comes from FIFO)
  *                                an allocation: prints "second: CODE"
  *   remote_client late-error     a launch the driver refuses, then synchronizes
@@ -472,6 +475,27 @@ int main(int argc, char **argv)
         fflush(stdout);
         for (;;)
             pause();
+    } else if (strcmp(argv[1], "images") == 0) {
+        /* The fake's image ("fakegpu", then text to its NUL): 256 KiB. */
+        size_t n = 256 << 10;
+        char *image = malloc(n);
+        memset(image, 'x', n - 1);
+        memcpy(image, "fakegpu ", 8);
+        image[n - 1] = 0;
+        primary_context();
+        CUmodule mod, jitted;
+        CUlibrary lib;
+        CUfunction f;
+        CUkernel k;
+        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, image));
+        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, mod, "add_one"));
+        SHOW("cuLibraryLoadData", F(cuLibraryLoadData)(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+        SHOW("cuLibraryGetKernel", F(cuLibraryGetKernel)(&k, lib, "add_one"));
+        CUjit_option jit[1] = { CU_JIT_THREADS_PER_BLOCK };
+        void *jit_values[1] = { (void *)(uintptr_t)256 };
+        SHOW("cuModuleLoadDataEx", F(cuModuleLoadDataEx)(&jitted, image, 1, jit, jit_values));
+        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, jitted, "add_one"));
+        free(image);
     } else if (strcmp(argv[1], "two-calls") == 0 && argc == 3) {
         CUdeviceptr d;
         primary_context();

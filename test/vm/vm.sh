@@ -47,7 +47,8 @@ remote-guest-runs-over-its-pci-bar)
     env VGPU_BAR0="$tmp/local.bar0" "$client" pinned >"$tmp/local-pinned.out" 2>"$tmp/local-pinned.err" ||
         fail "the local run of pinned failed"
     truncate -s 256M "$tmp/vm.bar"
-    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" --channels 3 \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 VGPU_REMOTE_IMAGE_CACHE="$tmp/images" \
+        "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" --channels 3 \
         >"$tmp/supervisor.log" 2>&1 &
     suppid=$!
     cat >"$tmp/guest.sh" <<GUEST

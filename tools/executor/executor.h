@@ -76,6 +76,7 @@ struct vgpu_exec {
     uint64_t window, window_size;        /* the addresses reserved for them, the guest's and the executor's alike */
     struct vgpu_exec_bulk bulk;          /* a channel's: the window is its bulk, mapped (fd -1: none) */
     bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
+    bool by_hash;                        /* the call being served came VGPU_REMOTE_BY_HASH (image_cache.h) */
     bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                        /* the call being served synchronizes: it returns a deferred error */
     int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */

@@ -1,6 +1,7 @@
 /* One guest's executor: the handle set and the loop of calls (executor.h). */
 #define _GNU_SOURCE
 #include "tools/executor/executor.h"
+#include "tools/executor/image_cache.h"
 
 #include "common/log.h"
 #include "forwarder/remote/ring.h"
@@ -144,9 +145,11 @@ static int hello(struct vgpu_exec *x)
               shown, lib->driver);
     /* The window of addresses shared blocks take (shared_host.c), before
      * the driver reserves its own. */
-    uint64_t window[2] = { 0, 0 };
+    uint64_t window[3] = { 0, 0, 0 }; /* and the executor's flags: its cache of module images */
     if (lib->id == vgpu_exec_cuda.id && (x->wire.fd >= 0 || x->bulk.fd >= 0))
         vgpu_exec_reserve_window(x, &window[0], &window[1]);
+    if (lib->id == vgpu_exec_cuda.id && vgpu_exec_cache_open())
+        window[2] |= VGPU_REMOTE_HELLO_IMAGE_CACHE;
     struct iovec v = { window, sizeof(window) };
     return vgpu_exec_reply(x, 0, &v, 1);
 }
@@ -169,12 +172,21 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
         vgpu_error("executor: %s sent as a copy of shared memory, which it is not: closing", name);
         return VGPU_EXEC_CLOSE;
     }
+    /* A load whose image is named by its hash (image_cache.h). */
+    bool by_hash = (h->flags & VGPU_REMOTE_BY_HASH) != 0;
+    if (by_hash && (x->lib->id != 0 || (h->flags & VGPU_REMOTE_ASYNC) ||
+                    (strcmp(name, "cuModuleLoadData") != 0 && strcmp(name, "cuModuleLoadDataEx") != 0 &&
+                     strcmp(name, "cuLibraryLoadData") != 0))) {
+        vgpu_error("executor: %s sent with its image named by hash, which it has not: closing", name);
+        return VGPU_EXEC_CLOSE;
+    }
     if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async && !(shared && strcmp(name, "cuMemcpyDtoHAsync_v2") == 0)) {
         vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", x->lib->names[h->call]);
         return VGPU_EXEC_CLOSE;
     }
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
     x->shared_host = shared;
+    x->by_hash = by_hash;
     x->sync = c->sync;
     x->call = x->lib->names[h->call];
     void *fn = vgpu_exec_function(x, h->call);

@@ -1,7 +1,8 @@
 /*
  * Modules and libraries, the guest's side (tools/executor/calls/exec_library.c is
  * the other; what crosses: docs/remote.md).  Images travel whole, their
- * extent read from their own headers; names travel as strings.  Options
+ * extent read from their own headers, or by their SHA-256 where the
+ * executor has a cache of them; names travel as strings.  Options
  * that only tune a library's loading are dropped; those that would give the
  * host guest pointers (a table of host functions) are refused; a module's
  * JIT options cross, its log buffers emulated.
@@ -10,6 +11,7 @@
 #include "forwarder/remote/client.h"
 #include "forwarder/remote/cuda/manual.h"
 #include "forwarder/remote/image.h"
+#include "forwarder/remote/sha256.h"
 #include "forwarder/remote/wire.h"
 
 #include "vgpu_cuda_slots.h"
@@ -22,6 +24,32 @@
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 #define MAX_NAME 4096
 
+/* The head's iovecs then [length][image] (n bytes) to slot, the reply
+ * read into reply: named by its SHA-256 where the executor keeps a cache
+ * of images and the image is large enough to be worth it, whole where the
+ * executor has not got it (docs/remote.md, "Images cross once"). */
+static CUresult send_image(unsigned slot, const struct iovec *head, int nhead, const void *image, size_t n,
+                           const struct iovec *reply, int nreply, size_t *got)
+{
+    struct iovec q[8];
+    memcpy(q, head, (size_t)nhead * sizeof(*q));
+    uint64_t w = n;
+    CUresult r = (CUresult)VGPU_REMOTE_MISS;
+    if (n >= VGPU_REMOTE_IMAGE_CACHE_MIN && vgpu_remote_image_cache()) {
+        uint8_t hash[VGPU_SHA256_BYTES];
+        uint64_t hw = sizeof(hash);
+        vgpu_sha256(image, n, hash);
+        q[nhead] = (struct iovec){ &hw, sizeof(hw) };
+        q[nhead + 1] = (struct iovec){ hash, sizeof(hash) };
+        r = vgpu_remote_call_flagged(slot, VGPU_REMOTE_BY_HASH, q, nhead + 2, reply, nreply, got);
+    }
+    if (r != (CUresult)VGPU_REMOTE_MISS)
+        return r;
+    q[nhead] = (struct iovec){ &w, sizeof(w) };
+    q[nhead + 1] = (struct iovec){ (void *)image, n };
+    return vgpu_remote_call(slot, q, nhead + 2, reply, nreply, got);
+}
+
 /* [length][image] to slot; the handle it returns. */
 static CUresult load(unsigned slot, const void *code, uint64_t *handle)
 {
@@ -33,10 +61,9 @@ static CUresult load(unsigned slot, const void *code, uint64_t *handle)
     size_t n = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64);
     if (!n)
         return CUDA_ERROR_INVALID_IMAGE;
-    uint64_t w = n;
-    struct iovec q[2] = { { &w, sizeof(w) }, { (void *)image, n } }, a = { handle, sizeof(*handle) };
+    struct iovec a = { handle, sizeof(*handle) };
     size_t got = 0;
-    CUresult r = vgpu_remote_call(slot, q, 2, &a, 1, &got);
+    CUresult r = send_image(slot, NULL, 0, image, n, &a, 1, &got);
     return r == CUDA_SUCCESS && got != sizeof(*handle) ? CUDA_ERROR_UNKNOWN : r;
 }
 
@@ -120,13 +147,11 @@ CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code
     char *logs = calloc(1, info + error + 1);
     if (!logs)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t w = extent, h = 0, out[VGPU_REMOTE_JIT_OPTIONS];
-    struct iovec q[3] = { { words, (1 + 2 * (size_t)n) * sizeof(uint64_t) },
-                          { &w, sizeof(w) },
-                          { (void *)image, extent } };
+    uint64_t h = 0, out[VGPU_REMOTE_JIT_OPTIONS];
+    struct iovec q = { words, (1 + 2 * (size_t)n) * sizeof(uint64_t) };
     struct iovec a[3] = { { &h, sizeof(h) }, { out, n * sizeof(uint64_t) }, { logs, info + error } };
     size_t got = 0;
-    CUresult r = (CUresult)vgpu_remote_call(SLOT(cuModuleLoadDataEx), q, 3, a, 3, &got);
+    CUresult r = send_image(SLOT(cuModuleLoadDataEx), &q, 1, image, extent, a, 3, &got);
     /* The JIT's outputs and logs come back whether it succeeded or not: a
      * failed compilation's error log is the point of asking for one. */
     if (got == sizeof(h) + n * sizeof(uint64_t) + info + error) {

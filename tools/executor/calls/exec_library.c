@@ -7,8 +7,10 @@
  */
 #include "tools/executor/calls/exec_manual.h"
 
+#include "common/log.h"
 #include "forwarder/remote/image.h"
 #include "forwarder/remote/wire.h"
+#include "tools/executor/image_cache.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -25,12 +27,27 @@ static int reply_handle(struct vgpu_exec *x, CUresult r, uint64_t h)
 }
 
 /* The image of [length][image]: a copy with a NUL after it (PTX is read as
- * a string, and must not run past what was sent); or NULL, *r the code to
- * reply, or VGPU_EXEC_CLOSE when the request is malformed. */
-static char *image_of(const void *req, size_t len, const char *call, int *r)
+ * a string, and must not run past what was sent), stored in the cache
+ * where it is large enough; or, for a call named by hash ([32][hash]), the
+ * cache's copy.  NULL, *r the code to reply (VGPU_REMOTE_MISS: the cache
+ * has no such image), or VGPU_EXEC_CLOSE when the request is malformed. */
+static char *image_of(struct vgpu_exec *x, const void *req, size_t len, const char *call, int *r)
 {
-    if (len < 8 || vgpu_exec_word(req, 0) != len - 8) {
+    if (len < 8 || vgpu_exec_word(req, 0) != len - 8 || (x->by_hash && len != 8 + VGPU_SHA256_BYTES)) {
         *r = vgpu_exec_malformed(call, len);
+        return NULL;
+    }
+    if (x->by_hash) {
+        size_t n = 0;
+        char *image = vgpu_exec_cache_get((const uint8_t *)req + 8, &n);
+        /* What the cache holds was checked when it was stored; its extent
+         * is checked again against a file that might have been cut. */
+        if (image && vgpu_remote_image_extent(image, n) == n) {
+            vgpu_debug("executor: %s of an image of %zu bytes from the cache", call, n);
+            return image;
+        }
+        free(image);
+        *r = (int)VGPU_REMOTE_MISS;
         return NULL;
     }
     /* An image whose own headers say it is longer than what was sent would
@@ -43,13 +60,16 @@ static char *image_of(const void *req, size_t len, const char *call, int *r)
     }
     memcpy(image, (const char *)req + 8, len - 8);
     image[len - 8] = 0;
+    vgpu_debug("executor: %s of an image of %zu bytes", call, len - 8);
+    if (len - 8 >= VGPU_REMOTE_IMAGE_CACHE_MIN)
+        vgpu_exec_cache_put(image, len - 8);
     return image;
 }
 
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     int r;
-    char *image = image_of(req, len, "cuModuleLoadData", &r);
+    char *image = image_of(x, req, len, "cuModuleLoadData", &r);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     CUmodule m = NULL;
@@ -87,7 +107,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     }
     size_t head = (1 + 2 * (size_t)n) * 8;
     int r;
-    char *image = image_of((const char *)req + head, len - head, "cuModuleLoadDataEx", &r);
+    char *image = image_of(x, (const char *)req + head, len - head, "cuModuleLoadDataEx", &r);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     char *logs = calloc(1, info + error + 1);
@@ -126,7 +146,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
 int vgpu_exec_cuLibraryLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     int r;
-    char *image = image_of(req, len, "cuLibraryLoadData", &r);
+    char *image = image_of(x, req, len, "cuLibraryLoadData", &r);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     CUlibrary l = NULL;

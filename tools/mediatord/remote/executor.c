@@ -39,7 +39,8 @@ static int find_executor(char *out, size_t len)
 }
 
 /* The executor's environment: the mediator's, less any vGPU setting of its
- * own, with the preload and the vGPU.  NULL when out of memory. */
+ * own but the log's, the real driver's and the cache of module images',
+ * with the preload and the vGPU.  NULL when out of memory. */
 static char **environment(const struct med_executor_for *f, const char *preload)
 {
     size_t n = 0;
@@ -52,7 +53,8 @@ static char **environment(const struct med_executor_for *f, const char *preload)
     for (size_t i = 0; i < n; i++) {
         const char *e = environ[i];
         if (strncmp(e, "LD_PRELOAD=", 11) == 0 ||
-            (strncmp(e, "VGPU_", 5) == 0 && strncmp(e, "VGPU_REAL_", 10) != 0 && strncmp(e, "VGPU_LOG", 8) != 0))
+            (strncmp(e, "VGPU_", 5) == 0 && strncmp(e, "VGPU_REAL_", 10) != 0 && strncmp(e, "VGPU_LOG", 8) != 0 &&
+             strncmp(e, "VGPU_REMOTE_IMAGE_CACHE", 23) != 0))
             continue;
         env[k++] = (char *)e;
     }

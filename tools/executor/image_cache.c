@@ -1,0 +1,147 @@
+/* The executor's cache of module images; see image_cache.h. */
+#define _GNU_SOURCE
+#include "tools/executor/image_cache.h"
+
+#include "common/log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The cache's directory, open (-1: off), and its bound: this process's. */
+static int dir = -1;
+static uint64_t limit;
+
+bool vgpu_exec_cache_open(void)
+{
+    if (dir >= 0)
+        return true;
+    const char *where = getenv("VGPU_REMOTE_IMAGE_CACHE"), *mib = getenv("VGPU_REMOTE_IMAGE_CACHE_MIB");
+    char path[4096];
+    if (where && strcmp(where, "off") == 0)
+        return false;
+    if (where && *where)
+        snprintf(path, sizeof(path), "%s", where);
+    else
+        snprintf(path, sizeof(path), "/var/tmp/vgpu-images-%u", (unsigned)geteuid());
+    char *end;
+    unsigned long long m = mib && *mib ? strtoull(mib, &end, 10) : 0;
+    limit = (mib && *mib && !*end && m ? m : 4096ull) << 20;
+    if (mkdir(path, 0700) != 0 && errno != EEXIST) {
+        vgpu_warn("executor: no cache of module images in %s (%s): guests send every image whole", path,
+                  strerror(errno));
+        return false;
+    }
+    int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || st.st_uid != geteuid() || (st.st_mode & 022)) {
+        vgpu_warn("executor: %s is not a directory of this user's alone (uid %u, none but it may write): no cache "
+                  "of module images, guests send every image whole",
+                  path, (unsigned)geteuid());
+        if (fd >= 0)
+            close(fd);
+        return false;
+    }
+    dir = fd;
+    return true;
+}
+
+static void name_of(const uint8_t hash[VGPU_SHA256_BYTES], char name[2 * VGPU_SHA256_BYTES + 1])
+{
+    for (int i = 0; i < VGPU_SHA256_BYTES; i++)
+        snprintf(name + 2 * i, 3, "%02x", hash[i]);
+}
+
+char *vgpu_exec_cache_get(const uint8_t hash[VGPU_SHA256_BYTES], size_t *n)
+{
+    char name[2 * VGPU_SHA256_BYTES + 1];
+    name_of(hash, name);
+    int fd = dir >= 0 ? openat(dir, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC) : -1;
+    struct stat st;
+    if (fd < 0 || fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
+        if (fd >= 0)
+            close(fd);
+        return NULL;
+    }
+    char *image = malloc((size_t)st.st_size + 1);
+    size_t got = 0;
+    while (image && got < (size_t)st.st_size) {
+        ssize_t r = read(fd, image + got, (size_t)st.st_size - got);
+        if (r <= 0)
+            break;
+        got += (size_t)r;
+    }
+    futimens(fd, NULL); /* used: the last to go */
+    close(fd);
+    if (!image || got != (size_t)st.st_size) {
+        free(image);
+        return NULL;
+    }
+    image[got] = 0;
+    *n = got;
+    return image;
+}
+
+/* The oldest files go until the cache holds at most limit bytes. */
+static void trim(void)
+{
+    int fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    for (;;) {
+        uint64_t total = 0;
+        struct timespec oldest = { 0, 0 };
+        char victim[256] = "";
+        rewinddir(d);
+        for (struct dirent *e; (e = readdir(d));) {
+            struct stat st;
+            if (strlen(e->d_name) != 2 * VGPU_SHA256_BYTES || fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+                continue;
+            total += (uint64_t)st.st_size;
+            if (!victim[0] || st.st_mtim.tv_sec < oldest.tv_sec ||
+                (st.st_mtim.tv_sec == oldest.tv_sec && st.st_mtim.tv_nsec < oldest.tv_nsec)) {
+                oldest = st.st_mtim;
+                snprintf(victim, sizeof(victim), "%s", e->d_name);
+            }
+        }
+        if (total <= limit || !victim[0] || unlinkat(dir, victim, 0) != 0)
+            break;
+    }
+    closedir(d);
+}
+
+void vgpu_exec_cache_put(const void *image, size_t n)
+{
+    if (dir < 0 || n > limit)
+        return;
+    uint8_t hash[VGPU_SHA256_BYTES];
+    char name[2 * VGPU_SHA256_BYTES + 1], tmp[128];
+    vgpu_sha256(image, n, hash);
+    name_of(hash, name);
+    if (faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return; /* another executor stored it */
+    snprintf(tmp, sizeof(tmp), ".%d.%s", (int)getpid(), name);
+    int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    size_t done = 0;
+    while (fd >= 0 && done < n) {
+        ssize_t w = write(fd, (const char *)image + done, n - done);
+        if (w <= 0)
+            break;
+        done += (size_t)w;
+    }
+    if (fd >= 0 && close(fd) == 0 && done == n && renameat(dir, tmp, dir, name) == 0) {
+        vgpu_debug("executor: an image of %zu bytes cached as %.16s...", n, name);
+        trim();
+        return;
+    }
+    unlinkat(dir, tmp, 0);
+}
