@@ -6,6 +6,7 @@
 
 #include <errno.h>
 #include <string.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -89,10 +90,34 @@ int vgpu_wire_send_fd(int fd, uint16_t type, uint32_t call, const struct iovec *
     return send_all(fd, &m);
 }
 
+/* How long a read of the socket spins before it blocks (VGPU_REMOTE_SPIN_US,
+ * as the ring's waits do): a reply that comes within it costs no wake-up. */
+static uint64_t spin_ns(void)
+{
+    static uint64_t ns = UINT64_MAX; /* this file's: read once, the same from every thread */
+    uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
+    if (v == UINT64_MAX) {
+        uint64_t ignored;
+        char err[256];
+        vgpu_ring_settings(&ignored, &v, err, sizeof(err)); /* a malformed value is the ring's to report */
+        __atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+    }
+    return v;
+}
+
+static uint64_t now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
+
 /* Reads exactly len bytes from the socket; the first read takes the
- * descriptors that come with them into *passed (if passed). */
+ * descriptors that come with them into *passed (if passed).  Each read
+ * spins (reading without blocking) before it blocks. */
 static int read_socket(int fd, void *p, size_t len, int *passed)
 {
+    uint64_t spin = spin_ns();
     char *c = p;
     while (len) {
         union {
@@ -106,7 +131,16 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
             m.msg_control = control.b;
             m.msg_controllen = sizeof(control.b);
         }
-        ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+        ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        for (uint64_t start = spin && r < 0 && errno == EAGAIN ? now_ns() : 0; start && r < 0 && errno == EAGAIN;) {
+            if (now_ns() - start >= spin) {
+                r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
+                break;
+            }
+            r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+        }
+        if (r < 0 && errno == EAGAIN && !spin)
+            r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
         if (r < 0 && errno == EINTR)
             continue;
         /* Only what a successful read received: a failed one leaves the header as it was. */
