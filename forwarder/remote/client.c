@@ -38,14 +38,38 @@ static bool window_backed;
 /* Whether the executor keeps a cache of module images (set at the hello). */
 static bool image_cache;
 
+/* Under lock, over a channel about to be let go: what of its bulk this
+ * process mapped becomes private memory with the same bytes (its page-
+ * locked blocks stay readable and writable here), so that the channel's
+ * next owner never shares them. */
+static void privatize_window(void)
+{
+    if (!window_backed)
+        return;
+    void *copy = mmap(NULL, window_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy != MAP_FAILED) {
+        memcpy(copy, (void *)(uintptr_t)window, window_size);
+        if (mremap(copy, window_size, window_size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)window) ==
+            MAP_FAILED)
+            munmap(copy, window_size);
+        else
+            copy = NULL;
+    }
+    if (copy == MAP_FAILED || copy) /* no copy: the bulk unmapped, its addresses inaccessible */
+        vgpu_shm_reserve((void *)(uintptr_t)window, window_size);
+    window_backed = false;
+}
+
 /* Closes the connection (and unmaps its ring, or lets its channel go);
  * connection becomes after. */
 static void disconnect(int after)
 {
     if (conn.ring)
         vgpu_ring_detach(conn.ring);
-    if (conn.ring && conn.fd < 0)
+    if (conn.ring && conn.fd < 0) {
+        privatize_window();
         vgpu_channel_release();
+    }
     conn.ring = NULL;
     if (conn.fd >= 0)
         close(conn.fd);
@@ -58,10 +82,11 @@ static void disconnect(int after)
 static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
-    if (conn.ring && conn.fd < 0) {
-        vgpu_channel_forget(); /* the parent's channel stays the parent's */
+    /* The parent's channel (if any) stays the parent's, and so does its
+     * heartbeat thread; its ring is not this process's to let go. */
+    vgpu_channel_forget();
+    if (conn.fd < 0)
         conn.ring = NULL;
-    }
     disconnect(LINK_NONE);
     /* What is left of the parent's window is host_memory.c's (its blocks'
      * private copies); the child's executor offers a window of its own. */

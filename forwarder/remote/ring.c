@@ -141,6 +141,12 @@ static void publish_tail(struct vgpu_ring_end *e)
 int vgpu_ring_write(struct vgpu_ring *r, const struct iovec *iov, int n)
 {
     struct vgpu_ring_end *e = &r->tx;
+    /* Memory that may be someone else's once the other side is gone (a
+     * channel freed for another process) is not written. */
+    if (r->peer_gone && r->peer_gone(r->peer_ctx)) {
+        errno = ECONNRESET;
+        return -1;
+    }
     for (int i = 0; i < n; i++) {
         const unsigned char *p = iov[i].iov_base;
         size_t left = iov[i].iov_len;

@@ -146,6 +146,55 @@ page-locked-memory-lies-in-the-bulk)
     ! grep -q "not shared with the executor" "$tmp/remote.err" || fail "the guest kept a block to itself"
     ;;
 
+lost-channel-keeps-its-page-locked-memory-private)
+    # A guest whose executor is killed lets its channel go at its next call;
+    # its page-locked memory, which lay in the channel's bulk, becomes its
+    # own private memory first: the next process on the channel writes
+    # its own blocks at the same addresses, and the first one's bytes stay.
+    truncate -s 256M "$tmp/vm.bar"
+    supervisor --channels 1
+    mkfifo "$tmp/go"
+    (guest pinned-kept "$tmp/go" >"$tmp/kept.out" 2>"$tmp/kept.err") &
+    g=$!
+    for _ in $(seq 1 250); do grep -q held "$tmp/kept.out" && break; sleep 0.02; done
+    grep -q held "$tmp/kept.out" || fail "the first guest never held its page-locked memory"
+    grep -q "page-locked memory comes from the channel's" "$tmp/kept.err" || fail "the first guest had no bulk"
+    kill -9 "$(pgrep -P "$suppid")"
+    echo go >"$tmp/go"
+    for _ in $(seq 1 250); do grep -q "cuMemAlloc_v2" "$tmp/kept.out" && break; sleep 0.02; done
+    grep -q "cuMemAlloc_v2: 46" "$tmp/kept.out" || fail "the first guest's call after its executor was killed did not fail"
+    wait_states "0" 5
+    guest pinned >"$tmp/next.out" 2>"$tmp/next.err" || fail "the next guest failed"
+    grep -q "page-locked memory comes from the channel's" "$tmp/next.err" || fail "the next guest had no bulk"
+    echo go >"$tmp/go"
+    wait "$g"
+    grep -q "its page-locked bytes kept: yes" "$tmp/kept.out" ||
+        fail "the next process on the channel wrote the first one's page-locked memory"
+    ;;
+
+hidden-processes-are-not-taken-for-dead)
+    # A guest whose /proc hides other users' processes (hidepid=2, systemd's
+    # ProtectProc=) cannot read a claimer's start time: it must not take
+    # that claimer for dead and abandon its channel.
+    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (guests of two users)"; exit 77; }
+    chmod 755 "$tmp" && chmod 666 "$tmp/vm.bar"
+    supervisor --channels 2
+    setpriv --reuid=daemon --regid=daemon --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH \
+        -u TEST_FAKE_LIBCUDA -u VGPU_NAME LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci VGPU_SYSFS_ROOT="$tmp/sys" \
+        "$client" hold 1048576 >"$tmp/held.out" 2>"$tmp/held.err" &
+    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    grep -q held "$tmp/held.out" || fail "the first guest never held its memory"
+    unshare -m sh -c 'mount -t proc -o hidepid=2 proc /proc && exec "$@"' hidden \
+        setpriv --reuid=nobody --regid=nogroup --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML \
+        -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA -u VGPU_NAME LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci \
+        VGPU_SYSFS_ROOT="$tmp/sys" "$client" quota 1048576 >"$tmp/hidden.out" 2>"$tmp/hidden.err" ||
+        { grep -q "cuInit" "$tmp/hidden.out" || { echo "SKIP: no procfs with hidepid here"; exit 77; }; }
+    grep -q "cuMemAlloc_v2: 0" "$tmp/hidden.out" || fail "the second guest was not served"
+    ! grep -q "is gone" "$tmp/hidden.err" || fail "the second guest took the hidden first one for dead"
+    [ "$(states)" = "2 0" ] || fail "channels are $(states): the first guest lost its channel"
+    kill -9 "$(claimer 0)"
+    ;;
+
 file-on-a-disk-shares-no-page-locked-memory)
     # A file on a disk's file system: the driver could not pin its pages, so
     # the supervisor says so and its executors offer no bulk; the guest's
@@ -164,7 +213,7 @@ file-on-a-disk-shares-no-page-locked-memory)
     rm -f "$bar"
     [ $rc = 0 ] || fail "the remote run failed"
     diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
-    grep -q "is not on tmpfs or hugetlbfs" "$tmp/supervisor.err" || fail "the supervisor did not say why"
+    grep -q "is not on tmpfs" "$tmp/supervisor.err" || fail "the supervisor did not say why"
     grep -q "page-locked memory is not shared with the executor" "$tmp/remote.err" ||
         fail "the guest did not say its page-locked memory stays its own"
     ;;

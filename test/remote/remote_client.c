@@ -11,6 +11,9 @@
  *   remote_client images         a module image of 256 KiB loaded as a module, a
  *                                library and a module with JIT options, a kernel
  *                                of each
+ *   remote_client pinned-kept FIFO  a page-locked MiB filled, "held"; at a line
+ *                                from FIFO an allocation (its code printed), at
+ *                                another whether the MiB still holds its bytes
  *   remote_client two-calls FIFO a context, then (once a line comes from FIFO)
  *                                an allocation: prints "second: CODE"
  *   remote_client late-error     a launch the driver refuses, then synchronizes
@@ -496,6 +499,29 @@ int main(int argc, char **argv)
         SHOW("cuModuleLoadDataEx", F(cuModuleLoadDataEx)(&jitted, image, 1, jit, jit_values));
         SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, jitted, "add_one"));
         free(image);
+    } else if (strcmp(argv[1], "pinned-kept") == 0 && argc == 3) {
+        void *block;
+        CUdeviceptr d;
+        primary_context();
+        SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)(&block, 1 << 20));
+        memset(block, 'A', 1 << 20);
+        printf("held\n");
+        fflush(stdout);
+        strict = 0;
+        char line[16];
+        FILE *f = fopen(argv[2], "r");
+        if (!f || !fgets(line, sizeof(line), f))
+            return 1;
+        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, 1 << 20));
+        fflush(stdout);
+        fclose(f);
+        f = fopen(argv[2], "r");
+        if (!f || !fgets(line, sizeof(line), f))
+            return 1;
+        size_t i = 0;
+        while (i < (1u << 20) && ((char *)block)[i] == 'A')
+            i++;
+        printf("its page-locked bytes kept: %s\n", i == 1u << 20 ? "yes" : "no");
     } else if (strcmp(argv[1], "two-calls") == 0 && argc == 3) {
         CUdeviceptr d;
         primary_context();

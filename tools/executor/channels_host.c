@@ -79,19 +79,26 @@ static int serve_channel(const struct vgpu_channels *c, int fd, bool bulk_ok, ui
     return vgpu_exec_serve_wire(&w, &bulk);
 }
 
-/* Whether the driver can pin pages of fd's file (tmpfs, hugetlbfs): the
- * kernel refuses a long-term pin of a shared mapping of a disk's file. */
+/* Whether the driver can pin pages of fd's file (tmpfs): the kernel
+ * refuses a long-term pin of a shared mapping of a disk's file. */
 static bool pinnable(int fd)
 {
     struct statfs f;
-    return fstatfs(fd, &f) == 0 && (f.f_type == 0x01021994 /* TMPFS_MAGIC */ || f.f_type == (long)0x958458f6 /* HUGETLBFS */);
+    return fstatfs(fd, &f) == 0 && f.f_type == 0x01021994; /* TMPFS_MAGIC */
 }
 
 /* The supervisor's own record of a channel. */
 struct slot {
-    pid_t executor;            /* its executor, 0 for none */
+    pid_t executor;              /* its executor, 0 for none */
     struct vgpu_beat_watch beat; /* the guest's heartbeat, while it has none */
+    uint64_t started_ns;         /* when its executor started */
+    uint64_t wait_ns;            /* how long after an executor that lived less than a second the next one waits */
+    uint64_t not_before_ns;      /* no executor starts before then */
 };
+
+/* Longest wait before a channel's next executor, after short-lived ones
+ * (a guest that claims, hangs up and claims again makes no stream of forks). */
+#define BACKOFF_MAX_NS 1000000000ull
 
 static void set_free(struct vgpu_channel_ctl *ctl)
 {
@@ -115,11 +122,14 @@ static void look(const struct vgpu_channels *c, int fd, bool bulk_ok, uint32_t i
             set_free(ctl);
         return;
     case VGPU_CHANNEL_CLAIMED: {
+        if (vgpu_channels_now_ns() < s->not_before_ns)
+            return;
         pid_t p = fork();
         if (p == 0)
             _exit(serve_channel(c, fd, bulk_ok, i, w, timeout_ns));
         if (p > 0) {
             s->executor = p;
+            s->started_ns = vgpu_channels_now_ns();
             return;
         }
         vgpu_error("executor: cannot start an executor for channel %u: %s", i, strerror(errno));
@@ -152,8 +162,16 @@ static void reap(struct slot *slots, uint32_t count)
             return;
         for (uint32_t i = 0; i < count; i++)
             if (slots[i].executor == p) {
-                slots[i].executor = 0;
-                slots[i].beat = (struct vgpu_beat_watch){ 0, 0 };
+                uint64_t now = vgpu_channels_now_ns();
+                struct slot *s = &slots[i];
+                s->executor = 0;
+                s->beat = (struct vgpu_beat_watch){ 0, 0 };
+                /* Short-lived: the next waits, twice as long each time. */
+                s->wait_ns = now - s->started_ns >= 1000000000ull ? 0
+                             : !s->wait_ns                       ? 10000000ull
+                             : s->wait_ns * 2 > BACKOFF_MAX_NS   ? BACKOFF_MAX_NS
+                                                                 : s->wait_ns * 2;
+                s->not_before_ns = now + s->wait_ns;
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                     vgpu_warn("executor: channel %u's executor ended (%s %d)", i,
                               WIFEXITED(status) ? "status" : "signal",
@@ -171,6 +189,13 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     }
     fcntl(fd, F_SETFD, FD_CLOEXEC);
     if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+        struct vgpu_channels_header h;
+        if (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == VGPU_CHANNELS_MAGIC && h.count != count) {
+            vgpu_error("executor: %s is served by another vgpu-executor, of %u channels, not %u: stop that one for "
+                       "this one to serve",
+                       path, h.count, count);
+            return 1;
+        }
         vgpu_info("executor: %s is served by another vgpu-executor already", path);
         return 0;
     }
@@ -191,7 +216,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
         return 1;
     bool bulk_ok = pinnable(fd);
     if (!bulk_ok)
-        vgpu_warn("executor: %s is not on tmpfs or hugetlbfs, whose pages alone the driver may pin for good: the "
+        vgpu_warn("executor: %s is not on tmpfs, whose pages the driver may pin for good as a disk's it may not: the "
                   "guests' page-locked memory stays their own, copies of it cross in messages, and no kernel reaches "
                   "it; keep the file on tmpfs (/dev/shm, or the mediator's state_dir there; docs/vm.md)",
                   path);
@@ -200,6 +225,14 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     struct vgpu_channels_header *h = vgpu_channels_header(&c);
     uint64_t next_beat = 0;
     for (;;) {
+        /* Cut (by QEMU's group, or a mistake): the pages past its end would
+         * fault here; the channels end, said, before they are touched. */
+        if (fstat(fd, &st) == 0 && (uint64_t)st.st_size < (uint64_t)c.length) {
+            vgpu_error("executor: %s shrank to %lld bytes under its channels: they end; start the supervisor again "
+                       "(a reload of vgpu-mediatord makes the file anew)",
+                       path, (long long)st.st_size);
+            return 1;
+        }
         reap(slots, count);
         for (uint32_t i = 0; i < count; i++)
             if (!slots[i].executor)

@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The cache's directory, open (-1: off), and its bound: this process's. */
@@ -87,7 +88,23 @@ char *vgpu_exec_cache_get(const uint8_t hash[VGPU_SHA256_BYTES], size_t *n)
     return image;
 }
 
-/* The oldest files go until the cache holds at most limit bytes. */
+/* A file of the cache, as trim sees it. */
+struct entry {
+    struct timespec used;
+    uint64_t size;
+    char name[2 * VGPU_SHA256_BYTES + 1];
+};
+
+static int older(const void *a, const void *b)
+{
+    const struct timespec *x = &((const struct entry *)a)->used, *y = &((const struct entry *)b)->used;
+    return x->tv_sec != y->tv_sec ? (x->tv_sec < y->tv_sec ? -1 : 1)
+                                  : (x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec);
+}
+
+/* One look at the directory: the files used least lately go until the
+ * cache holds at most limit bytes, and files half written by an executor
+ * that died (".PID.HASH") an hour ago go too. */
 static void trim(void)
 {
     int fd = fcntl(dir, F_DUPFD_CLOEXEC, 0);
@@ -97,26 +114,38 @@ static void trim(void)
             close(fd);
         return;
     }
-    for (;;) {
-        uint64_t total = 0;
-        struct timespec oldest = { 0, 0 };
-        char victim[256] = "";
-        rewinddir(d);
-        for (struct dirent *e; (e = readdir(d));) {
-            struct stat st;
-            if (strlen(e->d_name) != 2 * VGPU_SHA256_BYTES || fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
-                continue;
-            total += (uint64_t)st.st_size;
-            if (!victim[0] || st.st_mtim.tv_sec < oldest.tv_sec ||
-                (st.st_mtim.tv_sec == oldest.tv_sec && st.st_mtim.tv_nsec < oldest.tv_nsec)) {
-                oldest = st.st_mtim;
-                snprintf(victim, sizeof(victim), "%s", e->d_name);
-            }
+    struct entry *e = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    struct timespec now;
+    clock_gettime(CLOCK_REALTIME, &now);
+    for (struct dirent *de; (de = readdir(d));) {
+        struct stat st;
+        if (fstatat(dir, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (de->d_name[0] == '.') {
+            if (st.st_mtim.tv_sec + 3600 < now.tv_sec)
+                unlinkat(dir, de->d_name, 0);
+            continue;
         }
-        if (total <= limit || !victim[0] || unlinkat(dir, victim, 0) != 0)
-            break;
+        if (strlen(de->d_name) != 2 * VGPU_SHA256_BYTES)
+            continue;
+        if (n == cap) {
+            struct entry *grown = realloc(e, (cap = cap ? 2 * cap : 64) * sizeof(*e));
+            if (!grown)
+                break;
+            e = grown;
+        }
+        e[n] = (struct entry){ .used = st.st_mtim, .size = (uint64_t)st.st_size };
+        memcpy(e[n].name, de->d_name, sizeof(e[n].name));
+        total += e[n++].size;
     }
     closedir(d);
+    qsort(e, n, sizeof(*e), older);
+    for (size_t i = 0; i < n && total > limit; i++)
+        if (unlinkat(dir, e[i].name, 0) == 0)
+            total -= e[i].size;
+    free(e);
 }
 
 void vgpu_exec_cache_put(const void *image, size_t n)

@@ -25,7 +25,7 @@ bool vgpu_exec_cache_open(void);
  * or NULL when the cache has none. */
 char *vgpu_exec_cache_get(const uint8_t hash[VGPU_SHA256_BYTES], size_t *n);
 
-/* n bytes of image stored under the hash computed here (a file written
- * aside and renamed); the oldest files go past VGPU_REMOTE_IMAGE_CACHE_MIB
- * (default 4096) in all. */
+/* n bytes of image (one the driver loaded, to its extent) stored under the
+ * hash computed here (a file written aside and renamed); the files used
+ * least lately go past VGPU_REMOTE_IMAGE_CACHE_MIB (default 4096) in all. */
 void vgpu_exec_cache_put(const void *image, size_t n);

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,7 +30,7 @@
 static struct vgpu_channels mem;
 static int mem_fd = -1; /* the memory's file, kept open to map the bulk again */
 static int index_claimed = -1;
-static uint64_t claim_word, epoch;
+static uint64_t claim_word, epoch, claim_ns; /* the claim word, the header's epoch, this process's PID namespace */
 static struct vgpu_beat_watch host_beat;
 static pthread_once_t exit_once = PTHREAD_ONCE_INIT;
 static bool beating;
@@ -58,7 +59,7 @@ static int map(const char *path, char *err, size_t errlen)
                              path, strerror(e));
         return vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(e));
     }
-    struct stat st;
+    struct stat st = { 0 };
     void *p = fstat(fd, &st) == 0 && st.st_size >= 2 * VGPU_CHANNELS_PAGE
                   ? mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
                   : MAP_FAILED;
@@ -125,8 +126,12 @@ static int visit(const char *dev, const char *address, void *ctx)
 /* mem, mapped once: 0, or -1 with err. */
 static int find(const char *where, char *err, size_t errlen)
 {
+    /* Found before: its layout read again (a supervisor started since may
+     * have laid it out anew, of another count). */
     if (mem.base)
-        return 0;
+        return vgpu_channels_check(&mem, mem.base, mem.length)
+                   ? 0
+                   : vgpu_fail(err, errlen, "the vGPU's BAR holds no channels any more: is its supervisor running?");
     if (strncmp(where, "bar:", 4) == 0) {
         int r = map(where + 4, err, errlen);
         return r == 1 ? vgpu_fail(err, errlen, "%s holds no channels of a vGPU: is vgpu-executor --bar serving it?",
@@ -148,7 +153,8 @@ static int find(const char *where, char *err, size_t errlen)
                      s.want ? "\")" : "");
 }
 
-/* This process's start time and PID namespace, as a reaper compares them. */
+/* A process's start time (clock ticks after boot, /proc/PID/stat); 0 when
+ * it cannot be read (no such process, or one /proc hides). */
 static uint64_t start_time(pid_t pid)
 {
     char path[64], buf[1024];
@@ -190,8 +196,11 @@ static void reap(uint64_t my_ns)
             continue;
         uint64_t started = __atomic_load_n(&c->start, __ATOMIC_RELAXED);
         pid_t pid = (pid_t)(w >> 8);
-        if (!started || start_time(pid) == started)
-            continue; /* alive, or its claim is not whole yet */
+        uint64_t now = started ? start_time(pid) : 0;
+        /* Dead: no such process (kill says so: /proc may hide another
+         * user's, hidepid= or ProtectProc=), or another of that pid. */
+        if (!started || !((kill(pid, 0) != 0 && errno == ESRCH) || (now && now != started)))
+            continue;
         if (__atomic_compare_exchange_n(&c->claim, &w, vgpu_channel_word(VGPU_CHANNEL_ABANDONED, (uint32_t)pid),
                                         false, __ATOMIC_ACQ_REL, __ATOMIC_RELAXED))
             vgpu_info("remote GPU: channel %u's process %d is gone: its executor is ended", i, (int)pid);
@@ -258,6 +267,7 @@ static int claim(uint32_t pid, uint64_t my_ns)
         __atomic_store_n(&c->pid_ns, my_ns, __ATOMIC_RELAXED);
         __atomic_store_n(&c->start, start_time((pid_t)pid), __ATOMIC_RELEASE);
         claim_word = w;
+        claim_ns = my_ns;
         return (int)i;
     }
     return -1;
@@ -330,8 +340,9 @@ void vgpu_channel_release(void)
     struct vgpu_channel_ctl *c = vgpu_channel_ctl(&mem, (uint32_t)i);
     uint64_t w = __atomic_load_n(&c->claim, __ATOMIC_ACQUIRE);
     /* Only a channel still this process's: a supervisor may have freed it
-     * for another already. */
-    if ((w & ~(uint64_t)0xff) == (claim_word & ~(uint64_t)0xff) && vgpu_channel_state_of(w) != VGPU_CHANNEL_FREE)
+     * for another already (of the same pid in another PID namespace, too). */
+    if ((w & ~(uint64_t)0xff) == (claim_word & ~(uint64_t)0xff) && vgpu_channel_state_of(w) != VGPU_CHANNEL_FREE &&
+        __atomic_load_n(&c->pid_ns, __ATOMIC_RELAXED) == claim_ns)
         __atomic_compare_exchange_n(&c->claim, &w, (w & ~(uint64_t)0xff) | VGPU_CHANNEL_CLOSED, false,
                                     __ATOMIC_ACQ_REL, __ATOMIC_RELAXED);
 }

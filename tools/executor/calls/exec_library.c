@@ -61,9 +61,19 @@ static char *image_of(struct vgpu_exec *x, const void *req, size_t len, const ch
     memcpy(image, (const char *)req + 8, len - 8);
     image[len - 8] = 0;
     vgpu_debug("executor: %s of an image of %zu bytes", call, len - 8);
-    if (len - 8 >= VGPU_REMOTE_IMAGE_CACHE_MIN)
-        vgpu_exec_cache_put(image, len - 8);
     return image;
+}
+
+/* After the driver loaded an image sent whole ([length][image] at req),
+ * its extent is cached; one it refused is not (image_cache.h). */
+static void cache_loaded(const struct vgpu_exec *x, const void *req, int r)
+{
+    size_t n = vgpu_exec_word(req, 0);
+    if (r != CUDA_SUCCESS || x->by_hash || n < VGPU_REMOTE_IMAGE_CACHE_MIN)
+        return;
+    size_t extent = vgpu_remote_image_extent((const char *)req + 8, n);
+    if (extent >= VGPU_REMOTE_IMAGE_CACHE_MIN)
+        vgpu_exec_cache_put((const char *)req + 8, extent);
 }
 
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
@@ -75,6 +85,7 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, s
     CUmodule m = NULL;
     r = ((CUresult(*)(CUmodule *, const void *))fn)(&m, image);
     free(image);
+    cache_loaded(x, req, r);
     return reply_handle(x, r, (uint64_t)(uintptr_t)m);
 }
 
@@ -121,6 +132,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     CUmodule m = NULL;
     r = ((CUresult(*)(CUmodule *, const void *, unsigned, CUjit_option *, void **))fn)(&m, image, n, options, values);
     free(image);
+    cache_loaded(x, (const char *)req + head, r);
     if (r == CUDA_SUCCESS)
         vgpu_exec_handle_add(x, (uint64_t)(uintptr_t)m);
     uint64_t h = (uint64_t)(uintptr_t)m, out[VGPU_REMOTE_JIT_OPTIONS];
@@ -153,6 +165,7 @@ int vgpu_exec_cuLibraryLoadData(struct vgpu_exec *x, void *fn, const void *req, 
     r = ((CUresult(*)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *, void **,
                       unsigned))fn)(&l, image, NULL, NULL, 0, NULL, NULL, 0);
     free(image);
+    cache_loaded(x, req, r);
     return reply_handle(x, r, (uint64_t)(uintptr_t)l);
 }
 

@@ -9,6 +9,7 @@
 #include "tools/mediatord/remote/executor.h"
 
 #include <errno.h>
+#include <stdbool.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
@@ -40,17 +41,30 @@ static int open_file(int dir, const char *dir_path, const struct med_vgpu_conf *
     file_name(file, sizeof(file), v->name);
     uint64_t size = med_vm_channels_size(v->vm_channels, v->vm_pinned);
     int fd = med_state_open(dir, dir_path, file, O_RDWR, MED_STATE_GROUP_WRITABLE, err, errlen);
-    struct stat st;
-    if (fd >= 0 && fstat(fd, &st) == 0 && (uint64_t)st.st_size != size) {
-        vgpu_warn("vGPU %s: %s/%s is %lld bytes, not %llu for %u channels: made anew (a VM using it is to be started "
-                  "again)",
-                  v->name, dir_path, file, (long long)st.st_size, (unsigned long long)size, v->vm_channels);
+    struct stat st = { 0 };
+    struct vgpu_channels_header h = { 0 };
+    bool remade = false;
+    /* Of another size, or laid out (by a supervisor of before) for another
+     * count: made anew, its group and mode kept (QEMU's access). */
+    if (fd >= 0 && fstat(fd, &st) == 0 &&
+        ((uint64_t)st.st_size != size ||
+         (pread(fd, &h, sizeof(h), 0) == (ssize_t)sizeof(h) && h.magic == VGPU_CHANNELS_MAGIC &&
+          h.count != v->vm_channels))) {
+        vgpu_warn("vGPU %s: %s/%s is %lld bytes%s, not %llu for %u channels: made anew (a VM using it is to be "
+                  "started again)",
+                  v->name, dir_path, file, (long long)st.st_size,
+                  h.magic == VGPU_CHANNELS_MAGIC && h.count != v->vm_channels ? " of other channels" : "",
+                  (unsigned long long)size, v->vm_channels);
         close(fd);
         unlinkat(dir, file, 0);
         fd = -ENOENT;
+        remade = true;
     }
     if (fd == -ENOENT) {
         fd = med_state_open(dir, dir_path, file, O_RDWR | O_CREAT, MED_STATE_GROUP_WRITABLE, err, errlen);
+        if (fd >= 0 && remade && (fchown(fd, (uid_t)-1, st.st_gid) != 0 || fchmod(fd, st.st_mode & 0660) != 0))
+            vgpu_warn("vGPU %s: %s/%s made anew without its group's access (%s): give QEMU's group it again",
+                      v->name, dir_path, file, strerror(errno));
         if (fd >= 0 && ftruncate(fd, (off_t)size) != 0) {
             vgpu_fail(err, errlen, "cannot size %s/%s: %s", dir_path, file, strerror(errno));
             close(fd);
