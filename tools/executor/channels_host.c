@@ -91,14 +91,31 @@ static bool pinnable(int fd)
 struct slot {
     pid_t executor;              /* its executor, 0 for none */
     struct vgpu_beat_watch beat; /* the guest's heartbeat, while it has none */
-    uint64_t started_ns;         /* when its executor started */
-    uint64_t wait_ns;            /* how long after an executor that lived less than a second the next one waits */
-    uint64_t not_before_ns;      /* no executor starts before then */
 };
 
-/* Longest wait before a channel's next executor, after short-lived ones
- * (a guest that claims, hangs up and claims again makes no stream of forks). */
-#define BACKOFF_MAX_NS 1000000000ull
+/* Executors started a second, after a burst of as many as there are
+ * channels: a guest that claims and lets go again and again makes no
+ * stream of forks (and of drivers loaded) on the host. */
+#define STARTS_PER_SECOND 20u
+
+/* The starts the supervisor may make now (a token bucket): its own. */
+struct starts {
+    double tokens, most;
+    uint64_t at_ns;
+};
+
+static bool may_start(struct starts *b)
+{
+    uint64_t now = vgpu_channels_now_ns();
+    b->tokens += (double)(now - b->at_ns) * STARTS_PER_SECOND / 1e9;
+    if (b->tokens > b->most)
+        b->tokens = b->most;
+    b->at_ns = now;
+    if (b->tokens < 1)
+        return false;
+    b->tokens -= 1;
+    return true;
+}
 
 static void set_free(struct vgpu_channel_ctl *ctl)
 {
@@ -111,7 +128,7 @@ static void set_free(struct vgpu_channel_ctl *ctl)
  * channel let go of, or whose guest stopped beating, is freed; one that
  * says it is served has lost its executor. */
 static void look(const struct vgpu_channels *c, int fd, bool bulk_ok, uint32_t i, struct slot *s,
-                 uint64_t timeout_ns)
+                 struct starts *starts, uint64_t timeout_ns)
 {
     struct vgpu_channel_ctl *ctl = vgpu_channel_ctl(c, i);
     uint64_t w = __atomic_load_n(&ctl->claim, __ATOMIC_ACQUIRE);
@@ -122,14 +139,13 @@ static void look(const struct vgpu_channels *c, int fd, bool bulk_ok, uint32_t i
             set_free(ctl);
         return;
     case VGPU_CHANNEL_CLAIMED: {
-        if (vgpu_channels_now_ns() < s->not_before_ns)
-            return;
+        if (!may_start(starts))
+            return; /* its turn comes */
         pid_t p = fork();
         if (p == 0)
             _exit(serve_channel(c, fd, bulk_ok, i, w, timeout_ns));
         if (p > 0) {
             s->executor = p;
-            s->started_ns = vgpu_channels_now_ns();
             return;
         }
         vgpu_error("executor: cannot start an executor for channel %u: %s", i, strerror(errno));
@@ -162,16 +178,8 @@ static void reap(struct slot *slots, uint32_t count)
             return;
         for (uint32_t i = 0; i < count; i++)
             if (slots[i].executor == p) {
-                uint64_t now = vgpu_channels_now_ns();
-                struct slot *s = &slots[i];
-                s->executor = 0;
-                s->beat = (struct vgpu_beat_watch){ 0, 0 };
-                /* Short-lived: the next waits, twice as long each time. */
-                s->wait_ns = now - s->started_ns >= 1000000000ull ? 0
-                             : !s->wait_ns                       ? 10000000ull
-                             : s->wait_ns * 2 > BACKOFF_MAX_NS   ? BACKOFF_MAX_NS
-                                                                 : s->wait_ns * 2;
-                s->not_before_ns = now + s->wait_ns;
+                slots[i].executor = 0;
+                slots[i].beat = (struct vgpu_beat_watch){ 0, 0 };
                 if (!WIFEXITED(status) || WEXITSTATUS(status) != 0)
                     vgpu_warn("executor: channel %u's executor ended (%s %d)", i,
                               WIFEXITED(status) ? "status" : "signal",
@@ -214,6 +222,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     struct slot *slots = calloc(count, sizeof(*slots));
     if (!slots)
         return 1;
+    struct starts starts = { count, count, vgpu_channels_now_ns() };
     bool bulk_ok = pinnable(fd);
     if (!bulk_ok)
         vgpu_warn("executor: %s is not on tmpfs, whose pages the driver may pin for good as a disk's it may not: the "
@@ -236,7 +245,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
         reap(slots, count);
         for (uint32_t i = 0; i < count; i++)
             if (!slots[i].executor)
-                look(&c, fd, bulk_ok, i, &slots[i], timeout_ns);
+                look(&c, fd, bulk_ok, i, &slots[i], &starts, timeout_ns);
         uint64_t now = vgpu_channels_now_ns();
         if (now >= next_beat) {
             __atomic_fetch_add(&h->beat, 1, __ATOMIC_RELEASE);
