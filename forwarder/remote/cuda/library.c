@@ -32,7 +32,8 @@ static CUresult send_image(unsigned slot, const struct iovec *head, int nhead, c
                            const struct iovec *reply, int nreply, size_t *got)
 {
     struct iovec q[8];
-    memcpy(q, head, (size_t)nhead * sizeof(*q));
+    for (int i = 0; i < nhead; i++)
+        q[i] = head[i];
     uint64_t w = n;
     CUresult r = (CUresult)VGPU_REMOTE_MISS;
     if (n >= VGPU_REMOTE_IMAGE_CACHE_MIN && vgpu_remote_image_cache()) {
