@@ -14,21 +14,13 @@ client=$build/test/remote/remote_client
 # pins no page of a disk's file (docs/vm.md).
 tmp=$(mktemp -d /dev/shm/vgpu-channels.XXXXXX) || exit 1
 suppid=
-medpid=
 cleanup() {
     [ -n "$suppid" ] && kill "$suppid" 2>/dev/null
     [ -n "$medpid" ] && kill "$medpid" 2>/dev/null
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
-    done
-    exit 1
-}
+. "$(dirname "$0")/remote_lib.sh"
 
 unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE VGPU_SYSFS_ROOT VGPU_PCI_ID
 export FAKEGPU_STATE=$tmp/fake.state
@@ -58,11 +50,6 @@ supervisor() {
     done
     fail "the supervisor never served"
 }
-
-guest_preload=
-for lib in ${LD_PRELOAD:-}; do
-    case $lib in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $lib" ;; esac
-done
 
 # guest ARGS...: remote_client with only vgpu's library, its vGPU on the PCI bus.
 guest() {
@@ -156,12 +143,12 @@ lost-channel-keeps-its-page-locked-memory-private)
     mkfifo "$tmp/go"
     (guest pinned-kept "$tmp/go" >"$tmp/kept.out" 2>"$tmp/kept.err") &
     g=$!
-    for _ in $(seq 1 250); do grep -q held "$tmp/kept.out" && break; sleep 0.02; done
+    wait_for held "$tmp/kept.out"
     grep -q held "$tmp/kept.out" || fail "the first guest never held its page-locked memory"
     grep -q "page-locked memory comes from the channel's" "$tmp/kept.err" || fail "the first guest had no bulk"
     kill -9 "$(pgrep -P "$suppid")"
     echo go >"$tmp/go"
-    for _ in $(seq 1 250); do grep -q "cuMemAlloc_v2" "$tmp/kept.out" && break; sleep 0.02; done
+    wait_for "cuMemAlloc_v2" "$tmp/kept.out"
     grep -q "cuMemAlloc_v2: 46" "$tmp/kept.out" || fail "the first guest's call after its executor was killed did not fail"
     wait_states "0" 5
     guest pinned >"$tmp/next.out" 2>"$tmp/next.err" || fail "the next guest failed"
@@ -182,7 +169,7 @@ hidden-processes-are-not-taken-for-dead)
     setpriv --reuid=daemon --regid=daemon --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH \
         -u TEST_FAKE_LIBCUDA -u VGPU_NAME LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci VGPU_SYSFS_ROOT="$tmp/sys" \
         "$client" hold 1048576 >"$tmp/held.out" 2>"$tmp/held.err" &
-    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    wait_for held "$tmp/held.out"
     grep -q held "$tmp/held.out" || fail "the first guest never held its memory"
     unshare -m sh -c 'mount -t proc -o hidepid=2 proc /proc && exec "$@"' hidden \
         setpriv --reuid=nobody --regid=nogroup --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML \
@@ -225,7 +212,7 @@ guest-killed-is-reaped)
     supervisor --channels 2 --timeout 2
     guest hold 268435456 >"$tmp/held.out" 2>"$tmp/held.err" &
     held=$!
-    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    wait_for held "$tmp/held.out"
     grep -q held "$tmp/held.out" || fail "the guest never held its memory"
     [ "$(states)" = "2 0" ] || fail "channels are $(states), want 2 0 while the guest holds"
     sleep 2.5 # its heartbeat keeps it past the timeout
@@ -240,7 +227,7 @@ guest-killed-is-reaped)
     # No other guest: the heartbeat alone.
     guest hold 268435456 >"$tmp/held2.out" 2>"$tmp/held2.err" &
     held=$!
-    for _ in $(seq 1 250); do grep -q held "$tmp/held2.out" && break; sleep 0.02; done
+    wait_for held "$tmp/held2.out"
     kill -9 "$(claimer 0)"
     wait "$held" 2>/dev/null
     [ "$(states)" = "2 0" ] || fail "channels are $(states) just after the kill"
@@ -272,7 +259,7 @@ all-channels-in-use)
     supervisor --channels 1
     guest hold 1048576 >"$tmp/held.out" 2>"$tmp/held.err" &
     held=$!
-    for _ in $(seq 1 250); do grep -q held "$tmp/held.out" && break; sleep 0.02; done
+    wait_for held "$tmp/held.out"
     timeout 20 env -u VGPU_REAL_LIBCUDA -u LD_LIBRARY_PATH LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci \
         VGPU_SYSFS_ROOT="$tmp/sys" "$client" quota 1048576 >"$tmp/refused.out" 2>"$tmp/refused.err"
     [ $? -ne 124 ] || fail "the second guest hung"
@@ -291,23 +278,12 @@ mediator-serves-a-vms-channels)
     user=$(id -un)
     if [ "$me" = 0 ]; then
         user=daemon
-        chmod 755 "$tmp"
-        (umask 000 && : >>"$FAKEGPU_STATE") && chmod 666 "$FAKEGPU_STATE"
+        open_to_others
     fi
     conf() {
         printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         printf '[vgpu.vm1]\ndevices = 0\nmemory = 1G\nuids = %s\nremote = yes\nexecutor_user = %s\n' "$user" "$user"
         [ "$1" = 0 ] || printf 'vm_channels = %s\nvm_pinned = 4M\n' "$1"
-    }
-    start_mediator() {
-        env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
-        medpid=$!
-        for _ in $(seq 1 500); do
-            [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0
-            kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
-            sleep 0.02
-        done
-        fail "the mediator did not start within 10 s"
     }
     conf 2 >"$tmp/conf"
     start_mediator

@@ -17,14 +17,7 @@ cleanup() {
     rm -rf "$tmp"
 }
 trap cleanup EXIT
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
-    done
-    exit 1
-}
+. "$(dirname "$0")/remote_lib.sh"
 
 unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE
 export FAKEGPU_STATE=$tmp/fake.state
@@ -42,13 +35,6 @@ executor() {
     fail "the executor never listened"
 }
 
-# The guest's preload: libvgpu-cuda.so (after a sanitizer's runtime, in
-# a sanitized build), not NVML, which has no remote driver.
-guest_preload=
-for lib in ${LD_PRELOAD:-}; do
-    case $lib in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $lib" ;; esac
-done
-
 # guest ARGS...: remote_client with only vgpu's library and the socket.
 guest() {
     env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
@@ -56,24 +42,13 @@ guest() {
 }
 
 # mediator VGPU-SECTION-LINES...: vgpu-mediatord on $tmp/sock with those vGPUs.
-medpid=
 mediator() {
-    if [ "$me" = 0 ]; then
-        chmod 755 "$tmp"
-        (umask 000 && : >>"$FAKEGPU_STATE") && chmod 666 "$FAKEGPU_STATE"
-    fi
+    [ "$me" = 0 ] && open_to_others
     {
         printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n' "$tmp/sock" "$tmp/state"
         for line in "$@"; do printf '%s\n' "$line"; done
     } >"$tmp/conf"
-    env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground >>"$tmp/med.err" 2>&1 &
-    medpid=$!
-    for _ in $(seq 1 500); do
-        [ -S "$tmp/sock" ] && grep -q "serving" "$tmp/med.err" && return 0
-        kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
-        sleep 0.02
-    done
-    fail "the mediator did not start within 10 s"
+    start_mediator
 }
 me=$(id -u)
 # The mediator's guests: an executor never runs as root, so where the tests
@@ -167,7 +142,7 @@ mediator-serves-a-remote-vgpu)
             VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=team "$client" hold 1048576 \
             >"$tmp/team.out" 2>"$tmp/team.err" &
         teamer=$!
-        for _ in $(seq 1 500); do grep -q held "$tmp/team.out" && break; sleep 0.02; done
+        wait_for held "$tmp/team.out" 10
         grep -q held "$tmp/team.out" || fail "a root guest of a vGPU with executor_user got no executor"
         pgrep -u daemon -f "vgpu-executor --fd" >/dev/null || fail "the executor of vGPU team does not run as daemon"
         kill -9 "$teamer"
@@ -180,7 +155,7 @@ mediator-serves-a-remote-vgpu)
         LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=far \
         "$client" hold 536870912 >"$tmp/hold.out" 2>"$tmp/hold.err" &
     holder=$!
-    for _ in $(seq 1 500); do grep -q held "$tmp/hold.out" && break; sleep 0.02; done
+    wait_for held "$tmp/hold.out" 10
     grep -q held "$tmp/hold.out" || fail "the holding guest never allocated"
     used=$(used_of far)
     [ "$used" -ge 536870912 ] || fail "the vGPU shows $used bytes used while the guest holds 512 MiB"
