@@ -30,6 +30,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -453,6 +454,17 @@ static void threads(void)
     }
 }
 
+/* Waits for a line written to the FIFO at path; false when none came. */
+static bool await_line(const char *path)
+{
+    char line[16];
+    FILE *f = fopen(path, "r");
+    bool got = f && fgets(line, sizeof(line), f);
+    if (f)
+        fclose(f);
+    return got;
+}
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -508,15 +520,11 @@ int main(int argc, char **argv)
         printf("held\n");
         fflush(stdout);
         strict = 0;
-        char line[16];
-        FILE *f = fopen(argv[2], "r");
-        if (!f || !fgets(line, sizeof(line), f))
+        if (!await_line(argv[2]))
             return 1;
         SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, 1 << 20));
         fflush(stdout);
-        fclose(f);
-        f = fopen(argv[2], "r");
-        if (!f || !fgets(line, sizeof(line), f))
+        if (!await_line(argv[2]))
             return 1;
         size_t i = 0;
         while (i < (1u << 20) && ((char *)block)[i] == 'A')
@@ -526,9 +534,7 @@ int main(int argc, char **argv)
         CUdeviceptr d;
         primary_context();
         strict = 0;
-        char line[16];
-        FILE *f = fopen(argv[2], "r");
-        if (!f || !fgets(line, sizeof(line), f))
+        if (!await_line(argv[2]))
             return 1;
         SHOW("second", F(cuMemAlloc_v2)(&d, 1 << 20));
     } else if (strcmp(argv[1], "threads") == 0) {
