@@ -10,6 +10,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 /* "0x1af4\n" -> 0x1af4; -1 when unreadable. */
@@ -28,6 +29,14 @@ static long read_hex(const char *dir, const char *name)
     char *end;
     long v = strtol(buf, &end, 16);
     return end == buf ? -1 : v;
+}
+
+int vgpu_pci_refused(const char *path, int e, char *err, size_t errlen)
+{
+    return vgpu_fail(err, errlen,
+                     "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR (docs/vm.md has "
+                     "a udev rule)",
+                     path, strerror(e));
 }
 
 const char *vgpu_pci_devices_dir(char *buf, size_t len)

@@ -18,5 +18,9 @@
 int vgpu_pci_each(int (*visit)(const char *dir, const char *address, void *ctx), void *ctx, char *err,
                   size_t errlen);
 
+/* A device's BAR at path that this user may not open (errno e): -1, with
+ * err saying so and how to give access. */
+int vgpu_pci_refused(const char *path, int e, char *err, size_t errlen);
+
 /* The directory vgpu_pci_each scans (for messages). */
 const char *vgpu_pci_devices_dir(char *buf, size_t len);

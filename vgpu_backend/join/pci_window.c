@@ -59,10 +59,7 @@ static int visit(const char *dev, const char *address, void *ctx)
     }
     int p = peek(path, s->want, name, sizeof(name));
     if (p < 0 && (errno == EACCES || errno == EPERM)) {
-        snprintf(s->err, s->errlen,
-                 "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR "
-                 "(docs/vm.md has a udev rule)",
-                 path, strerror(errno));
+        vgpu_pci_refused(path, errno, s->err, s->errlen);
         s->refused = true; /* a later device may still be this user's */
         return 0;
     }

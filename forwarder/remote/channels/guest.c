@@ -53,10 +53,7 @@ static int map(const char *path, char *err, size_t errlen)
                              "ProtectSystem=strict makes /sys so): give the service ReadWritePaths=%s (docs/vm.md)",
                              path, path);
         if (e == EACCES || e == EPERM)
-            return vgpu_fail(err, errlen,
-                             "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR "
-                             "(docs/vm.md has a udev rule)",
-                             path, strerror(e));
+            return vgpu_pci_refused(path, e, err, errlen);
         return vgpu_fail(err, errlen, "cannot open %s: %s", path, strerror(e));
     }
     struct stat st = { 0 };
@@ -102,10 +99,7 @@ static int visit(const char *dev, const char *address, void *ctx)
         close(fd);
     if (h == MAP_FAILED) {
         if (fd < 0 && (errno == EACCES || errno == EPERM)) {
-            vgpu_fail(s->err, s->errlen,
-                      "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR (docs/vm.md "
-                      "has a udev rule)",
-                      path, strerror(errno));
+            vgpu_pci_refused(path, errno, s->err, s->errlen);
             s->refused = true;
         }
         return 0;
