@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/ring.h"
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "forwarder/remote/shm.h"
 
@@ -21,13 +22,6 @@
 #define PAGE 4096u
 /* A sleeper looks at the socket this often, to tell that the other side is gone. */
 #define SLEEP_NS 20000000L
-
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 static inline void cpu_relax(void)
 {
@@ -68,7 +62,7 @@ static bool peer_gone(int fd)
 static int poll_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint64_t start)
 {
     for (;;) {
-        uint64_t waited = now_ns() - start, ns = waited / 32;
+        uint64_t waited = vgpu_now_ns() - start, ns = waited / 32;
         ns = ns < POLL_MIN_NS ? POLL_MIN_NS : ns > POLL_MAX_NS ? POLL_MAX_NS : ns;
         struct timespec t = { 0, (long)ns };
         nanosleep(&t, NULL);
@@ -84,11 +78,11 @@ static int poll_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint64_t
  * no socket).  0, or -1 when the other side is gone. */
 static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
 {
-    uint64_t start = now_ns();
+    uint64_t start = vgpu_now_ns();
     for (unsigned i = 1;; i++) {
         if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
             return 0;
-        if (!(i & 63) && now_ns() - start >= r->spin_ns)
+        if (!(i & 63) && vgpu_now_ns() - start >= r->spin_ns)
             break;
         cpu_relax();
     }

@@ -2,11 +2,12 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/wire.h"
 
+#include "common/clock.h"
+
 #include "forwarder/remote/ring.h"
 
 #include <errno.h>
 #include <string.h>
-#include <time.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -105,13 +106,6 @@ static uint64_t spin_ns(void)
     return v;
 }
 
-static uint64_t now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
-
 /* Reads exactly len bytes from the socket; the first read takes the
  * descriptors that come with them into *passed (if passed).  Each read
  * spins (reading without blocking) before it blocks. */
@@ -132,8 +126,8 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
             m.msg_controllen = sizeof(control.b);
         }
         ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        for (uint64_t start = spin && r < 0 && errno == EAGAIN ? now_ns() : 0; start && r < 0 && errno == EAGAIN;) {
-            if (now_ns() - start >= spin) {
+        for (uint64_t start = spin && r < 0 && errno == EAGAIN ? vgpu_now_ns() : 0; start && r < 0 && errno == EAGAIN;) {
+            if (vgpu_now_ns() - start >= spin) {
                 r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
                 break;
             }

@@ -11,6 +11,7 @@
 #define _GNU_SOURCE
 #include "tools/executor/executor.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "forwarder/remote/channels/channels.h"
 #include "forwarder/remote/ring.h"
@@ -106,7 +107,7 @@ struct starts {
 
 static bool may_start(struct starts *b)
 {
-    uint64_t now = vgpu_channels_now_ns();
+    uint64_t now = vgpu_now_ns();
     b->tokens += (double)(now - b->at_ns) * STARTS_PER_SECOND / 1e9;
     if (b->tokens > b->most)
         b->tokens = b->most;
@@ -222,7 +223,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     struct slot *slots = calloc(count, sizeof(*slots));
     if (!slots)
         return 1;
-    struct starts starts = { count, count, vgpu_channels_now_ns() };
+    struct starts starts = { count, count, vgpu_now_ns() };
     bool bulk_ok = pinnable(fd);
     if (!bulk_ok)
         vgpu_warn("executor: %s is not on tmpfs, whose pages the driver may pin for good as a disk's it may not: the "
@@ -246,7 +247,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
         for (uint32_t i = 0; i < count; i++)
             if (!slots[i].executor)
                 look(&c, fd, bulk_ok, i, &slots[i], &starts, timeout_ns);
-        uint64_t now = vgpu_channels_now_ns();
+        uint64_t now = vgpu_now_ns();
         if (now >= next_beat) {
             __atomic_fetch_add(&h->beat, 1, __ATOMIC_RELEASE);
             next_beat = now + VGPU_CHANNELS_BEAT_MS * 1000000ull;

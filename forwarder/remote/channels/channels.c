@@ -2,22 +2,15 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/channels/channels.h"
 
+#include "common/clock.h"
 #include "common/error.h"
 
 #include <string.h>
 #include <sys/random.h>
-#include <time.h>
-
-uint64_t vgpu_channels_now_ns(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
-}
 
 bool vgpu_beat_stale(struct vgpu_beat_watch *b, const uint64_t *w, uint64_t timeout_ns)
 {
-    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED), now = vgpu_channels_now_ns();
+    uint64_t v = __atomic_load_n(w, __ATOMIC_RELAXED), now = vgpu_now_ns();
     if (!b->when_ns || v != b->seen) {
         b->seen = v;
         b->when_ns = now;
@@ -56,7 +49,7 @@ int vgpu_channels_format(struct vgpu_channels *c, void *base, size_t length, uin
     __atomic_store_n(&h->magic, 0, __ATOMIC_RELEASE);
     uint64_t epoch = 0;
     while (!epoch && getrandom(&epoch, sizeof(epoch), 0) != (ssize_t)sizeof(epoch))
-        epoch = vgpu_channels_now_ns();
+        epoch = vgpu_now_ns();
     *c = (struct vgpu_channels){ .base = base, .length = length, .count = count, .channel_bytes = bytes };
     for (uint32_t i = 0; i < count; i++)
         memset(vgpu_channel_ctl(c, i), 0, VGPU_CHANNELS_PAGE);

@@ -143,5 +143,3 @@ struct vgpu_beat_watch {
 /* Whether the word w has not moved for timeout_ns (its first look starts
  * the clock). */
 bool vgpu_beat_stale(struct vgpu_beat_watch *b, const uint64_t *w, uint64_t timeout_ns);
-
-uint64_t vgpu_channels_now_ns(void);

@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/channels/guest.h"
 
+#include "common/clock.h"
 #include "common/error.h"
 #include "common/log.h"
 #include "common/pci.h"
@@ -289,10 +290,10 @@ int vgpu_channel_connect(const char *where, struct vgpu_ring *r, char *err, size
     __atomic_store_n(&index_claimed, i, __ATOMIC_RELEASE);
     /* The executor lays the ring out, then says it serves. */
     struct vgpu_channel_ctl *c = vgpu_channel_ctl(&mem, (uint32_t)i);
-    uint64_t serving = vgpu_channel_word(VGPU_CHANNEL_SERVING, pid), began = vgpu_channels_now_ns();
+    uint64_t serving = vgpu_channel_word(VGPU_CHANNEL_SERVING, pid), began = vgpu_now_ns();
     while (__atomic_load_n(&c->claim, __ATOMIC_ACQUIRE) != serving) {
         uint64_t w = __atomic_load_n(&c->claim, __ATOMIC_ACQUIRE);
-        if (w != claim_word || vgpu_channels_now_ns() - began > HOST_TIMEOUT_NS ||
+        if (w != claim_word || vgpu_now_ns() - began > HOST_TIMEOUT_NS ||
             vgpu_beat_stale(&host_beat, &h->beat, HOST_TIMEOUT_NS)) {
             vgpu_channel_release();
             return vgpu_fail(err, errlen,

@@ -1,0 +1,12 @@
+/* The monotonic clock in nanoseconds, for waits and heartbeats. */
+#pragma once
+
+#include <stdint.h>
+#include <time.h>
+
+static inline uint64_t vgpu_now_ns(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000000000u + (uint64_t)t.tv_nsec;
+}
