@@ -27,12 +27,14 @@ static int reply_handle(struct vgpu_exec *x, CUresult r, uint64_t h)
 }
 
 /* The image of [length][image]: a copy with a NUL after it (PTX is read as
- * a string, and must not run past what was sent), stored in the cache
- * where it is large enough; or, for a call named by hash ([32][hash]), the
- * cache's copy.  NULL, *r the code to reply (VGPU_REMOTE_MISS: the cache
- * has no such image), or VGPU_EXEC_CLOSE when the request is malformed. */
-static char *image_of(struct vgpu_exec *x, const void *req, size_t len, const char *call, int *r)
+ * a string, and must not run past what was sent), *extent the bytes its
+ * headers span; or, for a call named by hash ([32][hash]), the cache's
+ * copy, *extent 0.  NULL, *r the code to reply (VGPU_REMOTE_MISS: the
+ * cache has no such image), or VGPU_EXEC_CLOSE when the request is
+ * malformed. */
+static char *image_of(struct vgpu_exec *x, const void *req, size_t len, const char *call, int *r, size_t *extent)
 {
+    *extent = 0;
     if (len < 8 || vgpu_exec_word(req, 0) != len - 8 || (x->by_hash && len != 8 + VGPU_SHA256_BYTES)) {
         *r = vgpu_exec_malformed(call, len);
         return NULL;
@@ -52,40 +54,39 @@ static char *image_of(struct vgpu_exec *x, const void *req, size_t len, const ch
     }
     /* An image whose own headers say it is longer than what was sent would
      * have the driver read past it. */
-    size_t extent = vgpu_remote_image_extent((const char *)req + 8, len - 8);
-    char *image = extent && extent <= len - 8 ? malloc(len - 8 + 1) : NULL;
+    size_t n = vgpu_remote_image_extent((const char *)req + 8, len - 8);
+    char *image = n && n <= len - 8 ? malloc(len - 8 + 1) : NULL;
     if (!image) {
-        *r = extent && extent <= len - 8 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+        *r = n && n <= len - 8 ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
         return NULL;
     }
+    *extent = n;
     memcpy(image, (const char *)req + 8, len - 8);
     image[len - 8] = 0;
     vgpu_debug("executor: %s of an image of %zu bytes", call, len - 8);
     return image;
 }
 
-/* After the driver loaded an image sent whole ([length][image] at req),
- * its extent is cached; one it refused is not (image_cache.h). */
-static void cache_loaded(const struct vgpu_exec *x, const void *req, int r)
+/* After the driver loaded an image sent whole ([length][image] at req,
+ * extent bytes of it the image's), the image is cached; one it refused is
+ * not (image_cache.h). */
+static void cache_loaded(const void *req, size_t extent, int r)
 {
-    size_t n = vgpu_exec_word(req, 0);
-    if (r != CUDA_SUCCESS || x->by_hash || n < VGPU_REMOTE_IMAGE_CACHE_MIN)
-        return;
-    size_t extent = vgpu_remote_image_extent((const char *)req + 8, n);
-    if (extent >= VGPU_REMOTE_IMAGE_CACHE_MIN)
+    if (r == CUDA_SUCCESS && extent >= VGPU_REMOTE_IMAGE_CACHE_MIN)
         vgpu_exec_cache_put((const char *)req + 8, extent);
 }
 
 int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     int r;
-    char *image = image_of(x, req, len, "cuModuleLoadData", &r);
+    size_t extent;
+    char *image = image_of(x, req, len, "cuModuleLoadData", &r, &extent);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     CUmodule m = NULL;
     r = ((CUresult(*)(CUmodule *, const void *))fn)(&m, image);
     free(image);
-    cache_loaded(x, req, r);
+    cache_loaded(req, extent, r);
     return reply_handle(x, r, (uint64_t)(uintptr_t)m);
 }
 
@@ -118,7 +119,8 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     }
     size_t head = (1 + 2 * (size_t)n) * 8;
     int r;
-    char *image = image_of(x, (const char *)req + head, len - head, "cuModuleLoadDataEx", &r);
+    size_t extent;
+    char *image = image_of(x, (const char *)req + head, len - head, "cuModuleLoadDataEx", &r, &extent);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     char *logs = calloc(1, info + error + 1);
@@ -132,7 +134,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     CUmodule m = NULL;
     r = ((CUresult(*)(CUmodule *, const void *, unsigned, CUjit_option *, void **))fn)(&m, image, n, options, values);
     free(image);
-    cache_loaded(x, (const char *)req + head, r);
+    cache_loaded((const char *)req + head, extent, r);
     if (r == CUDA_SUCCESS)
         vgpu_exec_handle_add(x, (uint64_t)(uintptr_t)m);
     uint64_t h = (uint64_t)(uintptr_t)m, out[VGPU_REMOTE_JIT_OPTIONS];
@@ -158,14 +160,15 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
 int vgpu_exec_cuLibraryLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)
 {
     int r;
-    char *image = image_of(x, req, len, "cuLibraryLoadData", &r);
+    size_t extent;
+    char *image = image_of(x, req, len, "cuLibraryLoadData", &r, &extent);
     if (!image)
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
     CUlibrary l = NULL;
     r = ((CUresult(*)(CUlibrary *, const void *, CUjit_option *, void **, unsigned, CUlibraryOption *, void **,
                       unsigned))fn)(&l, image, NULL, NULL, 0, NULL, NULL, 0);
     free(image);
-    cache_loaded(x, req, r);
+    cache_loaded(req, extent, r);
     return reply_handle(x, r, (uint64_t)(uintptr_t)l);
 }
 
