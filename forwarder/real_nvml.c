@@ -36,6 +36,9 @@ static void open_once(void)
     api.processes = (__typeof__(api.processes))dlsym(h, "nvmlDeviceGetComputeRunningProcesses_v3");
     api.pci = (__typeof__(api.pci))dlsym(h, "nvmlDeviceGetPciInfo_v3");
     api.process_utilization = (__typeof__(api.process_utilization))dlsym(h, "nvmlDeviceGetProcessUtilization");
+    api.event_set_create = (__typeof__(api.event_set_create))dlsym(h, "nvmlEventSetCreate");
+    api.register_events = (__typeof__(api.register_events))dlsym(h, "nvmlDeviceRegisterEvents");
+    api.event_set_wait = (__typeof__(api.event_set_wait))dlsym(h, "nvmlEventSetWait_v2");
     nvmlReturn_t r = NVML_ERROR_FUNCTION_NOT_FOUND;
     if (init && api.count && api.by_index && api.by_uuid && api.uuid && api.name && api.memory && api.processes)
         r = init();

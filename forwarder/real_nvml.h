@@ -20,6 +20,10 @@ struct vgpu_real_nvml {
     /* Optional too (the mediator's views): nvmlDeviceGetProcessUtilization. */
     nvmlReturn_t (*process_utilization)(nvmlDevice_t, nvmlProcessUtilizationSample_t *, unsigned int *,
                                         unsigned long long);
+    /* Optional too (the mediator's health): critical XID events. */
+    nvmlReturn_t (*event_set_create)(nvmlEventSet_t *);
+    nvmlReturn_t (*register_events)(nvmlDevice_t, unsigned long long, nvmlEventSet_t);
+    nvmlReturn_t (*event_set_wait)(nvmlEventSet_t, nvmlEventData_t *, unsigned int);
 };
 
 /* The real NVML, initialised (once; never shut down), or NULL with the

@@ -29,6 +29,16 @@ int vgpu_tool_status(int fd, const char *path, uint8_t **buf, size_t *cap, struc
 int vgpu_tool_watch(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
                     size_t errlen);
 
+/* The same for CLUSTER: the vGPUs made for containers, their bindings and
+ * health.  Ask only a mediator whose STATUS header has VGPU_STATUS_HAS_CLUSTER. */
+int vgpu_tool_cluster(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,
+                      size_t errlen);
+
+/* BIND: gives vGPU vgpu to pid's cgroup (pid 0: to none), which the mediator
+ * answers with, into cgroup.  0, or -1 with err (the mediator's refusal). */
+int vgpu_tool_bind(int fd, const char *path, const char *vgpu, uint32_t pid, char *cgroup, size_t cgroup_len,
+                   char *err, size_t errlen);
+
 /* The same for COMPUTE: each vGPU device's share, GPU time and utilization.
  * Ask only a mediator whose STATUS header has VGPU_STATUS_HAS_COMPUTE. */
 int vgpu_tool_compute(int fd, const char *path, uint8_t **buf, size_t *cap, struct vgpu_msg *m, char *err,

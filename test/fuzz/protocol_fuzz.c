@@ -2,7 +2,7 @@
  * libFuzzer target: the mediator protocol's parser (vgpu_backend/contract/protocol/protocol.c),
  * as the mediator meets a client's bytes and as a client meets the
  * mediator's.  Every message it accepts is then read the way its readers
- * read it (STATUS, WATCH and COMPUTE records, their strings), so an accepted message that a
+ * read it (STATUS, WATCH, COMPUTE and CLUSTER records, their strings), so an accepted message that a
  * reader would overrun is a finding too.  Built with clang's
  * -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
@@ -39,6 +39,19 @@ static size_t walk(const struct vgpu_msg *m)
             struct vgpu_compute_proc p;
             vgpu_proto_compute_proc(m, i, &p);
             sum += strlen(p.vgpu) + p.utilization;
+        }
+    }
+    if (m->type == VGPU_MSG_BIND)
+        sum += strlen(m->u.bind.vgpu);
+    if (m->type == VGPU_MSG_BOUND)
+        sum += strlen(m->u.bound.vgpu) + strlen(m->u.bound.cgroup);
+    if (m->type == VGPU_MSG_CLUSTER) {
+        struct vgpu_cluster_header h;
+        vgpu_proto_cluster_header(m, &h);
+        for (uint32_t i = 0; i < h.n; i++) {
+            struct vgpu_cluster_vgpu v;
+            vgpu_proto_cluster_vgpu(m, i, &v);
+            sum += strlen(v.name) + strlen(v.cls) + v.flags;
         }
     }
     if (m->type != VGPU_MSG_STATUS)

@@ -50,10 +50,17 @@ compute_devices = cstr("train", 32) + struct.pack("<IIIIIIIIQQ", 0, 0, 50, 1, 3,
 compute_procs = cstr("train", 32) + struct.pack("<IIIIII", 4242, 0, 0, 1, 470, 0) + \
     cstr("train", 32) + struct.pack("<IIIIII", 4242, 1, 1, 0, 0, 0)
 compute = frame(11, struct.pack("<IIIIQQ", 2, 2, 1000, 0, 7, 0) + compute_devices + compute_procs)
+bind = frame(14, cstr("train-0", 32) + struct.pack("<II", 4242, 0))
+bound = frame(15, cstr("train-0", 32) + cstr("/kubepods.slice/pod1.slice/cri-containerd-1.scope", 480))
+cluster_request = frame(16, b"")
+cluster = frame(17, struct.pack("<IIQ", 2, 0, 3) +
+                cstr("train-0", 32) + cstr("train", 32) + struct.pack("<IIIIQII", 3, 0, 1, 0, 4 << 30, 50, 0) +
+                cstr("train-1", 32) + cstr("train", 32) + struct.pack("<IIIIQII", 5, 79, 1, 0, 4 << 30, 50, 0))
 seeds = {"hello": hello, "reattach": reattach, "admit": admit, "refuse": refuse, "enter": enter,
          "entered": entered, "request": request, "status": status, "watch_request": watch_request,
          "watch": watch, "compute_request": compute_request, "compute": compute,
-         "stream": hello + enter + request + admit + entered + watch_request + compute_request}
+         "bind": bind, "bound": bound, "cluster_request": cluster_request, "cluster": cluster,
+         "stream": hello + enter + request + admit + entered + watch_request + compute_request + bind + cluster_request}
 for name, data in seeds.items():
     with open(os.path.join(out, name), "wb") as f:
         f.write(data)

@@ -26,6 +26,7 @@
 #include "tools/mediatord/config/state_dir.h"
 #include "tools/mediatord/daemon.h"
 #include "tools/mediatord/gpus.h"
+#include "tools/mediatord/health/xid.h"
 #include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/vgpus/vgpus.h"
 #include "tools/mediatord/vgpus/window_guard.h"
@@ -609,6 +610,7 @@ int main(int argc, char **argv)
     world.vgpus = &vgpus;
     world.watch = &watcher;
     world.views = &views;
+    world.health = med_health_start(&gpus);
     world.max_connections = connection_cap(c, world.fd_limit);
     watch(lfd, &listen_src);
     watch(sfd, &signal_src);

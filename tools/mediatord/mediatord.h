@@ -8,6 +8,7 @@
 
 struct med_client;
 struct med_config;
+struct med_health;
 struct med_vgpus;
 struct med_views;
 struct med_watch;
@@ -17,6 +18,7 @@ struct med_world {
     struct med_vgpus *vgpus;
     struct med_watch *watch;     /* what the watch found (watch.h) */
     struct med_views *views;     /* the compute share's views (utilization.h) */
+    struct med_health *health;   /* the GPUs' health (health/xid.h) */
     struct med_client **clients; /* every connection, for STATUS and the caps */
     int nclients;
     int max_connections;         /* in force: the config's, or what the descriptor limit allows */

@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 /* path's first len - 1 bytes, terminated; false if it cannot be read. */
@@ -113,4 +114,40 @@ void med_user_name(uid_t uid, bool known, char *out, size_t len)
         snprintf(out, len, "%s", r->pw_name);
     else
         snprintf(out, len, "%u", (unsigned)uid);
+}
+
+bool med_read_cgroup(pid_t pid, char *out, size_t len)
+{
+    char path[64], line[4096];
+    out[0] = '\0';
+    snprintf(path, sizeof(path), "/proc/%d/cgroup", (int)pid);
+    FILE *f = fopen(path, "re");
+    if (!f)
+        return false;
+    bool found = false;
+    while (!found && fgets(line, sizeof(line), f)) {
+        if (strncmp(line, "0::", 3) != 0)
+            continue;
+        line[strcspn(line, "\n")] = '\0';
+        /* A path too long to hold is no path: never a prefix of the real one. */
+        found = line[3] == '/' && strlen(line + 3) < len;
+        if (found)
+            snprintf(out, len, "%s", line + 3);
+    }
+    fclose(f);
+    return found;
+}
+
+static bool same_ns(pid_t pid, const char *ns, const char *than)
+{
+    char a[64], b[64];
+    struct stat x, y;
+    snprintf(a, sizeof(a), "/proc/%d/ns/%s", (int)pid, ns);
+    snprintf(b, sizeof(b), "/proc/%s/ns/%s", than, ns);
+    return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
+}
+
+bool med_host_namespaces(pid_t pid)
+{
+    return same_ns(pid, "pid", "self") && (same_ns(pid, "mnt", "self") || same_ns(pid, "mnt", "1"));
 }

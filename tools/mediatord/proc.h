@@ -31,3 +31,12 @@ void med_read_comm(pid_t pid, char *out, size_t len);
 
 /* uid's name ("?" when not known; the number when it has none). */
 void med_user_name(uid_t uid, bool known, char *out, size_t len);
+
+/* pid's cgroup v2 path (the "0::" line of /proc/PID/cgroup, as the
+ * mediator's cgroup namespace shows it).  False, out "", where there is
+ * none (no unified hierarchy) or no such process. */
+bool med_read_cgroup(pid_t pid, char *out, size_t len);
+
+/* Is pid in the mediator's PID namespace, and in its mount namespace or
+ * that of PID 1 (the host's, where a container runtime's hooks run)? */
+bool med_host_namespaces(pid_t pid);

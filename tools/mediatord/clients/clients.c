@@ -115,6 +115,7 @@ struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_m
     c->last_ms = now_ms;
     c->ngroups = peer_groups(fd, &c->groups);
     c->start_time = vgpu_proc_start_time(c->pid);
+    med_read_cgroup(c->pid, c->cgroup, sizeof(c->cgroup));
     med_read_comm(c->pid, c->comm, sizeof(c->comm));
     return c;
 }
@@ -151,11 +152,32 @@ static void describe_admits(const struct med_vgpu_conf *v, char *out, size_t len
         n += (size_t)snprintf(out + n, len - n, "%suid %u", n ? ", " : "", (unsigned)v->uids[i]);
     for (int i = 0; i < v->ngids && n < len; i++)
         n += (size_t)snprintf(out + n, len - n, "%sgid %u", n ? ", " : "", (unsigned)v->gids[i]);
+    for (int i = 0; i < v->ncgroups && n < len; i++)
+        n += (size_t)snprintf(out + n, len - n, "%scgroup %s", n ? ", " : "", v->cgroups[i]);
+    if (v->cls[0] && n < len)
+        snprintf(out + n, len - n, "%sthe container it is given to", n ? ", " : "");
 }
 
-static bool admits(const struct med_vgpu *v, const struct med_client *c)
+/* The most specific cgroup rule of any vGPU that holds c's cgroup (the
+ * length of its path): 0 when none does, and c is admitted by its uid and
+ * groups.  A process in a vGPU's cgroup is admitted there alone. */
+static size_t cgroup_rule(const struct med_world *w, const struct med_client *c)
 {
-    return !v->retired && med_config_admits(&v->conf, c->uid, c->gid, c->groups, c->ngroups);
+    size_t best = 0;
+    for (int i = 0; i < w->vgpus->n; i++) {
+        size_t m = med_vgpu_cgroup_match(w->vgpus->v[i], c->cgroup);
+        best = m > best ? m : best;
+    }
+    return best;
+}
+
+static bool admits(const struct med_vgpu *v, const struct med_client *c, size_t rule)
+{
+    if (v->retired)
+        return false;
+    if (rule)
+        return med_vgpu_cgroup_match(v, c->cgroup) == rule;
+    return !v->conf.cls[0] && med_config_admits(&v->conf, c->uid, c->gid, c->groups, c->ngroups);
 }
 
 /* Sends ADMIT, recorded (adm, or a new record) before the process hears it. */
@@ -178,6 +200,7 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
 {
     struct med_vgpus *all = w->vgpus;
     struct med_vgpu *v = NULL;
+    size_t rule = cgroup_rule(w, c);
     if (name[0]) {
         v = med_vgpus_find(all, name);
         if (!v || v->retired || v->conf.guest) {
@@ -186,13 +209,17 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
                    name, w->config->path);
             return NULL;
         }
-        if (!admits(v, c)) {
+        if (!admits(v, c, rule)) {
             char list[256];
             describe_admits(&v->conf, list, sizeof(list));
             v->refused_admissions++;
             all->refused_admissions++;
-            refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
-                   v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
+            if (rule)
+                refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit cgroup %s, which is another vGPU's: a "
+                       "container's processes use the vGPU it was given (unset VGPU_NAME)", v->conf.name, c->cgroup);
+            else
+                refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
+                       v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
             return NULL;
         }
         return v;
@@ -200,14 +227,14 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
     /* The first in the file that admits it (and, for a remote GPU, offers one). */
     for (int i = 0; i < w->config->nvgpus && !v; i++) {
         struct med_vgpu *candidate = med_vgpus_find(all, w->config->vgpu[i].name);
-        if (candidate && admits(candidate, c) && (!remote || candidate->conf.remote))
+        if (candidate && admits(candidate, c, rule) && (!remote || candidate->conf.remote))
             v = candidate;
     }
     if (!v) {
         all->refused_admissions++;
-        refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u; an operator lists users in uids = "
-               "or gids = of a [vgpu.NAME] section of %s", (unsigned)c->uid, med_client_user(c), (unsigned)c->gid,
-               w->config->path);
+        refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u%s%s; an operator lists users in "
+               "uids = or gids = (or cgroups in cgroups =) of a [vgpu.NAME] section of %s", (unsigned)c->uid,
+               med_client_user(c), (unsigned)c->gid, c->cgroup[0] ? ", cgroup " : "", c->cgroup, w->config->path);
     }
     return v;
 }
@@ -265,6 +292,46 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     vgpu_info("pid %d (%s, uid %u) has a remote GPU of vGPU %s: an executor serves it", (int)c->pid, c->comm,
               (unsigned)c->uid, v->conf.name);
     return false;
+}
+
+/* A container runtime's hook, or the device plugin, gives a vGPU made for
+ * containers to the cgroup of a container's process (pid 0: to none, until
+ * its next container).  Taken only from root in the host's namespaces: a
+ * container's root is in its own. */
+static bool bind_vgpu(struct med_client *c, struct med_world *w, const struct vgpu_msg_bind *b)
+{
+    if ((c->uid != 0 && c->uid != geteuid()) || !med_host_namespaces(c->pid))
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND is taken from root in the host's PID and mount namespaces "
+                      "alone (a container runtime's hook, the device plugin); pid %d (%s, uid %u) is not",
+                      (int)c->pid, c->comm, (unsigned)c->uid);
+    struct med_vgpu *v = med_vgpus_find(w->vgpus, b->vgpu);
+    if (!v || v->retired || !v->conf.cls[0])
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: %s (%s)", b->vgpu,
+                      !v || v->retired ? "vgpu-mediatord has no such vGPU" : "it is not made for containers "
+                      "(containers = N in its section)", w->config->path);
+    char cgroup[VGPU_CGROUP_LEN] = "";
+    if (b->pid && !med_read_cgroup((pid_t)b->pid, cgroup, sizeof(cgroup)))
+        return refuse(c, VGPU_REFUSE_UNAVAILABLE, "BIND %s: pid %u has no cgroup v2 path (no such process, or no "
+                      "unified cgroup hierarchy: containers are told apart by cgroup v2 alone)", b->vgpu, b->pid);
+    for (const char *s = cgroup; *s; s++)
+        if ((unsigned char)*s < 0x20 || *s == 0x7f)
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: pid %u's cgroup has a control character in its "
+                          "name", b->vgpu, b->pid);
+    if (b->pid && strcmp(cgroup, "/") == 0)
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: pid %u is in the root cgroup, which holds every "
+                      "process: a container has a cgroup of its own", b->vgpu, b->pid);
+    for (int i = 0; b->pid && i < w->vgpus->n; i++) {
+        const struct med_vgpu *u = w->vgpus->v[i];
+        if (u != v && !u->retired && u->bound[0] &&
+            (med_cgroup_within(cgroup, u->bound) || med_cgroup_within(u->bound, cgroup)))
+            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: cgroup %s is vGPU %s's (bound to %s): one vGPU a "
+                          "container", b->vgpu, cgroup, u->conf.name, u->bound);
+    }
+    med_vgpu_bind(v, cgroup);
+    struct vgpu_msg_bound r = { 0 };
+    vgpu_proto_copy_string(r.vgpu, sizeof(r.vgpu), v->conf.name);
+    vgpu_proto_copy_string(r.cgroup, sizeof(r.cgroup), cgroup);
+    return send_or_drop(c, VGPU_MSG_BOUND, &r, sizeof(r), NULL, 0);
 }
 
 /* A running process takes its slot back after a mediator restart: only
@@ -333,6 +400,13 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
     case VGPU_MSG_COMPUTE_REQUEST:
         payload = med_compute_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
         return send_built(c, VGPU_MSG_COMPUTE, payload, len);
+    case VGPU_MSG_BIND:
+        if (c->vgpu)
+            return refuse(c, VGPU_REFUSE_BAD_REQUEST, "BIND on a connection admitted to a vGPU");
+        return bind_vgpu(c, w, &m->u.bind);
+    case VGPU_MSG_CLUSTER_REQUEST:
+        payload = med_cluster_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
+        return send_built(c, VGPU_MSG_CLUSTER, payload, len);
     default:
         return refuse(c, VGPU_REFUSE_BAD_REQUEST, "message type %u is not a request", m->type);
     }

@@ -21,6 +21,11 @@ bool med_status_visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gi
 uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
                           uint32_t *len);
 
+/* Builds a CLUSTER payload of the vGPUs uid may see (malloc'd; *len set),
+ * or NULL (cluster.c). */
+uint8_t *med_cluster_build(const struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,
+                           uint32_t *len);
+
 /* Builds a COMPUTE payload of the vGPUs uid may see (malloc'd; *len set),
  * or NULL. */
 uint8_t *med_compute_build(const struct med_world *w, uid_t uid, gid_t gid, const gid_t *groups, int ngroups,

@@ -380,6 +380,32 @@ static int executor_user(struct parse *p, struct med_vgpu_conf *v, const char *v
     return 1;
 }
 
+/* cgroups = PATH, ...: absolute cgroup v2 paths, never the root (which
+ * holds every process), kept without a trailing '/'. */
+static int cgroups(struct parse *p, struct med_vgpu_conf *v, const char *value)
+{
+    char buf[1024];
+    char *fields[MED_MAX_CGROUPS + 1];
+    snprintf(buf, sizeof(buf), "%s", value);
+    int count = vgpu_split_list(buf, fields, MED_MAX_CGROUPS + 1);
+    if (count <= 0 || count > MED_MAX_CGROUPS)
+        return error_at(p, p->line, "cgroups = %s: cgroup v2 paths as /proc/PID/cgroup shows them (its 0:: line), "
+                        "comma-separated, at most %d", value, MED_MAX_CGROUPS);
+    for (int i = 0; i < count; i++) {
+        char *f = fields[i];
+        size_t n = strlen(f);
+        while (n > 1 && f[n - 1] == '/')
+            f[--n] = '\0';
+        if (f[0] != '/' || n < 2 || n >= VGPU_CGROUP_LEN || strstr(f, "/../") || strstr(f, "//") ||
+            (n >= 3 && strcmp(f + n - 3, "/..") == 0))
+            return error_at(p, p->line, "cgroups: \"%s\" is not a cgroup below the root, such as "
+                            "/kubepods.slice/kubepods-pod1234.slice or /system.slice/train.service", f);
+        snprintf(v->cgroups[i], sizeof(v->cgroups[i]), "%s", f);
+    }
+    v->ncgroups = count;
+    return 1;
+}
+
 static int vgpu_key(struct parse *p, const char *name, const char *value)
 {
     struct med_vgpu_conf *v = p->v;
@@ -390,14 +416,16 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
                  { "compute_mode", &v->compute_mode_line }, { "uids", &v->uids_line }, { "gids", &v->gids_line },
                  { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line },
                  { "executor_user", &v->executor_user_line }, { "vm_channels", &v->vm_channels_line },
-                 { "vm_pinned", &v->vm_pinned_line } };
+                 { "vm_pinned", &v->vm_pinned_line }, { "cgroups", &v->cgroups_line },
+                 { "containers", &v->containers_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned", name, v->name);
+                        "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned, cgroups, containers", name,
+                        v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
     *line = p->line;
@@ -450,6 +478,16 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         if (vgpu_parse_size(value, &v->vm_pinned) != 0 || v->vm_pinned > MED_MAX_VM_PINNED)
             return error_at(p, p->line, "vm_pinned = %s: the page-locked memory each channel shares with its "
                             "executor, a size up to 16G, such as 64M", value);
+    } else if (line == &v->cgroups_line) {
+        return cgroups(p, v, value);
+    } else if (line == &v->containers_line) {
+        if (!parse_uint(value, MED_MAX_CONTAINERS, &n) || n == 0)
+            return error_at(p, p->line, "containers = %s: how many containers may each have a vGPU of this section "
+                            "at once, 1 to %d", value, MED_MAX_CONTAINERS);
+        if (strlen(v->name) + 1 + (n > 10 ? 2 : 1) >= VGPU_NAME_LEN)
+            return error_at(p, p->line, "containers: vGPU %s's are named %s-0 to %s-%lu, longer than %d characters: "
+                            "shorten the section's name", v->name, v->name, v->name, n - 1, VGPU_NAME_LEN - 1);
+        v->containers = (unsigned)n;
     } else if (line == &v->enforce_line) {
         if (!parse_enforce(value, &v->kill_over_quota))
             return error_at(p, p->line, "enforce = %s: report or kill", value);
@@ -482,8 +520,15 @@ static int check(struct parse *p)
         const struct med_vgpu_conf *v = &c->vgpu[i];
         if (v->ndev == 0)
             return error_at(p, v->line, "vGPU %s has no devices = line", v->name);
-        if (!v->guest && v->nuids == 0 && v->ngids == 0)
-            return error_at(p, v->line, "vGPU %s admits nobody: give it uids = or gids =", v->name);
+        if (v->containers && (v->nuids || v->ngids || v->ncgroups || v->guest || v->remote))
+            return error_at(p, v->containers_line, "vGPU %s: containers = makes vGPUs that each admit the one "
+                            "container they are given to, so uids, gids, cgroups, guest and remote do not apply",
+                            v->name);
+        if (!v->guest && !v->containers && v->nuids == 0 && v->ngids == 0 && v->ncgroups == 0)
+            return error_at(p, v->line, "vGPU %s admits nobody: give it uids =, gids = or cgroups =", v->name);
+        if (v->guest && v->ncgroups)
+            return error_at(p, v->cgroups_line, "vGPU %s is a guest's: its processes are the VM's, so cgroups do "
+                            "not apply", v->name);
         if (v->guest && (v->nuids || v->ngids))
             return error_at(p, v->line, "vGPU %s is a guest's: its processes are the VM's, so uids and gids do not "
                             "apply", v->name);
@@ -507,6 +552,40 @@ static int check(struct parse *p)
             return error_at(p, v->enforce_line, "vGPU %s is a guest's: its processes run in the VM, where the "
                             "mediator's watch cannot see them, so enforce does not apply", v->name);
     }
+    return 0;
+}
+
+/* Each containers = N section becomes its N vGPUs, in its place. */
+static int make_containers(struct parse *p)
+{
+    struct med_config *c = p->c;
+    int total = 0;
+    for (int i = 0; i < c->nvgpus; i++)
+        total += c->vgpu[i].containers ? (int)c->vgpu[i].containers : 1;
+    if (total > MED_MAX_VGPUS)
+        return error_at(p, c->vgpu[c->nvgpus - 1].line, "the sections make %d vGPUs, more than %d: lower containers",
+                        total, MED_MAX_VGPUS);
+    for (int i = c->nvgpus - 1; i >= 0; i--) {
+        unsigned n = c->vgpu[i].containers;
+        if (n == 0)
+            continue;
+        struct med_vgpu_conf class = c->vgpu[i];
+        memmove(&c->vgpu[i + (int)n], &c->vgpu[i + 1], sizeof(c->vgpu[0]) * (size_t)(c->nvgpus - i - 1));
+        c->nvgpus += (int)n - 1;
+        for (unsigned k = 0; k < n; k++) {
+            struct med_vgpu_conf *v = &c->vgpu[i + (int)k];
+            *v = class;
+            snprintf(v->cls, sizeof(v->cls), "%s", class.name);
+            char name[VGPU_NAME_LEN + 16]; /* fits v->name: containers = checked its length */
+            snprintf(name, sizeof(name), "%s-%u", class.name, k);
+            snprintf(v->name, sizeof(v->name), "%.*s", VGPU_NAME_LEN - 1, name);
+        }
+    }
+    for (int i = 0; i < c->nvgpus; i++)
+        for (int j = 0; j < i; j++)
+            if (strcmp(c->vgpu[i].name, c->vgpu[j].name) == 0)
+                return error_at(p, c->vgpu[i].line, "vGPU %s is defined twice (first at line %d)%s", c->vgpu[i].name,
+                                c->vgpu[j].line, c->vgpu[i].cls[0] || c->vgpu[j].cls[0] ? ", one by containers =" : "");
     return 0;
 }
 
@@ -581,6 +660,8 @@ int med_config_load(const char *path, struct med_config *c, char *err, size_t er
     }
     if (!p.err[0])
         check(&p);
+    if (!p.err[0])
+        make_containers(&p);
     if (p.err[0]) {
         snprintf(err, errlen, "%s", p.err);
         return -1;
@@ -594,6 +675,20 @@ const struct med_vgpu_conf *med_config_find(const struct med_config *c, const ch
         if (strcmp(c->vgpu[i].name, name) == 0)
             return &c->vgpu[i];
     return NULL;
+}
+
+bool med_cgroup_within(const char *path, const char *root)
+{
+    size_t n = strlen(root);
+    return root[0] == '/' && n > 1 && strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
+}
+
+bool med_config_admits_cgroup(const struct med_vgpu_conf *v, const char *path)
+{
+    for (int i = 0; i < v->ncgroups; i++)
+        if (med_cgroup_within(path, v->cgroups[i]))
+            return true;
+    return false;
 }
 
 bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)

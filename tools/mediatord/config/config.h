@@ -18,6 +18,10 @@
 /* A VM's channels at most (vm_channels, docs/vm.md). */
 #define MED_MAX_VM_CHANNELS 256
 #define MED_DEFAULT_VM_PINNED (64ull << 20)
+/* cgroups = at most this many paths a vGPU. */
+#define MED_MAX_CGROUPS 4
+/* containers = N: at most this many vGPUs made of one section. */
+#define MED_MAX_CONTAINERS 64
 #define MED_MAX_VM_PINNED (16ull << 30)
 /* Connections one user may hold at once, unless the config says otherwise:
  * one a process, and a machine's tenants seldom run more. */
@@ -64,6 +68,16 @@ struct med_vgpu_conf {
     int executor_ngroups;
     gid_t executor_groups[MED_MAX_IDS];
     int executor_user_line;
+    /* cgroups = PATH, ...: processes in these cgroup v2 paths, or below
+     * them, are admitted, and only here (docs/mediator.md, "Admission") */
+    int ncgroups;
+    char cgroups[MED_MAX_CGROUPS][VGPU_CGROUP_LEN];
+    int cgroups_line;
+    /* containers = N on [vgpu.CLASS]: the section makes N vGPUs, CLASS-0
+     * to CLASS-(N-1), each the container's it is bound to (BIND) */
+    unsigned containers;
+    int containers_line;
+    char cls[VGPU_NAME_LEN];      /* a vGPU made so: its CLASS; "" otherwise */
 };
 
 struct med_config {
@@ -97,6 +111,12 @@ bool med_config_valid_name(const char *s);
 
 /* The vGPU named name, or NULL. */
 const struct med_vgpu_conf *med_config_find(const struct med_config *c, const char *name);
+
+/* Is path (a cgroup v2 path) root itself or below it? */
+bool med_cgroup_within(const char *path, const char *root);
+
+/* Does v's cgroups = name path's cgroup (or one above it)? */
+bool med_config_admits_cgroup(const struct med_vgpu_conf *v, const char *path);
 
 /* Does v admit a process of uid, gid and supplementary groups? */
 bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);

@@ -35,6 +35,7 @@ bool med_vgpu_journal(struct med_vgpu *v)
 {
     struct med_journal j = { .epoch = v->all->epoch, .guest = v->conf.guest, .status_dev = v->host.status_dev,
                              .status_ino = v->host.status_ino, .regs = v->regs, .nprocs = v->nadm };
+    snprintf(j.cgroup, sizeof(j.cgroup), "%s", v->bound);
     j.procs = calloc(v->nadm ? (size_t)v->nadm : 1, sizeof(*j.procs));
     char err[512] = "out of memory";
     for (int i = 0; j.procs && i < v->nadm; i++)

@@ -52,6 +52,8 @@ int med_journal_write(int dir, const char *name, const struct med_journal *j, ch
     for (int i = 0; i < j->nprocs; i++)
         fprintf(f, "process %d %" PRIu64 " %u %d\n", (int)j->procs[i].pid, j->procs[i].start_time,
                 (unsigned)j->procs[i].uid, j->procs[i].slot);
+    if (j->cgroup[0])
+        fprintf(f, "cgroup %s\n", j->cgroup);
     bool ok = !ferror(f);
     ok = fclose(f) == 0 && ok;
     if (!ok || renameat(dir, tmp, dir, final) != 0) {
@@ -90,6 +92,14 @@ static bool parse_line(char *line, struct med_journal *j, int *cap)
         d->compute_mode = mode;
         return true;
     }
+    if (strcmp(word, "cgroup") == 0) {
+        const char *path = line + strlen("cgroup ");
+        size_t n = strcspn(path, "\n");
+        if (strncmp(line, "cgroup /", 8) != 0 || n >= sizeof(j->cgroup))
+            return false;
+        snprintf(j->cgroup, sizeof(j->cgroup), "%.*s", (int)n, path);
+        return true;
+    }
     if (strcmp(word, "process") == 0) {
         if (sscanf(line, "process %d %" SCNu64 " %u %d", &pid, &b, &uid, &slot) != 4 || pid <= 0 || slot < -1 ||
             slot >= VGPU_BAR0_MAX_PROCS || j->nprocs == MAX_PROCS)
@@ -124,7 +134,7 @@ int med_journal_read(int dir, const char *dir_path, const char *name, struct med
         close(fd);
         return vgpu_fail(err, errlen, "cannot read %s/%s: %s", dir_path, file, strerror(errno));
     }
-    char line[256];
+    char line[VGPU_CGROUP_LEN + 32];
     int cap = 0, n = 0;
     bool ok = fgets(line, sizeof(line), f) && strcmp(line, HEADER "\n") == 0;
     while (ok && fgets(line, sizeof(line), f)) {

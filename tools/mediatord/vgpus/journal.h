@@ -11,6 +11,7 @@
  *   status DEV INO            host: the status memfd's st_dev and st_ino
  *   device UUID LIMIT SHARE   per device, in order: its registers
  *   process PID START UID SLOT  per admitted process (SLOT -1: none yet)
+ *   cgroup PATH               the container's cgroup it is bound to (BIND), if any
  */
 #pragma once
 
@@ -19,6 +20,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "vgpu_backend/contract/protocol/protocol.h"
 #include "vgpu_backend/contract/window/bar0.h"
 
 struct med_journal_proc {
@@ -35,6 +37,7 @@ struct med_journal {
     struct vgpu_bar0_config regs;  /* devices, limits, shares */
     int nprocs;
     struct med_journal_proc *procs; /* malloc'd */
+    char cgroup[VGPU_CGROUP_LEN];   /* bound to; "" none */
 };
 
 /* Writes name's journal in dir (the state_dir's descriptor).  0, or -1 with err. */

@@ -262,6 +262,8 @@ static struct med_vgpu *open_vgpu(struct med_vgpus *all, const struct med_config
     }
     if (make_window(v, r == 1 && j.guest == conf->guest ? &j : NULL, true, err, errlen) != 0)
         goto fail;
+    if (r == 1 && conf->cls[0]) /* the container it was given to keeps it across a restart */
+        snprintf(v->bound, sizeof(v->bound), "%s", j.cgroup);
     if (r == 1)
         med_journal_free(&j);
     apply(v, conf, g);
@@ -482,6 +484,7 @@ static void remake_window(struct med_vgpu *v, const struct med_vgpu_conf *conf)
 
 int med_vgpus_reload(struct med_vgpus *all, const struct med_config *c, const struct med_gpus *g)
 {
+    all->generation++;
     int failed = 0;
     for (int i = 0; i < all->n; i++)
         if (!all->v[i]->retired && !med_config_find(c, all->v[i]->conf.name)) {

@@ -79,6 +79,7 @@ struct med_vgpu {
     bool forged_warned;           /* a slot it never gave was found LIVE (said once) */
     uint64_t refused_admissions;
     struct med_compute_use use[VGPU_MAX_DEVICES]; /* each device's, over the last interval */
+    char bound[VGPU_CGROUP_LEN];  /* made for containers: the cgroup it is bound to (BIND); "" none */
 };
 
 struct med_vgpus {
@@ -87,6 +88,7 @@ struct med_vgpus {
     uint32_t epoch;                        /* this mediator start's */
     uint32_t seen_epoch;                   /* the latest in the journals read */
     uint64_t refused_admissions;           /* connections refused, all vGPUs */
+    uint64_t generation;                   /* moves with every reload and binding (CLUSTER) */
     int dir;                               /* state_dir, checked (state_dir.h) */
     char dir_path[4096];
 };
@@ -166,6 +168,16 @@ bool med_vgpu_journal(struct med_vgpu *v);
  * process that loads vgpu twice holds two slots, and is one process to the
  * driver: counted once. */
 bool med_vgpu_first_of_pid(const struct med_vgpu *v, int k);
+
+/* ---- containers' cgroups (bindings.c) ---- */
+
+/* How closely v admits a process of cgroup path: the length of the
+ * longest of its cgroups = and its binding that holds path; 0: it does
+ * not admit it by its cgroup. */
+size_t med_vgpu_cgroup_match(const struct med_vgpu *v, const char *path);
+
+/* Binds v (made for containers) to cgroup ("": unbinds it), journaled. */
+void med_vgpu_bind(struct med_vgpu *v, const char *cgroup);
 
 /* Records carried over from a journal, for the processes still running. */
 void med_vgpu_carry(struct med_vgpu *v, const struct med_journal_proc *procs, int n);

@@ -145,6 +145,28 @@ static ssize_t check_compute(const uint8_t *p, uint32_t length, char *err, size_
     return 0;
 }
 
+static ssize_t check_cluster(const uint8_t *p, uint32_t length, char *err, size_t errlen)
+{
+    struct vgpu_cluster_header h;
+    if (length < sizeof(h))
+        return vgpu_fail(err, errlen, "CLUSTER of %u bytes is shorter than its header", length);
+    memcpy(&h, p, sizeof(h));
+    if (h.n > VGPU_CLUSTER_MAX)
+        return vgpu_fail(err, errlen, "CLUSTER counts %u vGPUs (at most %d)", h.n, VGPU_CLUSTER_MAX);
+    if (sizeof(h) + (uint64_t)h.n * sizeof(struct vgpu_cluster_vgpu) != length)
+        return vgpu_fail(err, errlen, "CLUSTER of %u vGPUs takes %zu bytes, not %u", h.n,
+                         sizeof(h) + (size_t)h.n * sizeof(struct vgpu_cluster_vgpu), length);
+    const uint8_t *q = p + sizeof(h);
+    for (uint32_t i = 0; i < h.n; i++, q += sizeof(struct vgpu_cluster_vgpu)) {
+        struct vgpu_cluster_vgpu v;
+        memcpy(&v, q, sizeof(v));
+        if (!TERMINATED(v.name) || !TERMINATED(v.cls) || v.ndev > VGPU_STATUS_MAX_DEVICES || v.compute > 100 ||
+            (v.flags & ~31u))
+            return vgpu_fail(err, errlen, "CLUSTER record %u is malformed", i);
+    }
+    return 0;
+}
+
 ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, struct vgpu_msg *msg, char *err,
                          size_t errlen)
 {
@@ -197,7 +219,27 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
             return -1;
         memcpy(&msg->u.entered, p, sizeof(msg->u.entered));
         break;
+    case VGPU_MSG_BIND:
+        if (!fixed(h.length, sizeof(msg->u.bind), h.type, err, errlen))
+            return -1;
+        memcpy(&msg->u.bind, p, sizeof(msg->u.bind));
+        if (!TERMINATED(msg->u.bind.vgpu) || msg->u.bind.flags)
+            return vgpu_fail(err, errlen, "malformed BIND");
+        break;
+    case VGPU_MSG_BOUND:
+        if (!fixed(h.length, sizeof(msg->u.bound), h.type, err, errlen))
+            return -1;
+        memcpy(&msg->u.bound, p, sizeof(msg->u.bound));
+        if (!TERMINATED(msg->u.bound.vgpu) || !TERMINATED(msg->u.bound.cgroup))
+            return vgpu_fail(err, errlen, "malformed BOUND");
+        break;
+    case VGPU_MSG_CLUSTER:
+        if (check_cluster(p, h.length, err, errlen) != 0)
+            return -1;
+        msg->cluster = p;
+        break;
     case VGPU_MSG_ENTER:
+    case VGPU_MSG_CLUSTER_REQUEST:
     case VGPU_MSG_STATUS_REQUEST:
     case VGPU_MSG_WATCH_REQUEST:
     case VGPU_MSG_COMPUTE_REQUEST:
@@ -223,6 +265,16 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         return vgpu_fail(err, errlen, "unknown message type %u", h.type);
     }
     return (ssize_t)(sizeof(h) + h.length);
+}
+
+void vgpu_proto_cluster_header(const struct vgpu_msg *m, struct vgpu_cluster_header *h)
+{
+    memcpy(h, m->cluster, sizeof(*h));
+}
+
+void vgpu_proto_cluster_vgpu(const struct vgpu_msg *m, uint32_t i, struct vgpu_cluster_vgpu *v)
+{
+    memcpy(v, m->cluster + sizeof(struct vgpu_cluster_header) + (size_t)i * sizeof(*v), sizeof(*v));
 }
 
 void vgpu_proto_status_header(const struct vgpu_msg *m, struct vgpu_status_header *h)

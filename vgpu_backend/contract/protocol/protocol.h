@@ -53,6 +53,12 @@ enum vgpu_msg_type {
                                     (docs/remote.md); payload as HELLO's, flags 0 */
     VGPU_MSG_REMOTE_READY = 13,  /* mediator: an executor serves this connection from here on, in the
                                     remote driver's protocol; payload as ADMIT's */
+    VGPU_MSG_BIND = 14,          /* a container runtime's hook, the device plugin (root, the host's
+                                    namespaces): this vGPU is that process's cgroup's (pid 0: no one's yet) */
+    VGPU_MSG_BOUND = 15,         /* mediator: the cgroup now bound */
+    VGPU_MSG_CLUSTER_REQUEST = 16, /* device plugin: the vGPUs made for containers, their bindings and health
+                                      (asked only of a mediator whose STATUS has VGPU_STATUS_HAS_CLUSTER) */
+    VGPU_MSG_CLUSTER = 17,       /* mediator: a header and a record per vGPU */
 };
 
 struct vgpu_proto_header {
@@ -93,6 +99,54 @@ struct vgpu_msg_entered {
     uint32_t reserved;
 };
 
+/* A cgroup v2 path as /proc/PID/cgroup gives it (in the mediator's cgroup
+ * namespace), NUL included. */
+#define VGPU_CGROUP_LEN 480
+
+struct vgpu_msg_bind {
+    char vgpu[VGPU_NAME_LEN];  /* a vGPU made for containers (containers = N) */
+    uint32_t pid;              /* a process of the container, as the mediator sees it; 0: unbind */
+    uint32_t flags;            /* 0 */
+};
+
+struct vgpu_msg_bound {
+    char vgpu[VGPU_NAME_LEN];
+    char cgroup[VGPU_CGROUP_LEN]; /* "" when unbound */
+};
+
+/* ---- CLUSTER: a header, then n records ---- */
+
+#define VGPU_CLUSTER_MAX 256
+#define VGPU_CLUSTER_CONTAINERS 1u /* made for containers: class is its section's name */
+#define VGPU_CLUSTER_BOUND 2u      /* bound to a container's cgroup */
+#define VGPU_CLUSTER_UNHEALTHY 4u  /* one of its GPUs had a critical XID (xid), or is lost */
+#define VGPU_CLUSTER_RETIRED 8u    /* gone from the config */
+#define VGPU_CLUSTER_GUEST 16u     /* a VM's */
+
+struct vgpu_cluster_header {
+    uint32_t n;
+    uint32_t flags;              /* 0 */
+    uint64_t generation;         /* changes whenever a record does */
+};
+
+struct vgpu_cluster_vgpu {
+    char name[VGPU_NAME_LEN];
+    char cls[VGPU_NAME_LEN];     /* its [vgpu.CLASS] section, "" when not made for containers */
+    uint32_t flags;              /* VGPU_CLUSTER_* */
+    uint32_t xid;                /* the XID that made it unhealthy; 0 */
+    uint32_t ndev;
+    uint32_t reserved;
+    uint64_t memory;             /* the quota on each device; 0: the whole GPU */
+    uint32_t compute;            /* percent of each device */
+    uint32_t reserved2;
+};
+
+/* The wire contract (docs/protocol.md), which the device plugin's Go reads too. */
+_Static_assert(sizeof(struct vgpu_msg_bind) == 40, "BIND is 40 bytes");
+_Static_assert(sizeof(struct vgpu_msg_bound) == 512, "BOUND is 512 bytes");
+_Static_assert(sizeof(struct vgpu_cluster_header) == 16, "CLUSTER's header is 16 bytes");
+_Static_assert(sizeof(struct vgpu_cluster_vgpu) == 96, "a CLUSTER record is 96 bytes");
+
 /* ---- STATUS: a header, then nvgpus vGPU records, then nprocs process records ---- */
 
 #define VGPU_STATUS_GUEST 1u   /* the vGPU is a VM's (ivshmem): its processes are the guest's */
@@ -103,6 +157,7 @@ struct vgpu_msg_entered {
  * sends 0 (the field was reserved), so a newer tool asks it nothing new. */
 #define VGPU_STATUS_HAS_WATCH 1u   /* WATCH_REQUEST */
 #define VGPU_STATUS_HAS_COMPUTE 2u /* COMPUTE_REQUEST */
+#define VGPU_STATUS_HAS_CLUSTER 4u /* BIND and CLUSTER_REQUEST */
 
 struct vgpu_status_header {
     uint32_t nvgpus;
@@ -249,12 +304,15 @@ struct vgpu_msg {
         struct vgpu_msg_admit admit;
         struct vgpu_msg_refuse refuse;
         struct vgpu_msg_entered entered;
+        struct vgpu_msg_bind bind;
+        struct vgpu_msg_bound bound;
     } u;
     /* STATUS: validated, pointing into the parsed buffer (may be unaligned:
      * copy records out with vgpu_proto_status_vgpu/_proc). */
     const uint8_t *status;
     const uint8_t *watch;        /* WATCH, likewise */
     const uint8_t *compute;      /* COMPUTE, likewise */
+    const uint8_t *cluster;      /* CLUSTER, likewise */
 };
 
 /*
@@ -279,6 +337,10 @@ void vgpu_proto_watch_case(const struct vgpu_msg *m, uint32_t i, struct vgpu_wat
 void vgpu_proto_compute_header(const struct vgpu_msg *m, struct vgpu_compute_header *h);
 void vgpu_proto_compute_device(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_device *d);
 void vgpu_proto_compute_proc(const struct vgpu_msg *m, uint32_t i, struct vgpu_compute_proc *p);
+
+/* The header and record i of a parsed CLUSTER (bounds already validated). */
+void vgpu_proto_cluster_header(const struct vgpu_msg *m, struct vgpu_cluster_header *h);
+void vgpu_proto_cluster_vgpu(const struct vgpu_msg *m, uint32_t i, struct vgpu_cluster_vgpu *v);
 
 /* Writes a frame header for a payload of len bytes of type into out. */
 void vgpu_proto_frame(struct vgpu_proto_header *out, uint16_t type, uint32_t len);
