@@ -324,7 +324,7 @@ warns-when-the-mediator-would-refuse-the-services-user)
     ;;
 
 cdi-spec-validates-against-the-schema)
-    printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n[vgpu.far]\ndevices = 0\nuids = 0\nremote = yes\n' |
+    printf '[mediator]\nsocket = /run/vgpu/mediator.sock\n[vgpu.train]\ndevices = 0\nmemory = 4G\nuids = 0\n[vgpu.0infer]\ndevices = 1, 0\ngids = 0\n[vgpu.far]\ndevices = 0\nuids = 0\nremote = yes\n[vgpu.pod]\ndevices = 1\nmemory = 1G\ncompute = 25\ncontainers = 2\n' |
         install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
     vs 0 cdi
     python3 "$src/test/setup/validate_cdi.py" "$src/test/setup/cdi-schema.json" "$R/etc/cdi/vgpu.yaml" ||
@@ -358,9 +358,14 @@ devices = 0
 memory = 1G
 uids = 0
 remote = yes
+[vgpu.pod]
+devices = 1
+memory = 1G
+compute = 25
+containers = 2
 CONF
     install -D "$tmp/conf" "$R/etc/vgpu/mediatord.conf"
-    vs 0 cdi
+    vs 0 cdi --hook /opt/vgpu/bin/vgpu-cdi-hook
     says out "--device vgpu.dev/vgpu=train"
     says out "--device vgpu.dev/vgpu=infer"
     says out "--device vgpu.dev/vgpu=far"
@@ -371,7 +376,14 @@ spec = yaml.safe_load(open(sys.argv[1]))
 lib = sys.argv[2]
 assert spec["kind"] == "vgpu.dev/vgpu", spec["kind"]
 devs = {d["name"]: d["containerEdits"] for d in spec["devices"]}
-assert list(devs) == ["train", "infer", "far"], list(devs)
+assert list(devs) == ["train", "infer", "far", "pod-0", "pod-1"], list(devs)
+# A vGPU made for containers: the runtime's hook binds it to the container's cgroup.
+for i in (0, 1):
+    assert devs[f"pod-{i}"]["env"] == [f"VGPU_NAME=pod-{i}"], devs[f"pod-{i}"]
+    assert devs[f"pod-{i}"]["hooks"] == [{"hookName": "createContainer", "path": "/opt/vgpu/bin/vgpu-cdi-hook",
+                                         "args": ["vgpu-cdi-hook", "bind", "--vgpu", f"pod-{i}", "--socket",
+                                                  "/run/vgpu-med/mediator.sock"]}], devs[f"pod-{i}"]
+assert "hooks" not in devs["train"], devs["train"]
 control = ["/dev/nvidiactl", "/dev/nvidia-uvm", "/dev/nvidia-uvm-tools"]
 assert devs["train"]["env"] == ["VGPU_NAME=train"], devs["train"]
 assert [n["path"] for n in devs["train"]["deviceNodes"]] == control + ["/dev/nvidia0"], devs["train"]

@@ -39,12 +39,15 @@
 #ifndef VGPU_LIBDIR
 #error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
 #endif
+#ifndef VGPU_BINDIR
+#error "build with -DVGPU_BINDIR=\"...\", the install bindir (meson does)"
+#endif
 
 enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
 
 enum opt {
     O_SERVICE, O_SYSTEM, O_SYMLINK, O_MEDIATOR, O_VGPU, O_MEMORY, O_COMPUTE, O_COMPUTE_MODE, O_DEVICES, O_BAR0, O_LOG, O_ALLOW_MISSING,
-    O_OUTPUT, O_CONFIG, O_STANDALONE, O_ROOT, O_LIBDIR, O_SYSTEMCTL, O_LDCONFIG, O_HELP, O_VERSION, N_OPTS
+    O_OUTPUT, O_CONFIG, O_STANDALONE, O_ROOT, O_LIBDIR, O_SYSTEMCTL, O_LDCONFIG, O_HELP, O_VERSION, O_HOOK, N_OPTS
 };
 #define BIT(o) (1u << (o))
 #define GLOBAL (BIT(O_ROOT) | BIT(O_LIBDIR) | BIT(O_SYSTEMCTL) | BIT(O_LDCONFIG))
@@ -71,6 +74,7 @@ static const struct option long_options[] = {
     { "ldconfig", required_argument, NULL, O_LDCONFIG },
     { "help", no_argument, NULL, O_HELP },
     { "version", no_argument, NULL, O_VERSION },
+    { "hook", required_argument, NULL, O_HOOK },
     { NULL, 0, NULL, 0 },
 };
 
@@ -105,6 +109,8 @@ static const char usage_text[] =
     "  --output FILE         the spec (default /etc/cdi/vgpu.yaml; - for standard output)\n"
     "  --config FILE         vgpu-mediatord's config (default " SETUP_DEFAULT_CONFIG ")\n"
     "  --symlink             LD_LIBRARY_PATH (it replaces the image's) rather than LD_PRELOAD\n"
+    "  --hook PATH           vgpu-cdi-hook, which binds a vGPU made for containers to its container\n"
+    "                        (default " VGPU_BINDIR "/vgpu-cdi-hook)\n"
     "  --standalone --devices LIST [--memory SIZE] [--compute SHARE] [--compute-mode MODE] [--vgpu NAME]\n"
     "                        one device, for a machine without a mediator (name: standalone)\n"
     "\n"
@@ -205,7 +211,7 @@ static int absolute(const struct args *a, int o)
 static int make_ctx(const struct args *a, struct setup_ctx *c)
 {
     memset(c, 0, sizeof(*c));
-    if (absolute(a, O_LIBDIR) || absolute(a, O_CONFIG) || absolute(a, O_BAR0))
+    if (absolute(a, O_LIBDIR) || absolute(a, O_CONFIG) || absolute(a, O_BAR0) || absolute(a, O_HOOK))
         return EXIT_USAGE;
     if (a->val[O_OUTPUT] && strcmp(a->val[O_OUTPUT], "-") != 0 && absolute(a, O_OUTPUT))
         return EXIT_USAGE;
@@ -300,7 +306,7 @@ static int cmd_enable_disable(const struct args *a, const struct setup_ctx *c, b
 static int cmd_cdi(const struct args *a, const struct setup_ctx *c)
 {
     bool standalone = a->seen & BIT(O_STANDALONE);
-    if (only(a, GLOBAL | BIT(O_OUTPUT) | BIT(O_CONFIG) | BIT(O_SYMLINK) | BIT(O_STANDALONE) |
+    if (only(a, GLOBAL | BIT(O_OUTPUT) | BIT(O_CONFIG) | BIT(O_SYMLINK) | BIT(O_STANDALONE) | BIT(O_HOOK) |
                     (standalone ? BIT(O_MEMORY) | BIT(O_COMPUTE) | BIT(O_COMPUTE_MODE) | BIT(O_DEVICES) | BIT(O_VGPU) : 0),
              standalone ? "cdi --standalone"
                         : "cdi (--memory, --compute, --compute-mode, --devices and --vgpu go with --standalone)"))
@@ -320,6 +326,7 @@ static int cmd_cdi(const struct args *a, const struct setup_ctx *c)
         .compute = a->val[O_COMPUTE],
         .compute_mode = a->val[O_COMPUTE_MODE],
         .devices = a->val[O_DEVICES],
+        .hook = a->val[O_HOOK] ? a->val[O_HOOK] : VGPU_BINDIR "/vgpu-cdi-hook",
     };
     char err[4096];
     if (setup_check_libs(c, o.symlink, err, sizeof(err)) != 0 || setup_cdi(c, &o, err, sizeof(err)) != 0)

@@ -31,6 +31,7 @@ static const char *const control_nodes[] = { "/dev/nvidiactl", "/dev/nvidia-uvm"
 struct cdi_device {
     char name[VGPU_NAME_LEN];
     bool remote; /* its containers hold no GPU: an executor of the mediator's runs their calls */
+    bool container; /* made for containers (containers = N): bound to its container by the hook */
     int ngpus;
     const char *tokens[VGPU_MAX_DEVICES];
     struct setup_gpu gpu[VGPU_MAX_DEVICES];
@@ -124,6 +125,7 @@ static int from_config(const struct setup_ctx *c, struct med_config *conf, struc
         struct cdi_device *d = &dev[(*ndev)++];
         snprintf(d->name, sizeof(d->name), "%s", v->name);
         d->remote = v->remote;
+        d->container = v->cls[0] != '\0';
         d->ngpus = v->ndev;
         for (int k = 0; k < v->ndev; k++)
             d->tokens[k] = v->devices[k];
@@ -211,6 +213,16 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
                 env_item(&t, "        ", "VGPU_COMPUTE_MODE", o->compute_mode);
         } else {
             env_item(&t, "        ", "VGPU_NAME", dev[i].name);
+        }
+        if (dev[i].container) {
+            /* Before the container's first process: it is admitted by its cgroup from the start. */
+            setup_text_add(&t, "      hooks:\n        - hookName: createContainer\n          path: ");
+            quoted(&t, o->hook);
+            setup_text_add(&t, "\n          args: [\"vgpu-cdi-hook\", \"bind\", \"--vgpu\", ");
+            quoted(&t, dev[i].name);
+            setup_text_add(&t, ", \"--socket\", ");
+            quoted(&t, conf->socket);
+            setup_text_add(&t, "]\n");
         }
         if (dev[i].remote) {
             setup_text_add(&t, "      mounts:\n");

@@ -27,6 +27,7 @@ struct setup_cdi_opts {
     const char *compute;     /* standalone: VGPU_COMPUTE_SHARE */
     const char *compute_mode; /* standalone: VGPU_COMPUTE_MODE */
     const char *devices;     /* standalone: its GPUs */
+    const char *hook;        /* vgpu-cdi-hook, run by the runtime for a vGPU made for containers */
 };
 
 /* Writes the spec.  0, or -1 with err. */
