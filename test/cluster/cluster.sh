@@ -145,6 +145,17 @@ bind-only-from-the-host)
             fail "root in a container bound a vGPU: $(cat "$tmp/out")"
         grep -q "refused: BIND is taken from root in the host's PID and mount namespaces alone" "$tmp/out" ||
             fail "the refusal in a container: $(cat "$tmp/out")"
+        # A pod in the host's PID namespace (its own mount namespace: the device
+        # plugin's) may take a vGPU back from its container, not give itself one.
+        unshare --mount python3 "$here/cluster_query.py" "$tmp/sock" bind train-0 "$sleeper" >"$tmp/out" &&
+            fail "root in another mount namespace bound a vGPU: $(cat "$tmp/out")"
+        grep -q "refused: BIND is taken from root in the host's PID and mount namespaces alone" "$tmp/out" ||
+            fail "the refusal in another mount namespace: $(cat "$tmp/out")"
+        "$hook" bind --vgpu train-0 --socket "$tmp/sock" --pid "$sleeper" || fail "the hook as root"
+        [ "$(record train-0 flags)" = 3 ] || fail "train-0 not bound: $(query cluster)"
+        [ "$(unshare --mount python3 "$here/cluster_query.py" "$tmp/sock" bind train-0 0)" = "" ] ||
+            fail "the device plugin's unbinding from its own mount namespace was refused"
+        [ "$(record train-0 flags)" = 1 ] || fail "train-0 still bound: $(query cluster)"
     else
         echo "# unshare does not run here: the container's case is skipped"
     fi

@@ -147,7 +147,7 @@ static bool same_ns(pid_t pid, const char *ns, const char *than)
     return stat(a, &x) == 0 && stat(b, &y) == 0 && x.st_dev == y.st_dev && x.st_ino == y.st_ino;
 }
 
-bool med_host_namespaces(pid_t pid)
+bool med_host_namespaces(pid_t pid, bool mount)
 {
-    return same_ns(pid, "pid", "self") && (same_ns(pid, "mnt", "self") || same_ns(pid, "mnt", "1"));
+    return same_ns(pid, "pid", "self") && (!mount || same_ns(pid, "mnt", "self") || same_ns(pid, "mnt", "1"));
 }

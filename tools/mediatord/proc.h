@@ -37,6 +37,7 @@ void med_user_name(uid_t uid, bool known, char *out, size_t len);
  * none (no unified hierarchy) or no such process. */
 bool med_read_cgroup(pid_t pid, char *out, size_t len);
 
-/* Is pid in the mediator's PID namespace, and in its mount namespace or
- * that of PID 1 (the host's, where a container runtime's hooks run)? */
-bool med_host_namespaces(pid_t pid);
+/* Is pid in the mediator's PID namespace (and, with mount, in its mount
+ * namespace or that of PID 1: the host's, where a container runtime's
+ * hooks run)? */
+bool med_host_namespaces(pid_t pid, bool mount);

@@ -294,16 +294,22 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     return false;
 }
 
-/* A container runtime's hook, or the device plugin, gives a vGPU made for
- * containers to the cgroup of a container's process (pid 0: to none, until
- * its next container).  Taken only from root in the host's namespaces: a
- * container's root is in its own. */
+/*
+ * A container runtime's hook gives a vGPU made for containers to the
+ * cgroup of a container's process; the device plugin takes it back (pid 0:
+ * to none, until its next container).  Taken only from root in the
+ * mediator's PID namespace, which a container's root is not in, and a
+ * binding only from the host's mount namespace too, where runtimes run
+ * their hooks: a pod in the host's PID namespace may end any process
+ * there, and so take a vGPU from its container, but not give itself one.
+ */
 static bool bind_vgpu(struct med_client *c, struct med_world *w, const struct vgpu_msg_bind *b)
 {
-    if ((c->uid != 0 && c->uid != geteuid()) || !med_host_namespaces(c->pid))
-        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND is taken from root in the host's PID and mount namespaces "
-                      "alone (a container runtime's hook, the device plugin); pid %d (%s, uid %u) is not",
-                      (int)c->pid, c->comm, (unsigned)c->uid);
+    if ((c->uid != 0 && c->uid != geteuid()) || !med_host_namespaces(c->pid, b->pid != 0))
+        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND is taken from root in the host's PID %snamespace%s alone (%s)"
+                      "; pid %d (%s, uid %u) is not", b->pid ? "and mount " : "", b->pid ? "s" : "",
+                      b->pid ? "a container runtime's hook" : "the device plugin", (int)c->pid, c->comm,
+                      (unsigned)c->uid);
     struct med_vgpu *v = med_vgpus_find(w->vgpus, b->vgpu);
     if (!v || v->retired || !v->conf.cls[0])
         return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: %s (%s)", b->vgpu,
