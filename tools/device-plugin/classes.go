@@ -1,0 +1,83 @@
+package main
+
+// From the mediator's CLUSTER to what each resource advertises: a class is
+// a [vgpu.CLASS] section with containers = N, and its devices are the vGPUs
+// it made (CLASS-0 ...), in name order.
+
+import (
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// device is one vGPU as a resource's device.
+type device struct {
+	ID      string
+	Healthy bool
+	Bound   bool   // bound to a container's cgroup (CLUSTER flag 2)
+	Why     string // why it is unhealthy
+}
+
+// classesOf gives each class's devices; unreachable marks every one
+// unhealthy, for that reason.
+func classesOf(c *cluster, unreachable string) map[string][]device {
+	out := map[string][]device{}
+	if c == nil {
+		return out
+	}
+	for _, v := range c.VGPUs {
+		if v.Flags&clusterContainers == 0 || v.Flags&(clusterRetired|clusterGuest) != 0 || v.Class == "" {
+			continue
+		}
+		d := device{ID: v.Name, Healthy: true, Bound: v.Flags&clusterBound != 0}
+		switch {
+		case v.Flags&clusterUnhealthy != 0 && v.XID != 0:
+			d.Healthy, d.Why = false, fmt.Sprintf("one of its GPUs had XID %d", v.XID)
+		case v.Flags&clusterUnhealthy != 0:
+			d.Healthy, d.Why = false, "one of its GPUs is lost"
+		case unreachable != "":
+			d.Healthy, d.Why = false, unreachable
+		}
+		out[v.Class] = append(out[v.Class], d)
+	}
+	for _, ds := range out {
+		sort.Slice(ds, func(i, j int) bool { return nameLess(ds[i].ID, ds[j].ID) })
+	}
+	return out
+}
+
+// nameLess orders names as people do: train-2 before train-10.
+func nameLess(a, b string) bool {
+	ia, ib := strings.LastIndexByte(a, '-'), strings.LastIndexByte(b, '-')
+	if ia >= 0 && ib >= 0 && a[:ia] == b[:ib] {
+		na, ea := strconv.Atoi(a[ia+1:])
+		nb, eb := strconv.Atoi(b[ib+1:])
+		if ea == nil && eb == nil && na != nb {
+			return na < nb
+		}
+	}
+	return a < b
+}
+
+func sameDevices(a, b []device) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// sortedKeys is m's keys, in order.
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}
