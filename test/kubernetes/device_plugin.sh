@@ -176,7 +176,7 @@ preferred-allocation)
     [ "$(get "$a" "e['devices']")" = "['train-3', 'train-0']" ] || fail "preferred with must_include: $a"
     a=$(ask preferred vgpu.dev/train 3 train-2,train-3)
     [ "$(get "$a" "e['devices']")" = "['train-2', 'train-3']" ] || fail "preferred of two offered: $a"
-    # A vGPU a container is bound to comes after the free ones: not offered.
+    # A vGPU a container is bound to comes after the free ones.
     if cgroups_here; then
         m=$(mark)
         bound_container train-0
@@ -190,6 +190,8 @@ preferred-allocation)
             sleep 0.1
         done
         [ "$(get "$a" "e['devices']")" = "['train-1', 'train-3']" ] || fail "preferred skipping the bound: $a"
+        a=$(ask preferred vgpu.dev/train 3 train-0,train-1,train-2,train-3)
+        [ "$(get "$a" "e['devices']")" = "['train-1', 'train-3', 'train-0']" ] || fail "preferred, bound last: $a"
     else
         echo "# not root, or no cgroup v2: the bound vGPUs' part is skipped"
     fi

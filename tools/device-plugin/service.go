@@ -92,7 +92,7 @@ func (s *classServer) usable(id string) (device, error) {
 }
 
 // GetPreferredAllocation prefers what must be included, then the healthy
-// vGPUs no container is bound to, in name order.
+// vGPUs no container is bound to, then the other healthy ones, in name order.
 func (d *devicePluginService) GetPreferredAllocation(_ context.Context, req *api.PreferredAllocationRequest) (*api.PreferredAllocationResponse, error) {
 	resp := &api.PreferredAllocationResponse{}
 	for _, c := range req.ContainerRequests {
@@ -116,13 +116,19 @@ func (s *classServer) prefer(c *api.ContainerPreferredAllocationRequest) []strin
 	for _, id := range c.AvailableDeviceIDs {
 		available[id] = true
 	}
-	for _, dev := range s.snapshot() { // in name order
-		if len(out) >= size {
-			break
-		}
-		if available[dev.ID] && !chosen[dev.ID] && dev.Healthy && !dev.Bound {
-			chosen[dev.ID] = true
-			out = append(out, dev.ID)
+	// In name order: healthy and unbound first, then healthy ones still
+	// bound to a container that has ended (the kubelet offers only the free),
+	// so that the answer has the size asked for wherever it can.
+	devs := s.snapshot()
+	for _, pass := range []func(device) bool{
+		func(dev device) bool { return dev.Healthy && !dev.Bound },
+		func(dev device) bool { return dev.Healthy },
+	} {
+		for _, dev := range devs {
+			if len(out) < size && available[dev.ID] && !chosen[dev.ID] && pass(dev) {
+				chosen[dev.ID] = true
+				out = append(out, dev.ID)
+			}
 		}
 	}
 	return out
