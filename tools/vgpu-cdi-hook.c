@@ -1,6 +1,6 @@
 /*
  * vgpu-cdi-hook: what a container runtime runs, as a CDI device's
- * createContainer hook, to give a vGPU made for containers to the
+ * createRuntime hook, to give a vGPU made for containers to the
  * container being created.  It reads the OCI state on standard input (the
  * container's pid) and asks the mediator to bind the vGPU to that
  * process's cgroup (BIND, docs/protocol.md): from the container's first
@@ -26,7 +26,7 @@ static int usage(FILE *to, int code)
 {
     fprintf(to, "usage: vgpu-cdi-hook bind --vgpu NAME [--socket PATH] [--pid PID]\n"
                 "  Binds vGPU NAME (made by containers = N in the mediator's config) to the cgroup of the\n"
-                "  container whose OCI state is on standard input (a createContainer hook), or of PID.\n"
+                "  container whose OCI state is on standard input (a createRuntime hook), or of PID.\n"
                 "  --socket: the mediator's socket (default /run/vgpu/mediator.sock).\n");
     return code;
 }
@@ -110,7 +110,7 @@ int main(int argc, char **argv)
         free(state);
         if (pid <= 0) {
             fprintf(stderr, "vgpu-cdi-hook: no container pid in the OCI state on standard input: run it as a "
-                            "createContainer hook (CDI), or give --pid\n");
+                            "createRuntime hook (CDI), or give --pid\n");
             return 1;
         }
     }

@@ -380,7 +380,7 @@ assert list(devs) == ["train", "infer", "far", "pod-0", "pod-1"], list(devs)
 # A vGPU made for containers: the runtime's hook binds it to the container's cgroup.
 for i in (0, 1):
     assert devs[f"pod-{i}"]["env"] == [f"VGPU_NAME=pod-{i}"], devs[f"pod-{i}"]
-    assert devs[f"pod-{i}"]["hooks"] == [{"hookName": "createContainer", "path": "/opt/vgpu/bin/vgpu-cdi-hook",
+    assert devs[f"pod-{i}"]["hooks"] == [{"hookName": "createRuntime", "path": "/opt/vgpu/bin/vgpu-cdi-hook",
                                          "args": ["vgpu-cdi-hook", "bind", "--vgpu", f"pod-{i}", "--socket",
                                                   "/run/vgpu-med/mediator.sock"]}], devs[f"pod-{i}"]
 assert "hooks" not in devs["train"], devs["train"]

@@ -216,7 +216,7 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
         }
         if (dev[i].container) {
             /* Before the container's first process: it is admitted by its cgroup from the start. */
-            setup_text_add(&t, "      hooks:\n        - hookName: createContainer\n          path: ");
+            setup_text_add(&t, "      hooks:\n        - hookName: createRuntime\n          path: ");
             quoted(&t, o->hook);
             setup_text_add(&t, "\n          args: [\"vgpu-cdi-hook\", \"bind\", \"--vgpu\", ");
             quoted(&t, dev[i].name);
