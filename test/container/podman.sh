@@ -19,11 +19,11 @@
 #     1.8 reads /sys/fs/cgroup/unified/cgroup.controllers): an empty file is
 #     bound over that file, in this namespace only.  crun then puts each
 #     container in its own cgroup of every hierarchy, the unified one too.
-# Containers run from a root file system directory (--rootfs, no image:
-# `podman import` writes containers/image's blob cache under
-# /var/lib/containers/cache, which no option moves), made of the host's
-# busybox-static, the loader and the libraries the programs need, and the
-# test programs.  Each run has a cgroup /vgpu-podman.XXXXXX (the name of its
+# Containers run from an image built here, never downloaded: `podman
+# import` of a root file system made of the host's busybox-static, the
+# loader and the libraries the programs need, and the test programs.
+# (containers/image writes its blob cache under /var/lib/containers/cache,
+# which no option moves: a tmpfs covers it in this namespace.)  Each run has a cgroup /vgpu-podman.XXXXXX (the name of its
 # $tmp): the containers and conmon are below its containers/ (their
 # --cgroup-parent), this script, podman and the mediator in its script/.
 # Cleanup kills every process there and removes those cgroups and $tmp, even
@@ -125,7 +125,8 @@ tmp=$VGPU_PODMAN_TMP
 base=$VGPU_PODMAN_CGROUP
 cgparent=$base/containers   # the containers' --cgroup-parent (conmon's cgroup too)
 cdi=$tmp/cdi         # the CDI spec directory Podman reads here (/run/cdi)
-rootfs=$tmp/rootfs   # the containers' root file system
+rootfs=$tmp/rootfs   # the containers' root file system, imported as
+image=localhost/vgpu-test:latest # this image
 client=$build/test/mediator/mediator_client
 cuda_lib=$build/libvgpu-cuda.so
 nvml_lib=$build/libvgpu-nvml.so
@@ -178,6 +179,12 @@ sandbox() {
         mount -t tmpfs -o mode=755,size=64m vgpu-podman-run /var/run || fail "cannot mount a tmpfs on /var/run"
     fi
     mkdir -p /run/cdi && mount --bind "$cdi" /run/cdi || fail "cannot bind $cdi on /run/cdi"
+    # containers/image's blob cache, which podman import writes whatever the storage.
+    if [ -d /var/lib/containers ]; then
+        mount -t tmpfs -o mode=700,size=16m vgpu-podman-cache /var/lib/containers
+    else
+        mount -t tmpfs -o mode=755,size=16m vgpu-podman-cache /var/lib && mkdir /var/lib/containers
+    fi || fail "cannot cover /var/lib/containers with a tmpfs"
     if [ -d /etc/cdi ]; then
         mount --bind "$tmp/no-cdi" /etc/cdi || fail "cannot hide /etc/cdi"
     fi
@@ -357,7 +364,7 @@ ctr_run() {
     local args=()
     while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
     shift
-    podman run --rm --network none --cgroup-parent "$cgparent" "${san_args[@]}" "${args[@]}" --rootfs "$rootfs" "$@"
+    podman run --rm --network none --cgroup-parent "$cgparent" "${san_args[@]}" "${args[@]}" "$image" "$@"
 }
 
 # ctr_start NAME [PODMAN-RUN-ARGS...] -- COMMAND...: the same, detached, named NAME.
@@ -368,7 +375,7 @@ ctr_start() {
     while [ $# -gt 0 ] && [ "$1" != -- ]; do args+=("$1"); shift; done
     shift
     podman run -d --name "$name" --network none --cgroup-parent "$cgparent" "${san_args[@]}" "${args[@]}" \
-        --rootfs "$rootfs" "$@" >/dev/null || fail "podman run -d --name $name failed"
+        "$image" "$@" >/dev/null || fail "podman run -d --name $name failed"
 }
 
 # ctr_pid NAME: the host's pid of the container's first process.
@@ -415,6 +422,7 @@ wait_file() {
 # ======================================================================
 sandbox
 make_rootfs
+tar -C "$rootfs" -c . | podman import - "$image" >/dev/null || fail "podman import of $rootfs failed"
 driver_spec
 
 case $scenario in
