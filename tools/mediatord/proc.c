@@ -4,6 +4,7 @@
 
 #include "vgpu_backend/contract/window/bar0.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
 #include <stdio.h>
@@ -136,6 +137,44 @@ bool med_read_cgroup(pid_t pid, char *out, size_t len)
     }
     fclose(f);
     return found;
+}
+
+/* Where the mediator's cgroup v2 hierarchy is mounted ("" none): read
+ * once, by the loop thread (its one caller). */
+static const char *cgroup2_mount(void)
+{
+    static char where[4096];
+    static bool looked;
+    if (looked)
+        return where;
+    looked = true;
+    FILE *f = fopen("/proc/self/mounts", "re");
+    char dev[256], dir[4096], type[64];
+    while (f && fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
+        if (strcmp(type, "cgroup2") == 0 && !where[0])
+            snprintf(where, sizeof(where), "%s", dir);
+    if (f)
+        fclose(f);
+    return where;
+}
+
+int med_cgroup_populated(const char *path)
+{
+    const char *mount = cgroup2_mount();
+    char events[8192], text[256];
+    if (!mount[0] || path[0] != '/' || strstr(path, "/.."))
+        return -1;
+    snprintf(events, sizeof(events), "%s%s/cgroup.events", mount, path);
+    int fd = open(events, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return errno == ENOENT ? 0 : -1;
+    ssize_t n = read(fd, text, sizeof(text) - 1);
+    close(fd);
+    if (n <= 0)
+        return -1;
+    text[n] = '\0';
+    const char *p = strstr(text, "populated ");
+    return p ? p[10] == '1' : -1;
 }
 
 static bool same_ns(pid_t pid, const char *ns, const char *than)

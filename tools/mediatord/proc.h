@@ -37,6 +37,12 @@ void med_user_name(uid_t uid, bool known, char *out, size_t len);
  * none (no unified hierarchy) or no such process. */
 bool med_read_cgroup(pid_t pid, char *out, size_t len);
 
+/* Is there a process in cgroup path (a cgroup v2 path, as
+ * med_read_cgroup gives them)?  1 or 0 from its cgroup.events where the
+ * mediator's cgroup v2 mount shows it (0 too: no such cgroup), -1 when it
+ * cannot tell. */
+int med_cgroup_populated(const char *path);
+
 /* Is pid in the mediator's PID namespace (and, with mount, in its mount
  * namespace or that of PID 1: the host's, where a container runtime's
  * hooks run)? */

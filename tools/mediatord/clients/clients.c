@@ -55,14 +55,19 @@ void med_client_refuse_fd(int fd, uint32_t code, const char *reason)
     med_sendq_clear(&q); /* what a new socket cannot take at once is not waited for */
 }
 
-/* The cap a new connection of uid would pass, said to it; false if none. */
-static bool over_cap(struct med_world *w, uid_t uid, char *reason, size_t len)
+/*
+ * The cap a new connection of uid would pass, said to it; false if none.
+ * A user's connections are counted together, but those in a vGPU's cgroup
+ * (home) apart, by that vGPU: containers all run as root, and one must not
+ * take the others' share of root's connections.
+ */
+static bool over_cap(struct med_world *w, uid_t uid, const struct med_vgpu *home, char *reason, size_t len)
 {
     const struct med_config *c = w->config;
     struct med_client *one = NULL; /* its name is looked up once per connection, not per refusal */
     int mine = 0;
     for (int i = 0; i < w->nclients; i++)
-        if (w->clients[i]->uid == uid) {
+        if (w->clients[i]->uid == uid && med_cgroup_home(w, w->clients[i]->cgroup.path, NULL) == home) {
             one = w->clients[i];
             mine++;
         }
@@ -71,9 +76,10 @@ static bool over_cap(struct med_world *w, uid_t uid, char *reason, size_t len)
                  "[mediator] of %.200s (and the descriptor limit with it, now %d: LimitNOFILE= under systemd)",
                  w->nclients, c->path, w->fd_limit);
     else if (one && mine >= c->max_connections_per_uid)
-        snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord, the most one user may have: end "
+        snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord%s%s, the most one user may have: end "
                  "some of its processes, or the operator raises max_connections_per_uid in [mediator] of %.200s",
-                 (unsigned)uid, med_client_user(one), mine, c->path);
+                 (unsigned)uid, med_client_user(one), mine, home ? " from the cgroup of vGPU " : "",
+                 home ? home->conf.name : "", c->path);
     else
         return false;
     return true;
@@ -88,7 +94,11 @@ struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_m
         return NULL;
     }
     char reason[VGPU_REASON_LEN];
-    if (over_cap(w, cred.uid, reason, sizeof(reason))) {
+    /* Its start time, then its cgroup (checked against that start time). */
+    uint64_t start_time = cred.pid ? vgpu_proc_start_time(cred.pid) : 0;
+    struct med_cgroup cgroup;
+    med_cgroup_of(cred.pid, start_time, &cgroup);
+    if (over_cap(w, cred.uid, med_cgroup_home(w, cgroup.path, NULL), reason, sizeof(reason))) {
         unsigned long held;
         w->vgpus->refused_admissions++;
         if (med_ratelimit_allow(&cap_log, now_ms, &held))
@@ -114,8 +124,8 @@ struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_m
     c->gid = cred.gid;
     c->last_ms = now_ms;
     c->ngroups = peer_groups(fd, &c->groups);
-    c->start_time = vgpu_proc_start_time(c->pid);
-    med_read_cgroup(c->pid, c->cgroup, sizeof(c->cgroup));
+    c->start_time = start_time;
+    c->cgroup = cgroup;
     med_read_comm(c->pid, c->comm, sizeof(c->comm));
     return c;
 }
@@ -158,25 +168,16 @@ static void describe_admits(const struct med_vgpu_conf *v, char *out, size_t len
         snprintf(out + n, len - n, "%sthe container it is given to", n ? ", " : "");
 }
 
-/* The most specific cgroup rule of any vGPU that holds c's cgroup (the
- * length of its path): 0 when none does, and c is admitted by its uid and
- * groups.  A process in a vGPU's cgroup is admitted there alone. */
-static size_t cgroup_rule(const struct med_world *w, const struct med_client *c)
-{
-    size_t best = 0;
-    for (int i = 0; i < w->vgpus->n; i++) {
-        size_t m = med_vgpu_cgroup_match(w->vgpus->v[i], c->cgroup);
-        best = m > best ? m : best;
-    }
-    return best;
-}
-
+/* rule: the length of the most specific cgroup rule of any vGPU that
+ * holds c's cgroup (med_cgroup_home), 0 when none does, and c is admitted
+ * by its uid and groups.  A process in a vGPU's cgroup is admitted there
+ * alone (or nowhere, while that vGPU is retired). */
 static bool admits(const struct med_vgpu *v, const struct med_client *c, size_t rule)
 {
     if (v->retired)
         return false;
     if (rule)
-        return med_vgpu_cgroup_match(v, c->cgroup) == rule;
+        return med_vgpu_cgroup_match(v, c->cgroup.path) == rule;
     return !v->conf.cls[0] && med_config_admits(&v->conf, c->uid, c->gid, c->groups, c->ngroups);
 }
 
@@ -200,7 +201,14 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
 {
     struct med_vgpus *all = w->vgpus;
     struct med_vgpu *v = NULL;
-    size_t rule = cgroup_rule(w, c);
+    size_t rule;
+    med_cgroup_home(w, c->cgroup.path, &rule);
+    if (c->cgroup.unknown && med_cgroup_rules(w)) {
+        all->refused_admissions++;
+        refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPUs here admit processes by their cgroups, and this one's cannot be "
+               "told: %s", c->cgroup.unknown);
+        return NULL;
+    }
     if (name[0]) {
         v = med_vgpus_find(all, name);
         if (!v || v->retired || v->conf.guest) {
@@ -216,7 +224,7 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
             all->refused_admissions++;
             if (rule)
                 refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit cgroup %s, which is another vGPU's: a "
-                       "container's processes use the vGPU it was given (unset VGPU_NAME)", v->conf.name, c->cgroup);
+                       "container's processes use the vGPU it was given (unset VGPU_NAME)", v->conf.name, c->cgroup.path);
             else
                 refuse(c, VGPU_REFUSE_NOT_ADMITTED, "vGPU %s does not admit uid %u (%s), gid %u; it admits %s",
                        v->conf.name, (unsigned)c->uid, med_client_user(c), (unsigned)c->gid, list);
@@ -234,7 +242,8 @@ static struct med_vgpu *pick(struct med_client *c, struct med_world *w, const ch
         all->refused_admissions++;
         refuse(c, VGPU_REFUSE_NOT_ADMITTED, "no vGPU admits uid %u (%s), gid %u%s%s; an operator lists users in "
                "uids = or gids = (or cgroups in cgroups =) of a [vgpu.NAME] section of %s", (unsigned)c->uid,
-               med_client_user(c), (unsigned)c->gid, c->cgroup[0] ? ", cgroup " : "", c->cgroup, w->config->path);
+               med_client_user(c), (unsigned)c->gid, c->cgroup.path[0] ? ", cgroup " : "", c->cgroup.path,
+               w->config->path);
     }
     return v;
 }
@@ -294,49 +303,14 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     return false;
 }
 
-/*
- * A container runtime's hook gives a vGPU made for containers to the
- * cgroup of a container's process; the device plugin takes it back (pid 0:
- * to none, until its next container).  Taken only from root in the
- * mediator's PID namespace, which a container's root is not in, and a
- * binding only from the host's mount namespace too, where runtimes run
- * their hooks: a pod in the host's PID namespace may end any process
- * there, and so take a vGPU from its container, but not give itself one.
- */
+/* BIND: a container runtime's hook, or the device plugin (cgroups.h). */
 static bool bind_vgpu(struct med_client *c, struct med_world *w, const struct vgpu_msg_bind *b)
 {
-    if ((c->uid != 0 && c->uid != geteuid()) || !med_host_namespaces(c->pid, b->pid != 0))
-        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND is taken from root in the host's PID %snamespace%s alone (%s)"
-                      "; pid %d (%s, uid %u) is not", b->pid ? "and mount " : "", b->pid ? "s" : "",
-                      b->pid ? "a container runtime's hook" : "the device plugin", (int)c->pid, c->comm,
-                      (unsigned)c->uid);
-    struct med_vgpu *v = med_vgpus_find(w->vgpus, b->vgpu);
-    if (!v || v->retired || !v->conf.cls[0])
-        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: %s (%s)", b->vgpu,
-                      !v || v->retired ? "vgpu-mediatord has no such vGPU" : "it is not made for containers "
-                      "(containers = N in its section)", w->config->path);
-    char cgroup[VGPU_CGROUP_LEN] = "";
-    if (b->pid && !med_read_cgroup((pid_t)b->pid, cgroup, sizeof(cgroup)))
-        return refuse(c, VGPU_REFUSE_UNAVAILABLE, "BIND %s: pid %u has no cgroup v2 path (no such process, or no "
-                      "unified cgroup hierarchy: containers are told apart by cgroup v2 alone)", b->vgpu, b->pid);
-    for (const char *s = cgroup; *s; s++)
-        if ((unsigned char)*s < 0x20 || *s == 0x7f)
-            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: pid %u's cgroup has a control character in its "
-                          "name", b->vgpu, b->pid);
-    if (b->pid && strcmp(cgroup, "/") == 0)
-        return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: pid %u is in the root cgroup, which holds every "
-                      "process: a container has a cgroup of its own", b->vgpu, b->pid);
-    for (int i = 0; b->pid && i < w->vgpus->n; i++) {
-        const struct med_vgpu *u = w->vgpus->v[i];
-        if (u != v && !u->retired && u->bound[0] &&
-            (med_cgroup_within(cgroup, u->bound) || med_cgroup_within(u->bound, cgroup)))
-            return refuse(c, VGPU_REFUSE_NOT_ADMITTED, "BIND %s: cgroup %s is vGPU %s's (bound to %s): one vGPU a "
-                          "container", b->vgpu, cgroup, u->conf.name, u->bound);
-    }
-    med_vgpu_bind(v, cgroup);
-    struct vgpu_msg_bound r = { 0 };
-    vgpu_proto_copy_string(r.vgpu, sizeof(r.vgpu), v->conf.name);
-    vgpu_proto_copy_string(r.cgroup, sizeof(r.cgroup), cgroup);
+    struct vgpu_msg_bound r;
+    char why[VGPU_REASON_LEN];
+    int code = med_cgroup_bind(w, c->pid, c->start_time, c->uid, b, &r, why, sizeof(why));
+    if (code)
+        return refuse(c, (uint32_t)code, "%s", why);
     return send_or_drop(c, VGPU_MSG_BOUND, &r, sizeof(r), NULL, 0);
 }
 

@@ -12,6 +12,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "tools/mediatord/clients/cgroups.h"
 #include "tools/mediatord/clients/sendq.h"
 #include "tools/mediatord/config/config.h"
 #include "tools/mediatord/mediatord.h"
@@ -30,7 +31,7 @@ struct med_client {
     gid_t *groups;               /* supplementary groups (SO_PEERGROUPS), malloc'd */
     int ngroups;
     uint64_t start_time;         /* /proc/PID/stat's, at accept */
-    char cgroup[VGPU_CGROUP_LEN]; /* its cgroup v2 path at accept; "" where there is none */
+    struct med_cgroup cgroup;    /* its cgroup, read at accept (cgroups.h) */
     char comm[16];               /* /proc/PID/comm, non-printable bytes as '?' */
     char user[32];               /* the uid's name, looked up when first needed (med_client_user) */
     uint64_t last_ms;            /* when it was accepted, or last asked something */

@@ -7,6 +7,7 @@
 
 #include <pthread.h>
 #include <stdatomic.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <unistd.h>
 
@@ -43,23 +44,43 @@ static void mark(struct med_health *h, int i, uint32_t xid)
     }
 }
 
+/* Which GPUs the driver lost: those a query of their memory says so of. */
+static void find_lost(struct med_health *h, const struct vgpu_real_nvml *nvml)
+{
+    for (int i = 0; i < h->n; i++) {
+        nvmlMemory_t mem;
+        if (nvml->memory(h->dev[i], &mem) == NVML_ERROR_GPU_IS_LOST)
+            mark(h, i, MED_XID_LOST);
+    }
+}
+
+static bool all_marked(struct med_health *h)
+{
+    for (int i = 0; i < h->n; i++)
+        if (!atomic_load(&h->xid[i]))
+            return false;
+    return true;
+}
+
 static void *wait_events(void *arg)
 {
     struct med_health *h = arg;
     const struct vgpu_real_nvml *nvml = vgpu_real_nvml(NULL);
-    for (;;) {
+    bool said = false;
+    while (!all_marked(h)) {
         nvmlEventData_t data = { 0 };
         nvmlReturn_t r = nvml->event_set_wait(h->set, &data, 5000);
         if (r == NVML_ERROR_TIMEOUT)
             continue;
         if (r == NVML_ERROR_GPU_IS_LOST) {
-            for (int i = 0; i < h->n; i++)
-                if (!data.device || data.device == h->dev[i])
-                    mark(h, i, MED_XID_LOST);
+            find_lost(h, nvml);
+            sleep(1); /* the set may keep saying so at once */
             continue;
         }
         if (r != NVML_SUCCESS) {
-            vgpu_warn("waiting for the GPUs' XID events failed (NVML error %d); tried again in 5 s", (int)r);
+            if (!said)
+                vgpu_warn("waiting for the GPUs' XID events failed (NVML error %d); tried again every 5 s", (int)r);
+            said = true;
             sleep(5);
             continue;
         }

@@ -14,7 +14,7 @@
 size_t med_vgpu_cgroup_match(const struct med_vgpu *v, const char *path)
 {
     size_t best = 0;
-    if (v->retired || !path[0])
+    if (!path[0])
         return 0;
     for (int i = 0; i < v->conf.ncgroups; i++)
         if (med_cgroup_within(path, v->conf.cgroups[i]) && strlen(v->conf.cgroups[i]) > best)

@@ -91,6 +91,8 @@ static void apply(struct med_vgpu *v, const struct med_vgpu_conf *conf, const st
                   "with until they start again", conf->name, in_vm);
     v->conf = *conf;
     v->regs = want;
+    if (!conf->cls[0] && v->bound[0]) /* a plain vGPU now: no container's */
+        med_vgpu_bind(v, "");
     for (int d = 0; d < conf->ndev; d++)
         v->gpu[d] = med_gpus_find(g, conf->devices[d]);
     for (uint32_t d = 0; d < want.device_count; d++) {

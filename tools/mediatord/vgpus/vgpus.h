@@ -171,9 +171,10 @@ bool med_vgpu_first_of_pid(const struct med_vgpu *v, int k);
 
 /* ---- containers' cgroups (bindings.c) ---- */
 
-/* How closely v admits a process of cgroup path: the length of the
- * longest of its cgroups = and its binding that holds path; 0: it does
- * not admit it by its cgroup. */
+/* How closely v holds a process of cgroup path: the length of the longest
+ * of its cgroups = and its binding that holds path; 0: it does not hold it
+ * by its cgroup.  A retired vGPU holds its cgroups still (it admits no one:
+ * its containers are admitted nowhere until they end). */
 size_t med_vgpu_cgroup_match(const struct med_vgpu *v, const char *path);
 
 /* Binds v (made for containers) to cgroup ("": unbinds it), journaled. */
