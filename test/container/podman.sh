@@ -509,6 +509,25 @@ vgpu-setup-spec-gives-each-container-its-vgpu)
         grep -q "admitted pid .* (mediator_client, uid 0) to vGPU $v" "$tmp/med.log" ||
             fail "no admission of the container's client to $v"
     done
+    # One container a vGPU: while one holds small-0, another given small-0
+    # does not start (its hook is refused), and the one there is admitted to
+    # small-0 alone, whatever VGPU_NAME says.
+    ctr_start held "${share[@]}" --device vgpu.dev/vgpu=small-0 -- sleep 60
+    # (podman exec gives its process the container's configured environment,
+    # not what CDI added to its first process's: the spec's, named again)
+    podman exec --env VGPU_NAME=large-0 --env LD_PRELOAD="$tmp/lib/libvgpu-cuda.so $tmp/lib/libvgpu-nvml.so" \
+        --env VGPU_MEDIATOR_SOCKET="$tmp/med/sock" held "$client" refused >"$tmp/other.out" 2>&1 ||
+        fail "VGPU_NAME=large-0 in small-0's container was not refused: $(tail -5 "$tmp/other.out")"
+    grep -q "vGPU large-0 does not admit cgroup $cgparent/libpod-" "$tmp/other.out" ||
+        fail "the refusal of VGPU_NAME=large-0: $(grep error "$tmp/other.out")"
+    ctr_run "${share[@]}" --device vgpu.dev/vgpu=small-0 -- true >"$tmp/second.out" 2>&1 &&
+        fail "a second container started with small-0 while the first runs"
+    # crun says only that the hook failed; the mediator's log says why.
+    grep -q "error executing hook .*vgpu-cdi-hook" "$tmp/second.out" ||
+        fail "the second container did not fail at its hook: $(tail -5 "$tmp/second.out")"
+    grep -q "refused pid .* (vgpu-cdi-hook, uid 0): BIND small-0: it is the container's of cgroup $cgparent/libpod-.*, which still runs" \
+        "$tmp/med.log" || fail "the mediator does not say why the second container was refused"
+    podman rm -f held >/dev/null
     # The same container with the mediator's socket but without a vGPU's
     # device: its root is admitted nowhere.
     ctr_run "${share[@]}" -v "$tmp/med:$tmp/med:ro" -v "$tmp/lib:$tmp/lib:ro" \

@@ -11,6 +11,9 @@ import (
 	"strings"
 )
 
+// xidLost is CLUSTER's xid for a GPU the driver lost.
+const xidLost = 0xffffffff
+
 // device is one vGPU as a resource's device.
 type device struct {
 	ID      string
@@ -32,10 +35,10 @@ func classesOf(c *cluster, unreachable string) map[string][]device {
 		}
 		d := device{ID: v.Name, Healthy: true, Bound: v.Flags&clusterBound != 0}
 		switch {
-		case v.Flags&clusterUnhealthy != 0 && v.XID != 0:
-			d.Healthy, d.Why = false, fmt.Sprintf("one of its GPUs had XID %d", v.XID)
-		case v.Flags&clusterUnhealthy != 0:
+		case v.Flags&clusterUnhealthy != 0 && (v.XID == 0 || v.XID == xidLost):
 			d.Healthy, d.Why = false, "one of its GPUs is lost"
+		case v.Flags&clusterUnhealthy != 0:
+			d.Healthy, d.Why = false, fmt.Sprintf("one of its GPUs had XID %d", v.XID)
 		case unreachable != "":
 			d.Healthy, d.Why = false, unreachable
 		}
