@@ -46,42 +46,32 @@ func (mc *mediatorConn) ask(typ uint16, payload []byte, want uint16) ([]byte, er
 	return p, nil
 }
 
+// request asks one request without a payload and parses its answer.
+func request[T any](mc *mediatorConn, req, answer uint16, parse func([]byte) (T, error)) (T, error) {
+	var none T
+	p, err := mc.ask(req, nil, answer)
+	if err != nil {
+		return none, err
+	}
+	v, err := parse(p)
+	if err != nil {
+		return none, fmt.Errorf("vgpu-mediatord at %s: %w", mc.m.socket, err)
+	}
+	return v, nil
+}
+
 func (mc *mediatorConn) status() (*status, error) {
-	p, err := mc.ask(msgStatusRequest, nil, msgStatus)
-	if err != nil {
-		return nil, err
-	}
-	s, err := parseStatus(p)
-	if err != nil {
-		return nil, fmt.Errorf("vgpu-mediatord at %s: %w", mc.m.socket, err)
-	}
-	return s, nil
+	return request(mc, msgStatusRequest, msgStatus, parseStatus)
 }
 
 // cluster asks CLUSTER of a mediator whose STATUS said it answers it.
 func (mc *mediatorConn) cluster() (*cluster, error) {
-	p, err := mc.ask(msgClusterRequest, nil, msgCluster)
-	if err != nil {
-		return nil, err
-	}
-	c, err := parseCluster(p)
-	if err != nil {
-		return nil, fmt.Errorf("vgpu-mediatord at %s: %w", mc.m.socket, err)
-	}
-	return c, nil
+	return request(mc, msgClusterRequest, msgCluster, parseCluster)
 }
 
 // computeGPUs asks COMPUTE of a mediator whose STATUS said it answers it.
 func (mc *mediatorConn) computeGPUs() (map[vgpuDevice]uint32, error) {
-	p, err := mc.ask(msgComputeRequest, nil, msgCompute)
-	if err != nil {
-		return nil, err
-	}
-	g, err := parseComputeGPUs(p)
-	if err != nil {
-		return nil, fmt.Errorf("vgpu-mediatord at %s: %w", mc.m.socket, err)
-	}
-	return g, nil
+	return request(mc, msgComputeRequest, msgCompute, parseComputeGPUs)
 }
 
 // snapshot is what one poll of the mediator read.
