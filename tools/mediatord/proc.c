@@ -139,8 +139,9 @@ bool med_read_cgroup(pid_t pid, char *out, size_t len)
     return found;
 }
 
-/* Where the mediator's cgroup v2 hierarchy is mounted ("" none): read
- * once, by the loop thread (its one caller). */
+/* Where the mediator's cgroup v2 hierarchy is mounted whole (its root, not
+ * a subtree bound elsewhere), "" where it is not: read once, by the loop
+ * thread (its one caller). */
 static const char *cgroup2_mount(void)
 {
     static char where[4096];
@@ -148,11 +149,13 @@ static const char *cgroup2_mount(void)
     if (looked)
         return where;
     looked = true;
-    FILE *f = fopen("/proc/self/mounts", "re");
-    char dev[256], dir[4096], type[64];
-    while (f && fscanf(f, "%255s %4095s %63s %*[^\n]", dev, dir, type) == 3)
-        if (strcmp(type, "cgroup2") == 0 && !where[0])
+    FILE *f = fopen("/proc/self/mountinfo", "re");
+    char line[8192], root[4096], dir[4096];
+    while (f && !where[0] && fgets(line, sizeof(line), f)) {
+        const char *dash = strstr(line, " - cgroup2 ");
+        if (dash && sscanf(line, "%*s %*s %*s %4095s %4095s", root, dir) == 2 && strcmp(root, "/") == 0)
             snprintf(where, sizeof(where), "%s", dir);
+    }
     if (f)
         fclose(f);
     return where;
