@@ -528,39 +528,12 @@ static struct shared_state *state_get(void)
     return st;
 }
 
-/* Says, once a wait for the state lock has lasted 30 s, which thread holds
- * it and whether that thread is there at all, so that a test that hangs
- * on it names the holder. */
-static void say_holder(struct shared_state *st)
-{
-    /* glibc's robust mutex: the futex word is the holder's TID and two flag bits. */
-    int tid = (int)((unsigned)st->lock.__data.__lock & 0x3fffffffu);
-    char path[64], comm[32] = "?";
-    snprintf(path, sizeof(path), "/proc/%d/comm", tid);
-    FILE *f = fopen(path, "re");
-    if (f) {
-        if (!fgets(comm, sizeof(comm), f))
-            snprintf(comm, sizeof(comm), "?");
-        comm[strcspn(comm, "\n")] = '\0';
-        fclose(f);
-    }
-    fprintf(stderr, "fake GPU (pid %d): waited 30 s for the shared state's lock, held by thread %d (%s; lock word "
-                    "0x%x)\n", (int)getpid(), tid, f ? comm : "no such thread", (unsigned)st->lock.__data.__lock);
-}
-
 static struct shared_state *lock_state(void)
 {
     struct shared_state *st = state_get();
     if (!st)
         return NULL;
-    struct timespec until;
-    clock_gettime(CLOCK_REALTIME, &until);
-    until.tv_sec += 30;
-    int rc = pthread_mutex_timedlock(&st->lock, &until);
-    if (rc == ETIMEDOUT) {
-        say_holder(st);
-        rc = pthread_mutex_lock(&st->lock);
-    }
+    int rc = pthread_mutex_lock(&st->lock);
     if (rc == EOWNERDEAD) {
         /* The holder died; every slot is self-consistent, so carry on. */
         pthread_mutex_consistent(&st->lock);
