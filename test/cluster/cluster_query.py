@@ -7,29 +7,21 @@ protocol (docs/protocol.md), for test/cluster/cluster.sh:
       BIND; prints the cgroup BOUND gives, or "refused: REASON" (exit 1)
 """
 import json
-import socket
+import os
 import struct
 import sys
 
-MAGIC, VERSION = 0x4D504756, 1
-REFUSE, BIND, BOUND, CLUSTER_REQUEST, CLUSTER = 3, 14, 15, 16, 17
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.realpath(__file__)), "..", "mediator"))
+from mediator_tenant import REFUSE, connect, frame, reason, receive  # noqa: E402 (the raw protocol's helpers)
+
+BIND, BOUND, CLUSTER_REQUEST, CLUSTER = 14, 15, 16, 17
 
 
 def ask(sock, t, payload=b""):
-    sock.sendall(struct.pack("<IHHI", MAGIC, VERSION, t, len(payload)) + payload)
-    head = b""
-    while len(head) < 12:
-        more = sock.recv(12 - len(head))
-        if not more:
-            raise SystemExit("the mediator closed the connection")
-        head += more
-    magic, version, rtype, length = struct.unpack("<IHHI", head)
-    body = b""
-    while len(body) < length:
-        more = sock.recv(length - len(body))
-        if not more:
-            raise SystemExit("the mediator closed the connection mid-answer")
-        body += more
+    sock.sendall(frame(t, payload))
+    rtype, body, _ = receive(sock)
+    if rtype is None:
+        raise SystemExit("the mediator closed the connection")
     return rtype, body
 
 
@@ -38,8 +30,7 @@ def cstr(b):
 
 
 def main():
-    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
-    s.connect(sys.argv[1])
+    s = connect(sys.argv[1])
     if sys.argv[2] == "cluster":
         t, body = ask(s, CLUSTER_REQUEST)
         assert t == CLUSTER, t
@@ -53,7 +44,7 @@ def main():
     elif sys.argv[2] == "bind":
         t, body = ask(s, BIND, struct.pack("<32sII", sys.argv[3].encode(), int(sys.argv[4]), 0))
         if t == REFUSE:
-            print("refused: " + cstr(body[4:]))
+            print("refused: " + reason(body))
             sys.exit(1)
         assert t == BOUND, t
         print(cstr(body[32:]))

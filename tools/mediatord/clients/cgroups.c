@@ -10,20 +10,13 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A path with a ".." component: one outside the reader's cgroup namespace. */
-static bool dotdot(const char *path)
-{
-    size_t n = strlen(path);
-    return strstr(path, "/../") || (n >= 3 && strcmp(path + n - 3, "/..") == 0);
-}
-
 void med_cgroup_of(pid_t pid, uint64_t start_time, struct med_cgroup *out)
 {
     out->unknown = NULL;
     if (!med_read_cgroup(pid, out->path, sizeof(out->path)))
         out->unknown = "no cgroup v2 path could be read for it (it ended, or the machine has no unified cgroup "
                        "hierarchy)";
-    else if (dotdot(out->path))
+    else if (med_cgroup_outside(out->path))
         out->unknown = "the mediator sees its cgroup from a cgroup namespace of its own: run vgpu-mediatord in "
                        "the host's (a privileged pod, or --cgroupns=host)";
     else if (!start_time || vgpu_proc_start_time(pid) != start_time)

@@ -396,8 +396,7 @@ static int cgroups(struct parse *p, struct med_vgpu_conf *v, const char *value)
         size_t n = strlen(f);
         while (n > 1 && f[n - 1] == '/')
             f[--n] = '\0';
-        if (f[0] != '/' || n < 2 || n >= VGPU_CGROUP_LEN || strstr(f, "/../") || strstr(f, "//") ||
-            (n >= 3 && strcmp(f + n - 3, "/..") == 0))
+        if (f[0] != '/' || n < 2 || n >= VGPU_CGROUP_LEN || med_cgroup_outside(f) || strstr(f, "//"))
             return error_at(p, p->line, "cgroups: \"%s\" is not a cgroup below the root, such as "
                             "/kubepods.slice/kubepods-pod1234.slice or /system.slice/train.service", f);
         snprintf(v->cgroups[i], sizeof(v->cgroups[i]), "%s", f);
@@ -683,12 +682,10 @@ bool med_cgroup_within(const char *path, const char *root)
     return root[0] == '/' && n > 1 && strncmp(path, root, n) == 0 && (path[n] == '\0' || path[n] == '/');
 }
 
-bool med_config_admits_cgroup(const struct med_vgpu_conf *v, const char *path)
+bool med_cgroup_outside(const char *path)
 {
-    for (int i = 0; i < v->ncgroups; i++)
-        if (med_cgroup_within(path, v->cgroups[i]))
-            return true;
-    return false;
+    size_t n = strlen(path);
+    return strstr(path, "/../") || (n >= 3 && strcmp(path + n - 3, "/..") == 0);
 }
 
 bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)

@@ -115,8 +115,8 @@ const struct med_vgpu_conf *med_config_find(const struct med_config *c, const ch
 /* Is path (a cgroup v2 path) root itself or below it? */
 bool med_cgroup_within(const char *path, const char *root);
 
-/* Does v's cgroups = name path's cgroup (or one above it)? */
-bool med_config_admits_cgroup(const struct med_vgpu_conf *v, const char *path);
+/* Has path a ".." component: a cgroup outside the reader's cgroup namespace? */
+bool med_cgroup_outside(const char *path);
 
 /* Does v admit a process of uid, gid and supplementary groups? */
 bool med_config_admits(const struct med_vgpu_conf *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups);
