@@ -3,7 +3,7 @@
 #include "tools/mediator_query.h"
 
 #include "common/error.h"
-#include "vgpu_backend/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/mediator_client.h"
 
 #include <errno.h>
 #include <stdio.h>

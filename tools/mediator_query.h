@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 /* Connects to the mediator at path: the descriptor, or -1 with err saying what to check. */
 int vgpu_tool_dial(const char *path, char *err, size_t errlen);

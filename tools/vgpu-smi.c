@@ -9,8 +9,8 @@
 #define _GNU_SOURCE
 #include "tools/json_out.h"
 #include "tools/mediator_query.h"
-#include "vgpu_backend/contract/protocol/mediator_client.h"
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/protocol.h"
 
 #include <getopt.h>
 #include <stdio.h>

@@ -8,8 +8,8 @@
 #include "forwarder/remote/ring.h"
 #include "forwarder/remote/shm.h"
 #include "forwarder/remote/wire.h"
-#include "vgpu_backend/contract/protocol/mediator_client.h"
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/protocol.h"
 
 #include <errno.h>
 #include <pthread.h>

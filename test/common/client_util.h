@@ -21,7 +21,7 @@
 #include <unistd.h>
 
 #include "vgpu/nvml_abi.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
 /*
- * The compute share's arbiter (vgpu_backend/contract/arbiter/sched_arbiter.c) in simulated
+ * The compute share's arbiter (common/contract/arbiter/sched_arbiter.c) in simulated
  * time: entries that want the GPU from some moment on, a GPU that gives it
  * to the holder alone, steps at each quantum's end.  Each scenario checks
  * the shares a user would measure.  `sched_arbiter_test SCENARIO`.
  */
-#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/arbiter/sched_arbiter.h"
+#include "common/contract/settings/settings.h"
 
 #include <stdbool.h>
 #include <stdio.h>

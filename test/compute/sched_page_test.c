@@ -1,5 +1,5 @@
 /*
- * The standalone compute-share page (vgpu_backend/contract/arbiter/sched_page.h) from
+ * The standalone compute-share page (common/contract/arbiter/sched_page.h) from
  * outside, for test/compute/compute.sh:
  *
  *   sched_page_test show PAGE
@@ -11,7 +11,7 @@
  *       dates that vGPU's last launch SECONDS earlier, as if its processes
  *       had been gone that long
  */
-#include "vgpu_backend/contract/arbiter/sched_page.h"
+#include "common/contract/arbiter/sched_page.h"
 
 #include <fcntl.h>
 #include <stdbool.h>

@@ -1,13 +1,13 @@
 /*
  * libFuzzer target: BAR0 windows as a process meets them in a file it did
- * not write (vgpu_backend/contract/window/bar0.c): the validator, then what every reader
+ * not write (common/contract/window/bar0.c): the validator, then what every reader
  * does with a window it accepted (the config's strings and limits, the
  * process table, the counters' rebuild).  The input is the start of a
  * window (the rest zero); its first byte picks the file size the validator
  * is told (the window's own, or the input's).  An accepted window that a
  * reader overruns or loops on is a finding too.
  */
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -1,12 +1,12 @@
 /*
- * libFuzzer target: the mediator protocol's parser (vgpu_backend/contract/protocol/protocol.c),
+ * libFuzzer target: the mediator protocol's parser (common/contract/protocol/protocol.c),
  * as the mediator meets a client's bytes and as a client meets the
  * mediator's.  Every message it accepts is then read the way its readers
  * read it (STATUS, WATCH, COMPUTE and CLUSTER records, their strings), so an accepted message that a
  * reader would overrun is a finding too.  Built with clang's
  * -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 #include <stdint.h>
 #include <string.h>

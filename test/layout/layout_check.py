@@ -111,7 +111,7 @@ def check_includes(root):
                     ok = False
         if path.startswith(('tools/', 'test/fuzz/', 'test/stress/')):
             for d in backend:
-                if not d.startswith('vgpu_backend/contract/'):
+                if not d.startswith('common/contract/'):
                     print("%s includes %s: tools reach the backend through its contract alone" % (path, d))
                     ok = False
     for comp in cycles(graph):

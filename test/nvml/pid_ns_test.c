@@ -1,5 +1,5 @@
 /*
- * Pids named as the caller sees them (vgpu_backend/contract/window/pid_ns.c), on procfs
+ * Pids named as the caller sees them (common/contract/window/pid_ns.c), on procfs
  * trees made up in a temp dir: pid_ns_test SCENARIO DIR.
  *
  *   own-namespace       the procfs is the caller's: a recorded pid of it is itself
@@ -13,7 +13,7 @@
  */
 #define _GNU_SOURCE
 #include "test/common/client_util.h"
-#include "vgpu_backend/contract/window/pid_ns.h"
+#include "common/contract/window/pid_ns.h"
 
 #include <errno.h>
 #include <sys/stat.h>

@@ -33,7 +33,7 @@
 #include <unistd.h>
 
 #include "test/common/client_util.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 /* What the (fake) GPU itself has free for the current context: the quota's refusals must come
  * while it has plenty. */

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <sys/mman.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 /* The window, initialised; NULL (said on stderr) when it cannot be mapped. */
 static inline struct vgpu_bar0 *anon_window(void)

@@ -19,7 +19,7 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #define MiB (1ull << 20)
 

@@ -29,7 +29,7 @@
  */
 #define _GNU_SOURCE
 #include "test/common/client_util.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <errno.h>
 #include <pthread.h>

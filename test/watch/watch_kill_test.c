@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "test/common/client_util.h"
 #include "tools/mediatord/watch/watch_kill.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <signal.h>
 #include <sys/wait.h>

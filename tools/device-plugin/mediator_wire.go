@@ -2,7 +2,7 @@ package main
 
 // The mediator's frames (docs/protocol.md): a 12-byte header, little-endian,
 // then the payload.  Everything read is checked as the C side checks it
-// (vgpu_backend/contract/protocol/protocol.c) before any of it is used.
+// (common/contract/protocol/protocol.c) before any of it is used.
 
 import (
 	"bytes"

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "tools/doctor/proc.h"
 #include "tools/json_out.h"
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/status_page.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "tools/doctor/proc.h"
 
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/status_page.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -33,7 +33,7 @@ const char *doc_proc_getenv(const struct doc_proc *p, const char *name);
 int doc_proc_auxv(const struct doc_fs *fs, int pid, unsigned long type, unsigned long *value);
 
 /*
- * Reads pid's status record (vgpu_backend/contract/window/status_page.h), found among its
+ * Reads pid's status record (common/contract/window/status_page.h), found among its
  * descriptors, into text (len bytes, NUL-terminated): its length, or
  * -ENOENT when it has none, or another -errno.
  */

@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/proc.h"
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <errno.h>
 #include <fcntl.h>

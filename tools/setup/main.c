@@ -19,8 +19,8 @@
 #include "tools/setup/targets/service.h"
 #include "tools/setup/targets/system.h"
 #include "tools/setup/targets/unit.h"
-#include "vgpu_backend/contract/protocol/protocol.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/protocol/protocol.h"
+#include "common/contract/settings/settings.h"
 
 #include <ctype.h>
 #include <errno.h>

@@ -28,7 +28,7 @@
 
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/compute/capture.h"
-#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+#include "common/contract/arbiter/sched_arbiter.h"
 #include "vgpu_cuda_slots.h"
 
 #include <pthread.h>

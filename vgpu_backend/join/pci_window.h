@@ -9,7 +9,7 @@
 
 #include <stddef.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 enum vgpu_pci_answer {
     VGPU_PCI_FOUND = 0,

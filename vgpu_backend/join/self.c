@@ -6,7 +6,7 @@
 #include "common/operator.h"
 #include "forwarder/real_nvml.h"
 #include "forwarder/remote/client.h"
-#include "vgpu_backend/contract/window/user_dir.h"
+#include "common/contract/window/user_dir.h"
 #include "vgpu_backend/join/pci_window.h"
 #include "vgpu_backend/join/status_publish.h"
 

@@ -14,9 +14,9 @@
 #include <stdint.h>
 
 #include "vgpu/nvml_abi.h"
-#include "vgpu_backend/contract/protocol/mediator_client.h"
-#include "vgpu_backend/contract/settings/settings.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/protocol/mediator_client.h"
+#include "common/contract/settings/settings.h"
+#include "common/contract/window/bar0.h"
 
 enum vgpu_mode {
     VGPU_MODE_OFF,     /* no vGPU configured: pass-through */

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/status_page.h"
 #include "vgpu_backend/join/self.h"
 
 #include <errno.h>

@@ -7,7 +7,7 @@
 #define _GNU_SOURCE
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
-#include "vgpu_backend/contract/window/pid_ns.h"
+#include "common/contract/window/pid_ns.h"
 #include "vgpu_backend/nvml/nvml_view.h"
 #include "vgpu_nvml_slots.h"
 

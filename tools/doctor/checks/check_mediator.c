@@ -13,7 +13,7 @@
 #include "common/error.h"
 #include "common/operator.h"
 #include "tools/mediator_query.h"
-#include "vgpu_backend/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/mediator_client.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,11 +1,11 @@
 /*
  * Which vGPU the process joined, or why it was refused: its status record
- * (vgpu_backend/contract/window/status_page.h), a sealed memfd among its descriptors.
+ * (common/contract/window/status_page.h), a sealed memfd among its descriptors.
  */
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
 
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <errno.h>
 #include <stdio.h>

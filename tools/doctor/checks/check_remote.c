@@ -8,7 +8,7 @@
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
 
-#include "vgpu_backend/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/mediator_client.h"
 
 #include <string.h>
 #include <sys/stat.h>

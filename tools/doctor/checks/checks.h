@@ -12,7 +12,7 @@
 #include "tools/doctor/proc.h"
 #include "tools/doctor/report.h"
 #include "tools/find_libs.h"
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/status_page.h"
 
 /* The two libraries vgpu stands in for. */
 enum doc_which { DOC_CUDA, DOC_NVML, DOC_NLIBS };

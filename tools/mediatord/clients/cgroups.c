@@ -4,7 +4,7 @@
 
 #include "tools/mediatord/config/config.h"
 #include "tools/mediatord/proc.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <stdio.h>
 #include <string.h>

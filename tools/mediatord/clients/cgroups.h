@@ -13,7 +13,7 @@
 
 #include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/vgpus/vgpus.h"
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 /* A process's cgroup, as read when it connected. */
 struct med_cgroup {

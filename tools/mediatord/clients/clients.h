@@ -18,7 +18,7 @@
 #include "tools/mediatord/mediatord.h"
 #include "tools/mediatord/proc.h"
 #include "tools/mediatord/vgpus/vgpus.h"
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 /* An answer not taken in this long: the connection is dropped. */
 #define MED_STALL_MS 10000

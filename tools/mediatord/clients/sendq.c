@@ -2,7 +2,7 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/clients/sendq.h"
 
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>

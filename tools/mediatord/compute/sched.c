@@ -3,7 +3,7 @@
 #include "tools/mediatord/compute/sched.h"
 
 #include "common/log.h"
-#include "vgpu_backend/contract/arbiter/futex.h"
+#include "common/contract/arbiter/futex.h"
 
 #include <errno.h>
 #include <string.h>

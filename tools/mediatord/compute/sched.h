@@ -1,7 +1,7 @@
 /*
  * The mediator's side of the compute share (docs/compute.md): for each
  * physical GPU that one of its vGPUs has a share of, it runs the arbiter
- * (vgpu_backend/contract/arbiter/sched_arbiter.h) over the vGPUs on that GPU, about every
+ * (common/contract/arbiter/sched_arbiter.h) over the vGPUs on that GPU, about every
  * millisecond, and writes the outcome into their BAR0s: which may launch
  * (the holder, and while it leaves the GPU idle the vGPUs in share mode;
  * the grant, a futex their waiting threads sleep on), a beat that
@@ -16,7 +16,7 @@
 
 #include "tools/mediatord/gpus.h"
 #include "tools/mediatord/vgpus/vgpus.h"
-#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+#include "common/contract/arbiter/sched_arbiter.h"
 
 /* One vGPU device on a GPU: an entry of that GPU's arbiter. */
 struct med_sched_member {

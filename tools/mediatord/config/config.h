@@ -10,8 +10,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "vgpu_backend/contract/protocol/protocol.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/protocol/protocol.h"
+#include "common/contract/settings/settings.h"
 
 #define MED_MAX_VGPUS 64
 #define MED_MAX_IDS 64

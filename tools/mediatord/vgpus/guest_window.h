@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 struct med_guest_window {
     struct vgpu_bar0 *bar; /* the mediator's mapping, or NULL */

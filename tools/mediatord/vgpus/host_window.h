@@ -21,7 +21,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 struct med_host_window {
     struct vgpu_bar0 *bar;  /* the mediator's mapping, config read-write */

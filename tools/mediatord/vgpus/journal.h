@@ -20,8 +20,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "vgpu_backend/contract/protocol/protocol.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/protocol/protocol.h"
+#include "common/contract/window/bar0.h"
 
 struct med_journal_proc {
     pid_t pid;

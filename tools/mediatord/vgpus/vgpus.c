@@ -7,7 +7,7 @@
 #include "tools/mediatord/config/state_dir.h"
 #include "tools/mediatord/remote/vm_channels.h"
 #include "tools/mediatord/vgpus/guest_window.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -25,7 +25,7 @@
 #include "tools/mediatord/vgpus/guest_window.h"
 #include "tools/mediatord/vgpus/host_window.h"
 #include "tools/mediatord/vgpus/journal.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 /* Process slots one process may hold in a vGPU: a process that loads vgpu
  * twice (dlmopen, a second copy under another name) holds 2. */

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "tools/mediatord/watch/watch_kill.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -3,7 +3,7 @@
 #include "tools/mediatord/watch/watch_kill.h"
 
 #include "common/error.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include <errno.h>
 #include <signal.h>

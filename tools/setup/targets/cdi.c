@@ -7,7 +7,7 @@
 #include "tools/setup/files.h"
 #include "tools/setup/gpus.h"
 #include "tools/setup/text.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+#include "common/contract/arbiter/sched_arbiter.h"
 
 #define VGPU_SCHED_PAGE_MAGIC 0x4448435355504756ull /* "VGPUSCHD" */
 /* 3: leftover floors that expire; 4: the arbiter's floor of virtual time;

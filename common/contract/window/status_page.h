@@ -34,7 +34,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #define VGPU_STATUS_PAGE_NAME "vgpu-status"
 /* What readlink(2) says of the descriptor in /proc/PID/fd. */

@@ -1,7 +1,7 @@
 /* The compute share's arbiter; see sched_arbiter.h and docs/compute.md. */
-#include "vgpu_backend/contract/arbiter/sched_arbiter.h"
+#include "common/contract/arbiter/sched_arbiter.h"
 
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <string.h>
 

@@ -1,6 +1,6 @@
 /* The process's status record; see status_page.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/status_page.h"
 
 #include "common/error.h"
 

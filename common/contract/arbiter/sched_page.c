@@ -1,10 +1,10 @@
 /* Standalone vGPUs' shared arbiter page; see sched_page.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/arbiter/sched_page.h"
+#include "common/contract/arbiter/sched_page.h"
 
 #include "common/error.h"
 #include "common/log.h"
-#include "vgpu_backend/contract/arbiter/futex.h"
+#include "common/contract/arbiter/futex.h"
 
 #include <errno.h>
 #include <fcntl.h>

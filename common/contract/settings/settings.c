@@ -1,6 +1,6 @@
 /* Standalone vGPU settings from the environment; see settings.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include "common/error.h"
 

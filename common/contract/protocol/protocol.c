@@ -1,6 +1,6 @@
 /* The mediator protocol: parsing, validation, sending; see protocol.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/protocol/protocol.h"
+#include "common/contract/protocol/protocol.h"
 
 #include "common/error.h"
 

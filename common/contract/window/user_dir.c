@@ -1,6 +1,6 @@
 /* The directory of this user's own in /dev/shm; see user_dir.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/window/user_dir.h"
+#include "common/contract/window/user_dir.h"
 
 #include "common/error.h"
 #include "common/log.h"

@@ -1,6 +1,6 @@
 /* The client side of vgpu-mediatord; see mediator_client.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/mediator_client.h"
 
 #include "common/error.h"
 #include "common/operator.h"

@@ -1,7 +1,7 @@
 /* Pids as the caller sees them: pid_ns.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/window/pid_ns.h"
-#include "vgpu_backend/contract/window/status_page.h"
+#include "common/contract/window/pid_ns.h"
+#include "common/contract/window/status_page.h"
 
 #include <ctype.h>
 #include <dirent.h>

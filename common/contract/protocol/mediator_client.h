@@ -9,8 +9,8 @@
 
 #include <stdint.h>
 
-#include "vgpu_backend/contract/protocol/protocol.h"
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/protocol/protocol.h"
+#include "common/contract/window/bar0.h"
 
 #define VGPU_MEDIATOR_DEFAULT_SOCKET "/run/vgpu/mediator.sock"
 

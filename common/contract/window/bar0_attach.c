@@ -4,10 +4,10 @@
  * mediated window's two descriptors.  See bar0.h.
  */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include "common/error.h"
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -4,11 +4,11 @@
  * job.  See bar0.h and docs/bar0.md.
  */
 #define _GNU_SOURCE
-#include "vgpu_backend/contract/window/bar0.h"
+#include "common/contract/window/bar0.h"
 
 #include "common/error.h"
 #include "common/log.h"
-#include "vgpu_backend/contract/window/pid_ns.h"
+#include "common/contract/window/pid_ns.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -32,7 +32,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "vgpu_backend/contract/settings/settings.h"
+#include "common/contract/settings/settings.h"
 
 #define VGPU_BAR0_MAGIC 0x3052414255504756ull /* "VGPUBAR0" little-endian, 8 bytes */
 /* 2: a slot's busy word (counters are rebuilt from the slots); 3: the
