@@ -1,6 +1,6 @@
 /*
  * libFuzzer target: the executor's side of the remote driver's protocol
- * (tools/executor/serve.c, exec_manual.c and the generated dispatchers), as
+ * (forwarder/remote/executor/serve.c, the hand-written calls and the generated dispatchers), as
  * a hostile guest meets it.  The input is a run of messages, each a header
  * (its call taken modulo the slots, its length cut to what is left) and its
  * payload, served one after another, for CUDA or NVML as the first byte
@@ -10,8 +10,8 @@
  * names, images) must stay within it whatever the bytes say.  Built with
  * clang's -fsanitize=fuzzer,address,undefined (test/fuzz/meson.build).
  */
-#include "forwarder/remote/wire.h"
-#include "tools/executor/executor.h"
+#include "forwarder/remote/transport/wire.h"
+#include "forwarder/remote/executor/executor.h"
 
 #include <fcntl.h>
 #include <stdlib.h>

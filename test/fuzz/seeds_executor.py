@@ -2,7 +2,7 @@
 (a carried call's words, a module image, a function's name, copies, a
 launch with its parameters), each message a 24-byte header and its payload,
 after a first byte that picks the library (0: CUDA).
-Usage: seeds_executor.py DIR ABI SYMBOLS (forwarder/remote/cuda.remote,
+Usage: seeds_executor.py DIR ABI SYMBOLS (forwarder/remote/spec/cuda.remote,
 interpose/cuda.symbols: the slots)."""
 import os
 import struct

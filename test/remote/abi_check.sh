@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# A remote driver's committed ABI (forwarder/remote/LIB.remote) is what
+# A remote driver's committed ABI (forwarder/remote/spec/LIB.remote) is what
 # tools/generate/gen_remote_abi.py makes of the library's header now.
 # abi_check.sh PYTHON SOURCE_ROOT LIB HEADER CC...   Skips (77) without the header;
 # NVML_H, when set, names nvml.h instead.
@@ -13,8 +13,8 @@ out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
 "$python" "$src/tools/generate/gen_remote_abi.py" --cc "$*" --lib "$lib" --header "$header" \
     --symbols "$src/interpose/$lib.symbols" >"$out" || exit 1
-if ! diff -u "$src/forwarder/remote/$lib.remote" "$out"; then
-    echo "FAIL: forwarder/remote/$lib.remote is not what gen_remote_abi.py makes of $header: run it again"
+if ! diff -u "$src/forwarder/remote/spec/$lib.remote" "$out"; then
+    echo "FAIL: forwarder/remote/spec/$lib.remote is not what gen_remote_abi.py makes of $header: run it again"
     exit 1
 fi
 echo "ok: $(awk '$2 == "carried"' "$out" | wc -l) carried, $(awk '$2 == "manual"' "$out" | wc -l) manual, $(awk '$2 == "absent"' "$out" | wc -l) absent"

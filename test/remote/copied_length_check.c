@@ -1,6 +1,6 @@
 /*
  * What the executor measures of the driver's device layout
- * (vgpu_exec_copied_length, tools/executor/calls/exec_private.c): the bytes a
+ * (vgpu_exec_copied_length, forwarder/remote/executor/cuda/private/export_tables.c): the bytes a
  * function copies into chunks it takes with malloc, exactly, on a heap
  * whose free chunks of that size hold other data; not the chunks' length,
  * whose tail would carry the executor's heap to the guest.  An answer that
@@ -10,13 +10,13 @@
  * allocator, which does not hand freed chunks back at once, nothing is
  * measured.
  */
-#include "tools/executor/calls/exec_manual.h"
+#include "forwarder/remote/executor/cuda/calls.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* What exec_private.c calls besides: not reached by vgpu_exec_copied_length. */
+/* What forwarder/remote/executor/cuda/private/export_tables.c calls besides: not reached by vgpu_exec_copied_length. */
 int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
 {
     (void)x, (void)r, (void)iov, (void)n;

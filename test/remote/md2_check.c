@@ -1,6 +1,6 @@
-/* md2_check: vgpu's MD2 and HMAC-MD2 (forwarder/remote/cuda/private/hmac_md2.c) against
+/* md2_check: vgpu's MD2 and HMAC-MD2 (forwarder/remote/guest/cuda/private/hmac_md2.c) against
  * RFC 1319's test suite and an HMAC computed by its definition (RFC 2104). */
-#include "forwarder/remote/cuda/private/hmac_md2.h"
+#include "forwarder/remote/guest/cuda/private/hmac_md2.h"
 
 #include <stdio.h>
 #include <string.h>

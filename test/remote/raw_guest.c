@@ -10,8 +10,8 @@
  *   raw_guest SOCKET
  */
 #define _GNU_SOURCE
-#include "forwarder/remote/sha256.h"
-#include "forwarder/remote/wire.h"
+#include "forwarder/remote/transport/sha256.h"
+#include "forwarder/remote/transport/wire.h"
 
 #include "vgpu_cuda_slots.h"
 #include "vgpu_remote_cuda.h"

@@ -1,5 +1,5 @@
 /*
- * The shared-memory ring (forwarder/remote/ring.c) between two processes,
+ * The shared-memory ring (forwarder/remote/transport/ring.c) between two processes,
  * as a guest and its executor use it:
  *
  * - stream: a child (the guest) sends messages of random lengths, longer
@@ -19,7 +19,7 @@
  *   ring_test SCENARIO
  */
 #define _GNU_SOURCE
-#include "forwarder/remote/ring.h"
+#include "forwarder/remote/transport/ring.h"
 
 #include <errno.h>
 #include <signal.h>

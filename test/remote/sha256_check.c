@@ -1,10 +1,10 @@
 /*
- * sha256_check: vgpu's SHA-256 (forwarder/remote/sha256.c), by which the
+ * sha256_check: vgpu's SHA-256 (forwarder/remote/transport/sha256.c), by which the
  * executor's cache names module images, against FIPS 180-4's examples, and
  * the SHA extensions' code (where the CPU has them) against the portable
  * code on every length up to 4 KiB and on a few large buffers.
  */
-#include "forwarder/remote/sha256.h"
+#include "forwarder/remote/transport/sha256.h"
 
 #include <stdio.h>
 #include <stdlib.h>

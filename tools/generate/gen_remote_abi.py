@@ -2,9 +2,9 @@
 """Write the remote driver's ABI description from a toolkit's cuda.h or nvml.h.
 
     gen_remote_abi.py --cc CC --header /usr/local/cuda/include/cuda.h \
-        --symbols interpose/cuda.symbols > forwarder/remote/cuda.remote
+        --symbols interpose/cuda.symbols > forwarder/remote/spec/cuda.remote
     gen_remote_abi.py --cc CC --lib nvml --header .../nvml.h \
-        --symbols interpose/nvml.symbols > forwarder/remote/nvml.remote
+        --symbols interpose/nvml.symbols > forwarder/remote/spec/nvml.remote
 
 For every function the library exports (the committed symbol list) it finds
 the prototype the header declares under that exact name (read with

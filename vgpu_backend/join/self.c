@@ -5,7 +5,7 @@
 #include "common/log.h"
 #include "common/operator.h"
 #include "forwarder/real_nvml.h"
-#include "forwarder/remote/client.h"
+#include "forwarder/remote/guest/client.h"
 #include "common/contract/window/user_dir.h"
 #include "vgpu_backend/join/pci_window.h"
 #include "vgpu_backend/join/status_publish.h"

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "common/log.h"
-#include "forwarder/remote/channels/channels.h"
+#include "forwarder/remote/transport/channels.h"
 #include "tools/mediatord/config/state_dir.h"
 #include "tools/mediatord/remote/executor.h"
 

@@ -1,7 +1,7 @@
 /*
  * A remote vGPU's channels for a VM (vm_channels = N, docs/vm.md):
  * state_dir/NAME.channels, a file the size of an ivshmem BAR holding N
- * channels (forwarder/remote/channels/channels.h), which QEMU maps into
+ * channels (forwarder/remote/transport/channels.h), which QEMU maps into
  * the VM and `vgpu-executor --bar-fd` serves, started by the mediator as
  * the vGPU's executor_user with the file's descriptor (it needs no rights
  * on the file).  The file is trusted as the other files in state_dir

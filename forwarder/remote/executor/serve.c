@@ -1,0 +1,293 @@
+/* One guest's executor: the handle set and the loop of calls (executor.h). */
+#define _GNU_SOURCE
+#include "forwarder/remote/executor/executor.h"
+#include "forwarder/remote/executor/image_cache.h"
+
+#include "common/log.h"
+#include "forwarder/remote/transport/ring.h"
+#include "forwarder/remote/transport/wire.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/prctl.h>
+#include <unistd.h>
+
+/* The guest's HELLO: which library it drives, at which ABI; that library
+ * loaded.  0, or -1 having said why. */
+/* The executor's own name: "r:" and its guest's command's (printable
+ * characters only), so that the host's listings (vgpu-smi, ps) say whose
+ * calls it makes. */
+static void take_name(const char *comm)
+{
+    char name[16] = "r:";
+    size_t n = 2;
+    for (size_t i = 0; i < 15 && comm[i] && n < 15; i++)
+        name[n++] = comm[i] > 0x20 && comm[i] < 0x7f ? comm[i] : '_';
+    name[n] = 0;
+    prctl(PR_SET_NAME, name);
+}
+
+/* The guest's CUDA_VISIBLE_DEVICES (value, rewritten in place) as a choice
+ * among the executor's own: an index is the executor's entry at it, a name
+ * (a UUID) stands if the executor's list has it; as the driver does, the
+ * list ends at the first entry that is neither. */
+static void among(const char *own, char *value, size_t size)
+{
+    char mine[VGPU_REMOTE_ENV_BYTES], *entry[64], out[VGPU_REMOTE_ENV_BYTES] = "";
+    int n = 0;
+    snprintf(mine, sizeof(mine), "%s", own);
+    for (char *save = NULL, *t = strtok_r(mine, ",", &save); t && n < 64; t = strtok_r(NULL, ",", &save))
+        entry[n++] = t;
+    size_t used = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(value, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        char *end;
+        long i = strtol(t, &end, 10);
+        const char *pick = NULL;
+        if (*t && !*end)
+            pick = i >= 0 && i < n ? entry[i] : NULL;
+        else
+            for (int k = 0; !pick && k < n; k++)
+                pick = strcmp(entry[k], t) == 0 ? entry[k] : NULL;
+        if (!pick)
+            break;
+        int w = snprintf(out + used, sizeof(out) - used, "%s%s", used ? "," : "", pick);
+        if (w < 0 || (size_t)w >= sizeof(out) - used)
+            break;
+        used += (size_t)w;
+    }
+    snprintf(value, size, "%s", out);
+}
+
+/* The guest's driver settings (wire.h): each NAME=VALUE of env's n bytes
+ * whose name is one of them and whose value is plain (letters, digits and
+ * ",-_:."), taken into this process's environment before its driver
+ * starts; vgpu's backend here then holds them within the vGPU, as it does
+ * a local process's.  Others are refused, said. */
+static void take_settings(const char *env, size_t n)
+{
+    static const char *const names[] = VGPU_REMOTE_ENV_NAMES;
+    for (size_t at = 0; at < n;) {
+        const char *e = env + at, *end = memchr(e, 0, n - at), *eq = end ? memchr(e, '=', (size_t)(end - e)) : NULL;
+        if (!end)
+            break;
+        at = (size_t)(end - env) + 1;
+        bool known = false;
+        for (size_t i = 0; eq && i < sizeof(names) / sizeof(*names); i++)
+            known = known || (strlen(names[i]) == (size_t)(eq - e) && memcmp(names[i], e, (size_t)(eq - e)) == 0);
+        bool plain = eq != NULL;
+        for (const char *c = eq ? eq + 1 : e; plain && c < end; c++)
+            plain = (*c >= '0' && *c <= '9') || (*c >= 'a' && *c <= 'z') || (*c >= 'A' && *c <= 'Z') ||
+                    strchr(",-_:.", *c);
+        if (!known || !plain) {
+            char shown[65]; /* the guest's bytes, printable: no line of the log is the guest's to write */
+            size_t k = 0;
+            for (; k < sizeof(shown) - 1 && e[k]; k++)
+                shown[k] = e[k] >= 0x20 && e[k] < 0x7f ? e[k] : '?';
+            shown[k] = 0;
+            vgpu_warn("executor: the guest's setting \"%s\" is not one it may give: ignored", shown);
+            continue;
+        }
+        char name[64], value[VGPU_REMOTE_ENV_BYTES];
+        snprintf(name, sizeof(name), "%.*s", (int)(eq - e), e);
+        snprintf(value, sizeof(value), "%s", eq + 1);
+        const char *own = strcmp(name, "CUDA_VISIBLE_DEVICES") == 0 ? getenv(name) : NULL;
+        if (own)
+            among(own, value, sizeof(value));
+        setenv(name, value, 1);
+        vgpu_info("executor: the guest's %s%s%s", e, own ? ", among the executor's own: " : "", own ? value : "");
+    }
+}
+
+static int hello(struct vgpu_exec *x)
+{
+    struct vgpu_remote_hdr h;
+    uint64_t words[3];
+    char comm[16], env[VGPU_REMOTE_ENV_BYTES];
+    size_t fixed = sizeof(words) + sizeof(comm);
+    if (vgpu_wire_read_hdr(&x->wire, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len < fixed ||
+        h.len > fixed + sizeof(env) || vgpu_wire_read(&x->wire, words, sizeof(words)) != 0 ||
+        vgpu_wire_read(&x->wire, comm, sizeof(comm)) != 0 ||
+        (h.len > fixed && vgpu_wire_read(&x->wire, env, h.len - fixed) != 0)) {
+        vgpu_error("executor: the guest did not say hello: closing");
+        return -1;
+    }
+    const struct vgpu_exec_library *lib = words[2] == vgpu_exec_cuda.id   ? &vgpu_exec_cuda
+                                          : words[2] == vgpu_exec_nvml.id ? &vgpu_exec_nvml
+                                                                          : NULL;
+    if (!lib || words[0] != lib->hash) {
+        vgpu_error("executor: guest %llu speaks another version of the remote ABI (library %llu, %016llx): "
+                   "refused; guest and executor must come from one vgpu build",
+                   (unsigned long long)words[1], (unsigned long long)words[2], (unsigned long long)words[0]);
+        vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, lib ? (uint32_t)lib->not_supported : 1u, 0, NULL, 0);
+        return -1;
+    }
+    x->lib = lib;
+    if (lib->id == vgpu_exec_cuda.id)
+        take_settings(env, h.len - fixed);
+    x->fn = calloc(lib->count, sizeof(*x->fn));
+    x->driver = x->fn ? dlopen(lib->driver, RTLD_NOW | RTLD_GLOBAL) : NULL;
+    if (!x->driver) {
+        vgpu_error("executor: cannot load %s for guest %llu: %s", lib->driver, (unsigned long long)words[1],
+                   x->fn ? dlerror() : "out of memory");
+        vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
+        return -1;
+    }
+    comm[sizeof(comm) - 1] = 0;
+    take_name(comm);
+    char shown[16];
+    prctl(PR_GET_NAME, shown);
+    vgpu_info("executor: serving guest process %llu (%s) as %s (%s)", (unsigned long long)words[1], shown + 2,
+              shown, lib->driver);
+    /* The window of addresses shared blocks take (shared_host.c), before
+     * the driver reserves its own. */
+    uint64_t window[3] = { 0, 0, 0 }; /* and the executor's flags: its cache of module images */
+    if (lib->id == vgpu_exec_cuda.id && (x->wire.fd >= 0 || x->bulk.fd >= 0))
+        vgpu_exec_reserve_window(x, &window[0], &window[1]);
+    if (lib->id == vgpu_exec_cuda.id && vgpu_exec_cache_open())
+        window[2] |= VGPU_REMOTE_HELLO_IMAGE_CACHE;
+    struct iovec v = { window, sizeof(window) };
+    return vgpu_exec_reply(x, 0, &v, 1);
+}
+
+int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload)
+{
+    if (h->type != VGPU_REMOTE_CALL || h->call >= x->lib->count) {
+        vgpu_error("executor: a message that is not a call of the driver (type %u, call %u): closing",
+                   (unsigned)h->type, (unsigned)h->call);
+        return VGPU_EXEC_CLOSE;
+    }
+    const struct vgpu_exec_call *c = &x->lib->table[h->call];
+    const char *name = x->lib->names[h->call];
+    /* A copy to or from a shared block (shared_host.c); one to it may be
+     * asynchronous, its bytes landing there, not in a reply. */
+    bool shared = (h->flags & VGPU_REMOTE_SHARED) != 0;
+    if (shared && (x->lib->id != 0 || (strcmp(name, "cuMemcpyHtoD_v2") != 0 && strcmp(name, "cuMemcpyDtoH_v2") != 0 &&
+                                       strcmp(name, "cuMemcpyHtoDAsync_v2") != 0 &&
+                                       strcmp(name, "cuMemcpyDtoHAsync_v2") != 0))) {
+        vgpu_error("executor: %s sent as a copy of shared memory, which it is not: closing", name);
+        return VGPU_EXEC_CLOSE;
+    }
+    /* A load whose image is named by its hash (image_cache.h). */
+    bool by_hash = (h->flags & VGPU_REMOTE_BY_HASH) != 0;
+    if (by_hash && (x->lib->id != 0 || (h->flags & VGPU_REMOTE_ASYNC) ||
+                    (strcmp(name, "cuModuleLoadData") != 0 && strcmp(name, "cuModuleLoadDataEx") != 0 &&
+                     strcmp(name, "cuLibraryLoadData") != 0))) {
+        vgpu_error("executor: %s sent with its image named by hash, which it has not: closing", name);
+        return VGPU_EXEC_CLOSE;
+    }
+    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async && !(shared && strcmp(name, "cuMemcpyDtoHAsync_v2") == 0)) {
+        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", x->lib->names[h->call]);
+        return VGPU_EXEC_CLOSE;
+    }
+    x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
+    x->shared_host = shared;
+    x->by_hash = by_hash;
+    x->sync = c->sync;
+    x->call = x->lib->names[h->call];
+    void *fn = vgpu_exec_function(x, h->call);
+    int sent;
+    if (!c->words && !c->manual) {
+        sent = vgpu_exec_reply(x, x->lib->not_supported, NULL, 0);
+    } else if (!fn) {
+        sent = vgpu_exec_reply(x, x->lib->not_found, NULL, 0);
+    } else if (c->manual) {
+        sent = c->manual(x, fn, payload, h->len);
+    } else {
+        if (h->len != c->nin * sizeof(uint64_t)) {
+            vgpu_error("executor: %s with %llu bytes of arguments, not %u: closing", x->lib->names[h->call],
+                       (unsigned long long)h->len, c->nin * 8);
+            return VGPU_EXEC_CLOSE;
+        }
+        uint64_t out[8] = { 0 };
+        int r = c->words(x, fn, payload, out);
+        struct iovec v = { out, r == 0 ? c->nout * sizeof(uint64_t) : 0 };
+        sent = vgpu_exec_reply(x, r, &v, 1);
+    }
+    return sent;
+}
+
+/* The guest's RING (wire.h): the shared-memory ring made, its memfd sent
+ * over the socket, and every message after on the ring.  0; -1 when the
+ * guest is gone; VGPU_EXEC_CLOSE when it asks twice or wrongly. */
+static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct vgpu_remote_hdr *h, const void *payload)
+{
+    if (x->wire.ring || x->wire.fd < 0 || h->len != sizeof(uint64_t)) {
+        vgpu_error("executor: a malformed request for a shared-memory ring (%llu bytes%s): closing",
+                   (unsigned long long)h->len, x->wire.ring ? ", on the ring already" : "");
+        return VGPU_EXEC_CLOSE;
+    }
+    uint64_t want = vgpu_exec_word(payload, 0), spin, ignored;
+    char why[256];
+    if (vgpu_ring_settings(&ignored, &spin, why, sizeof(why)) != 0)
+        vgpu_warn("executor: %s", why);
+    int memfd = -1;
+    if (vgpu_ring_create(ring, want, x->wire.fd, &memfd) != 0) {
+        vgpu_warn("executor: no shared-memory ring of 2 x %llu bytes for the guest (%s): its calls go through the "
+                  "socket",
+                  (unsigned long long)want, strerror(errno));
+        return vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, (uint32_t)x->lib->not_supported, NULL, 0, -1);
+    }
+    ring->spin_ns = spin;
+    uint64_t length = ring->length;
+    struct iovec v = { &length, sizeof(length) };
+    int sent = vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, 0, &v, 1, memfd);
+    close(memfd);
+    x->wire.ring = ring;
+    vgpu_debug("executor: the guest's calls come through a shared-memory ring of 2 x %llu MiB",
+               (unsigned long long)(want >> 20));
+    return sent;
+}
+
+int vgpu_exec_serve(int fd)
+{
+    /* A connection handed over by the mediator comes non-blocking (its loop's). */
+    int fl = fcntl(fd, F_GETFL);
+    if (fl >= 0 && (fl & O_NONBLOCK))
+        fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd }, NULL);
+}
+
+int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk *bulk)
+{
+    struct vgpu_exec x = { .wire = *w, .bulk = { .fd = -1 } };
+    if (bulk)
+        x.bulk = *bulk;
+    struct vgpu_ring ring = { 0 };
+    if (hello(&x) != 0)
+        return 1;
+    void *buf = NULL;
+    size_t cap = 0;
+    for (;;) {
+        struct vgpu_remote_hdr h;
+        if (vgpu_wire_read_hdr(&x.wire, &h) != 0) {
+            if (errno == 0)
+                return 0; /* the guest went: its process ends, and the driver frees what it held */
+            vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
+            return 1;
+        }
+        if (h.len > cap) {
+            void *grown = realloc(buf, h.len);
+            if (!grown) {
+                vgpu_error("executor: out of memory for a message of %llu bytes", (unsigned long long)h.len);
+                return 1;
+            }
+            buf = grown;
+            cap = h.len;
+        }
+        if (h.len && vgpu_wire_read(&x.wire, buf, h.len) != 0)
+            return 1;
+        int sent = h.type == VGPU_REMOTE_RING      ? give_ring(&x, &ring, &h, buf)
+                   : h.type == VGPU_REMOTE_SHARE   ? vgpu_exec_share(&x, buf, h.len)
+                   : h.type == VGPU_REMOTE_UNSHARE ? vgpu_exec_unshare(&x, buf, h.len)
+                                                   : vgpu_exec_one(&x, &h, buf);
+        if (sent == VGPU_EXEC_CLOSE)
+            return 1;
+        if (sent != 0)
+            return errno == EPIPE || errno == ECONNRESET ? 0 : 1;
+    }
+}

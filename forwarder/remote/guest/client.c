@@ -1,0 +1,493 @@
+/* The guest's connection to its executor (client.h, docs/remote.md). */
+#define _GNU_SOURCE
+#include "forwarder/remote/guest/client.h"
+
+#include "common/log.h"
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/guest/channel.h"
+#include "forwarder/remote/transport/ring.h"
+#include "forwarder/remote/transport/shm.h"
+#include "forwarder/remote/transport/wire.h"
+#include "common/contract/protocol/mediator_client.h"
+#include "common/contract/protocol/protocol.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+/* The connection, owned by this file: one call at a time under lock.
+ * connection says whether it is made; conn.fd is its socket (-1 over a channel,
+ * which has none), conn.ring &ring once the executor gave one. */
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static enum { LINK_NONE, LINK_UP, LINK_BROKEN } connection; /* not made yet; made; failed or broke: every call fails */
+static struct vgpu_wire conn = { .fd = -1 };
+static struct vgpu_ring ring;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+/* The executor's window for shared page-locked memory, reserved here too
+ * (at the same addresses), or 0 and 0: under lock, set at the hello.
+ * Over a channel, the channel's bulk is mapped there (window_backed). */
+static uint64_t window, window_size;
+static bool window_backed;
+/* Whether the executor keeps a cache of module images (set at the hello). */
+static bool image_cache;
+
+/* Under lock, over a channel about to be let go: what of its bulk this
+ * process mapped becomes private memory with the same bytes (its page-
+ * locked blocks stay readable and writable here), so that the channel's
+ * next owner never shares them. */
+static void privatize_window(void)
+{
+    if (!window_backed)
+        return;
+    void *copy = mmap(NULL, window_size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (copy != MAP_FAILED) {
+        memcpy(copy, (void *)(uintptr_t)window, window_size);
+        if (mremap(copy, window_size, window_size, MREMAP_MAYMOVE | MREMAP_FIXED, (void *)(uintptr_t)window) ==
+            MAP_FAILED)
+            munmap(copy, window_size);
+        else
+            copy = NULL;
+    }
+    if (copy == MAP_FAILED || copy) /* no copy: the bulk unmapped, its addresses inaccessible */
+        vgpu_shm_reserve((void *)(uintptr_t)window, window_size);
+    window_backed = false;
+}
+
+/* Closes the connection (and unmaps its ring, or lets its channel go);
+ * connection becomes after. */
+static void disconnect(int after)
+{
+    if (conn.ring)
+        vgpu_ring_detach(conn.ring);
+    if (conn.ring && conn.fd < 0) {
+        privatize_window();
+        vgpu_channel_release();
+    }
+    conn.ring = NULL;
+    if (conn.fd >= 0)
+        close(conn.fd);
+    conn.fd = -1;
+    connection = after;
+}
+
+/* A child of fork does not share its parent's executor: it makes its own
+ * connection at its first call (the parent's stays the parent's). */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&lock, NULL);
+    /* The parent's channel (if any) stays the parent's, and so does its
+     * heartbeat thread; its ring is not this process's to let go. */
+    vgpu_channel_forget();
+    if (conn.fd < 0)
+        conn.ring = NULL;
+    disconnect(LINK_NONE);
+    /* What is left of the parent's window is host_memory.c's (its blocks'
+     * private copies); the child's executor offers a window of its own. */
+    window = window_size = 0;
+    window_backed = false;
+    image_cache = false;
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+/* The library's name, for messages. */
+static const char *what_library(void)
+{
+    return vgpu_remote_library.id == 1 ? "NVML" : "CUDA";
+}
+
+/* The mediator's socket, asked for an executor of this process's vGPU
+ * (VGPU_NAME, or the one the mediator picks): the connection, which the
+ * executor serves once the mediator says REMOTE_READY; -1 when refused. */
+static int ask_mediator(const char *path)
+{
+    int s = -1, e = vgpu_mediator_connect(path, &s);
+    if (e != 0) {
+        vgpu_error("remote GPU: cannot connect to vgpu-mediatord at %s (%s): every %s call fails as if no GPU "
+                   "were present. Is the mediator running, and is its socket mounted here?",
+                   path, strerror(e), what_library());
+        return -1;
+    }
+    struct vgpu_msg_hello h = { .flags = 0, .slot = UINT32_MAX };
+    const char *name = getenv("VGPU_NAME");
+    vgpu_proto_copy_string(h.vgpu, sizeof(h.vgpu), name ? name : "");
+    uint8_t *buf = NULL;
+    size_t cap = 0;
+    struct vgpu_msg m;
+    char why[256];
+    int nfds = 0;
+    if (vgpu_proto_send(s, VGPU_MSG_REMOTE, &h, sizeof(h), NULL, 0) != 0 ||
+        vgpu_proto_recv(s, &buf, &cap, VGPU_PROTO_MAX_REPLY, 30000, &m, NULL, &nfds, why, sizeof(why)) != 0) {
+        vgpu_error("remote GPU: vgpu-mediatord at %s did not answer: every %s call fails", path, what_library());
+        free(buf);
+        close(s);
+        return -1;
+    }
+    free(buf);
+    if (m.type == VGPU_MSG_REMOTE_READY) {
+        vgpu_info("remote GPU: vgpu-mediatord at %s gave this process an executor of vGPU %s", path, m.u.admit.vgpu);
+        return s;
+    }
+    if (m.type == VGPU_MSG_REFUSE)
+        vgpu_error("remote GPU: vgpu-mediatord refused this process a remote GPU: %s", m.u.refuse.reason);
+    else
+        vgpu_error("remote GPU: vgpu-mediatord at %s answered REMOTE with message type %u: is it older than this "
+                   "vgpu?",
+                   path, (unsigned)m.type);
+    close(s);
+    return -1;
+}
+
+/* The executor's own socket (VGPU_REMOTE=PATH); -1 when it cannot be reached. */
+static int connect_executor(const char *path)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    if (strlen(path) >= sizeof(a.sun_path)) {
+        vgpu_error("remote GPU: VGPU_REMOTE=%s is longer than a socket path may be", path);
+        return -1;
+    }
+    strcpy(a.sun_path, path);
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s < 0 || connect(s, (struct sockaddr *)&a, sizeof(a)) != 0) {
+        vgpu_error("remote GPU: cannot connect to the executor at %s (%s): every %s call fails as if no GPU "
+                   "were present. Is vgpu-executor serving that socket, and may this user open it?",
+                   path, strerror(errno), what_library());
+        if (s >= 0)
+            close(s);
+        return -1;
+    }
+    return s;
+}
+
+/* Under lock: the window the executor offers, reserved at the same
+ * addresses here if they are free (a block shared there has its device
+ * view at its own address), or none. */
+static void take_window(uint64_t base, uint64_t size)
+{
+    if (window_size || !size || base + size < base)
+        return;
+    if (vgpu_shm_reserve_at((void *)(uintptr_t)base, size)) {
+        window = base;
+        window_size = size;
+        return;
+    }
+    vgpu_info("remote GPU: the executor's window for page-locked memory (%#llx, %llu GiB) is taken here: a block's "
+              "device view is another address",
+              (unsigned long long)base, (unsigned long long)(size >> 30));
+}
+
+/* Under lock, over a channel: its bulk mapped over the window, where
+ * page-locked blocks then lie (the executor maps it there too); without
+ * it, no window. */
+static void back_window(void)
+{
+    uint64_t offset, size;
+    int fd = vgpu_channel_bulk_of(&offset, &size);
+    if (window_size && fd >= 0 && size == window_size &&
+        mmap((void *)(uintptr_t)window, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, (off_t)offset) !=
+            MAP_FAILED) {
+        window_backed = true;
+        vgpu_info("remote GPU: page-locked memory comes from the channel's %llu KiB shared with the executor",
+                  (unsigned long long)(size >> 10));
+        return;
+    }
+    if (window_size)
+        munmap((void *)(uintptr_t)window, window_size);
+    window = window_size = 0;
+}
+
+/* Under lock, on a connection that said hello: asks the executor for the
+ * shared-memory ring (unless VGPU_REMOTE_TRANSPORT=socket) and maps it.
+ * Without one, the socket carries the calls, as it did the hello. */
+static void ask_ring(const char *path)
+{
+    uint64_t want, spin;
+    char why[256];
+    if (vgpu_ring_settings(&want, &spin, why, sizeof(why)) != 0)
+        vgpu_warn("remote GPU: %s", why);
+    if (!want)
+        return;
+    struct iovec q = { &want, sizeof(want) };
+    struct vgpu_remote_hdr h;
+    uint64_t length = 0;
+    int memfd = -1;
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_RING, 0, 0, &q, 1) != 0 ||
+        vgpu_wire_read_hdr_fd(conn.fd, &h, &memfd) != 0 || h.type != VGPU_REMOTE_REPLY ||
+        h.len != (h.call == 0 ? sizeof(length) : 0) || (h.len && vgpu_wire_read(&conn, &length, sizeof(length)) != 0)) {
+        vgpu_error("remote GPU: the executor at %s broke off when asked for a shared-memory ring: every %s call fails",
+                   path, what_library());
+        if (memfd >= 0)
+            close(memfd);
+        disconnect(LINK_BROKEN);
+        return;
+    }
+    if (h.call == 0 && memfd < 0) { /* the executor went on to the ring: the socket carries no calls now */
+        vgpu_error("remote GPU: the executor at %s gave a shared-memory ring that did not arrive (this process's "
+                   "descriptors may be used up): every %s call fails",
+                   path, what_library());
+        disconnect(LINK_BROKEN);
+    } else if (h.call != 0) {
+        vgpu_warn("remote GPU: the executor at %s gave no shared-memory ring (code %u): calls go through its socket, "
+                  "slower (its log says why)",
+                  path, (unsigned)h.call);
+    } else if (vgpu_ring_attach(&ring, memfd, length, conn.fd) != 0) {
+        vgpu_error("remote GPU: the shared-memory ring the executor at %s gave cannot be used (%s): every %s call "
+                   "fails",
+                   path, strerror(errno), what_library());
+        disconnect(LINK_BROKEN);
+    } else {
+        ring.spin_ns = spin;
+        conn.ring = &ring;
+        vgpu_info("remote GPU: calls go through a shared-memory ring of 2 x %llu MiB",
+                  (unsigned long long)(ring.tx.size >> 20));
+    }
+    if (memfd >= 0)
+        close(memfd); /* mapped, or not to be */
+}
+
+/* The guest's driver settings for a CUDA HELLO (wire.h), NAME=VALUE each
+ * NUL-ended, in env (VGPU_REMOTE_ENV_BYTES): their length.  One that would
+ * not fit is left out, said. */
+static size_t driver_settings(char *env)
+{
+    static const char *const names[] = VGPU_REMOTE_ENV_NAMES;
+    size_t n = 0;
+    for (size_t i = 0; vgpu_remote_library.id == 0 && i < sizeof(names) / sizeof(*names); i++) {
+        const char *v = getenv(names[i]);
+        if (!v)
+            continue;
+        int len = snprintf(env + n, VGPU_REMOTE_ENV_BYTES - n, "%s=%s", names[i], v);
+        if (len < 0 || (size_t)len >= VGPU_REMOTE_ENV_BYTES - n) {
+            vgpu_warn("remote GPU: %s is too long to give the executor: left out", names[i]);
+            continue;
+        }
+        n += (size_t)len + 1;
+    }
+    return n;
+}
+
+/* Under lock: a channel of the vGPU's PCI BAR, or of a file standing in
+ * for it (channels/guest.h): the ring, with no socket; whether it is. */
+static bool connect_channel(const char *where)
+{
+    char why[512];
+    if (vgpu_channel_connect(where, &ring, why, sizeof(why)) != 0) {
+        vgpu_error("remote GPU: %s: every %s call fails as if no GPU were present", why, what_library());
+        return false;
+    }
+    conn.ring = &ring;
+    return true;
+}
+
+/* Under lock: connects (through the mediator, to the executor's socket, or
+ * over a channel), says hello and asks for the ring; connection is LINK_UP or
+ * LINK_BROKEN. */
+static void connect_locked(void)
+{
+    const char *path = vgpu_remote_where();
+    bool mediator = strcmp(path, "mediator") == 0, channel = vgpu_channel_wanted(path);
+    if (mediator) {
+        const char *m = getenv("VGPU_MEDIATOR_SOCKET");
+        path = m && *m && strcmp(m, "none") != 0 ? m : VGPU_MEDIATOR_DEFAULT_SOCKET;
+    }
+    int s = channel ? -1 : mediator ? ask_mediator(path) : connect_executor(path);
+    connection = (channel ? connect_channel(path) : s >= 0) ? LINK_UP : LINK_BROKEN;
+    conn.fd = s;
+    if (connection != LINK_UP)
+        return;
+    /* The ABI's hash, the pid, the library, and the command's name (for
+     * the host's listings: the executor takes it as its own, labelled). */
+    uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
+    char comm[16] = { 0 };
+    prctl(PR_GET_NAME, comm);
+    char env[VGPU_REMOTE_ENV_BYTES];
+    struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { env, driver_settings(env) } };
+    struct vgpu_remote_hdr h;
+    uint64_t offered[3] = { 0, 0, 0 }; /* the window's base and size, the executor's flags */
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
+        h.type != VGPU_REMOTE_REPLY || (h.len != 0 && h.len != sizeof(offered)) ||
+        (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
+        vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
+                   what_library());
+        disconnect(LINK_BROKEN);
+        return;
+    }
+    if (h.call != 0) {
+        vgpu_error("remote GPU: the executor at %s refused this guest's %s (code %u; this guest's ABI is "
+                   "%016llx): its log says why (another vgpu build, no %s on the host)",
+                   path, what_library(), (unsigned)h.call, (unsigned long long)vgpu_remote_library.hash,
+                   what_library());
+        disconnect(LINK_BROKEN);
+        return;
+    }
+    vgpu_info("remote GPU: connected to the executor at %s", path);
+    take_window(offered[0], offered[1]);
+    image_cache = (offered[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
+    if (channel)
+        back_window();
+    else
+        ask_ring(path);
+}
+
+/* Under lock: the connection broke mid-call; every later call fails. */
+static int broken(const char *what)
+{
+    vgpu_error("remote GPU: the executor at %s went away (%s: %s): this and every later %s call fails",
+               vgpu_remote_where(), what, errno ? strerror(errno) : "end of file", what_library());
+    disconnect(LINK_BROKEN);
+    return vgpu_remote_library.unavailable;
+}
+
+/* Under lock: connected, or false. */
+static bool connected(void)
+{
+    pthread_once(&atfork_once, register_atfork);
+    if (connection == LINK_NONE)
+        connect_locked();
+    return connection == LINK_UP;
+}
+
+/* Under lock, a message of type sent: its reply read into the iovecs;
+ * the code. */
+static int exchange(uint16_t type, unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
+                    const struct iovec *reply, int nreply, size_t *got, int passed)
+{
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(&conn, type, slot, flags, req, nreq) != 0 ||
+        (passed >= 0 && vgpu_wire_send_fd(conn.fd, type, 0, NULL, 0, passed) != 0))
+        return broken("sending");
+    if (vgpu_wire_read_hdr(&conn, &h) != 0 || h.type != VGPU_REMOTE_REPLY)
+        return broken("reading the reply");
+    size_t left = h.len;
+    if (got)
+        *got = left;
+    for (int i = 0; i < nreply && left; i++) {
+        size_t n = reply[i].iov_len < left ? reply[i].iov_len : left;
+        if (vgpu_wire_read(&conn, reply[i].iov_base, n) != 0)
+            return broken("reading the reply");
+        left -= n;
+    }
+    if (left) {
+        errno = EPROTO;
+        return broken("a reply longer than the call's");
+    }
+    return (int)h.call;
+}
+
+int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
+                             const struct iovec *reply, int nreply, size_t *got)
+{
+    pthread_mutex_lock(&lock);
+    int r = connected() ? exchange(VGPU_REMOTE_CALL, slot, flags, req, nreq, reply, nreply, got, -1)
+                        : vgpu_remote_library.unavailable;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
+                     size_t *got)
+{
+    return vgpu_remote_call_flagged(slot, 0, req, nreq, reply, nreply, got);
+}
+
+int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq)
+{
+    pthread_mutex_lock(&lock);
+    int r = vgpu_remote_library.unavailable;
+    if (connected())
+        r = vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC | flags, req, nreq) == 0 ? 0
+                                                                                                   : broken("sending");
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
+{
+    return vgpu_remote_send_flagged(slot, 0, req, nreq);
+}
+
+bool vgpu_remote_image_cache(void)
+{
+    pthread_mutex_lock(&lock);
+    bool have = connected() && image_cache;
+    pthread_mutex_unlock(&lock);
+    return have;
+}
+
+bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed)
+{
+    pthread_mutex_lock(&lock);
+    bool have = connected() && window_size;
+    *base = window;
+    *size = window_size;
+    *backed = window_backed;
+    pthread_mutex_unlock(&lock);
+    return have;
+}
+
+int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
+{
+    uint64_t w[2] = { (uint64_t)(uintptr_t)p, n };
+    struct iovec q = { w, sizeof(w) }, a = { view, sizeof(*view) };
+    size_t got = 0;
+    *view = 0;
+    pthread_mutex_lock(&lock);
+    /* Over a channel, a block of the bulk, with no memfd (none crosses). */
+    int r = !connected()                          ? vgpu_remote_library.unavailable
+            : (conn.fd < 0) != (memfd < 0) ? vgpu_remote_library.not_supported
+                                                  : exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd);
+    pthread_mutex_unlock(&lock);
+    if (r == 0 && got != sizeof(*view))
+        *view = 0;
+    return r;
+}
+
+int vgpu_remote_unshare(const void *p)
+{
+    uint64_t w = (uint64_t)(uintptr_t)p;
+    struct iovec q = { &w, sizeof(w) };
+    pthread_mutex_lock(&lock);
+    int r = connection == LINK_UP ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
+                         : vgpu_remote_library.unavailable;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin)
+{
+    struct iovec q = { (void *)in, nin * sizeof(uint64_t) };
+    return vgpu_remote_send(slot, &q, 1);
+}
+
+int vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint64_t *out, unsigned nout)
+{
+    struct iovec q = { (void *)in, nin * sizeof(uint64_t) }, a = { out, nout * sizeof(uint64_t) };
+    size_t got = 0;
+    int r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+    if (r == 0 && got != nout * sizeof(uint64_t))
+        return vgpu_remote_library.unknown;
+    return r;
+}
+
+/* Which slots were refused already, to log each once.  Owned by this file. */
+static unsigned char refused[2048];
+
+int vgpu_remote_refuse(unsigned slot)
+{
+    if (slot < vgpu_remote_library.count && slot < sizeof(refused) &&
+        !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
+        vgpu_warn("remote GPU: %s is not carried to the host yet: it is refused as not supported "
+                  "(docs/remote.md)",
+                  vgpu_remote_library.dispatch->names[slot]);
+    return vgpu_remote_library.not_supported;
+}

@@ -1,0 +1,391 @@
+/*
+ * Copies, the guest's side (forwarder/remote/executor/cuda/copy.c is the other; what
+ * crosses: docs/remote.md).  The guest's memory crosses in the messages, in
+ * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
+ * reply when the copy is asynchronous, from the device always waited for
+ * (the guest's buffer is written when the reply comes, as a copy to
+ * pageable memory is done when the driver returns).  A copy between
+ * unified addresses asks the executor which side is the GPU's.  A 2D copy's
+ * guest side crosses packed, its rows one after another.  The guest's own
+ * page-locked memory named as a copy's device side is the guest's: the
+ * executor's driver has never seen it; a page-locked block shared with the
+ * executor is named by its address, its bytes never in a message.
+ */
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/guest/client.h"
+#include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/transport/wire.h"
+
+#include "vgpu_remote_cuda.h"
+
+#include "vgpu_cuda_slots.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+
+/* Whether p is in the guest's own page-locked memory (host_memory.c),
+ * which a program may name as the GPU's side of a copy under unified
+ * addressing: the executor's driver has never seen it. */
+static bool guest_block(CUdeviceptr p)
+{
+    void *base;
+    size_t size;
+    bool mapped;
+    return p && vgpu_remote_host_block((const void *)(uintptr_t)p, &base, &size, &mapped);
+}
+
+/* A copy of the guest's memory to the guest's memory: its own, after the
+ * stream's work; n bytes from a page-locked block must lie in it. */
+static CUresult in_guest(void *dst, const void *src, size_t n, const CUstream *stream)
+{
+    void *base;
+    size_t size;
+    bool mapped;
+    const void *ends[2] = { dst, src };
+    for (int i = 0; i < 2; i++)
+        if (vgpu_remote_host_block(ends[i], &base, &size, &mapped) &&
+            n > size - (size_t)((const char *)ends[i] - (const char *)base))
+            return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS && n)
+        memmove(dst, src, n);
+    return r;
+}
+
+/* A copy between the device and a block shared with the executor: words
+ * dev, the length, the stream (asynchronous copies only), the guest's
+ * address; no bytes cross.  Asynchronous either way, as on a local driver:
+ * the bytes come and go when the stream gets to them. */
+static CUresult shared(unsigned slot, CUdeviceptr dev, const void *host, size_t n, const CUstream *stream)
+{
+    uint64_t w[4] = { dev, n };
+    unsigned k = 2;
+    if (stream)
+        w[k++] = (uint64_t)(uintptr_t)*stream;
+    w[k++] = (uint64_t)(uintptr_t)host;
+    struct iovec q = { w, k * sizeof(uint64_t) };
+    return stream ? vgpu_remote_send_flagged(slot, VGPU_REMOTE_SHARED, &q, 1)
+                  : vgpu_remote_call_flagged(slot, VGPU_REMOTE_SHARED, &q, 1, NULL, 0, NULL);
+}
+
+/* Words: dst, the length, the stream (asynchronous copies only); then the bytes. */
+static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_t n, const CUstream *stream)
+{
+    if (n && !src)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (guest_block(dst))
+        return in_guest((void *)(uintptr_t)dst, src, n, stream);
+    if (n && vgpu_remote_host_shared(src, n))
+        return shared(slot, dst, src, n, stream);
+    size_t done = 0;
+    do {
+        size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
+        uint64_t w[3] = { dst + done, c, stream ? (uint64_t)(uintptr_t)*stream : 0 };
+        struct iovec q[2] = { { w, (stream ? 3 : 2) * sizeof(uint64_t) }, { (char *)src + done, c } };
+        CUresult r = stream ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, NULL, 0, NULL);
+        if (r != CUDA_SUCCESS)
+            return r;
+        done += c;
+    } while (done < n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult to_host(unsigned slot, void *dst, CUdeviceptr src, size_t n, const CUstream *stream)
+{
+    if (n && !dst)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (guest_block(src))
+        return in_guest(dst, (const void *)(uintptr_t)src, n, stream);
+    if (n && vgpu_remote_host_shared(dst, n))
+        return shared(slot, src, dst, n, stream);
+    size_t done = 0;
+    do {
+        size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK, got = 0;
+        uint64_t w[3] = { src + done, c, stream ? (uint64_t)(uintptr_t)*stream : 0 };
+        struct iovec q = { w, (stream ? 3 : 2) * sizeof(uint64_t) }, a = { (char *)dst + done, c };
+        CUresult r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (got != c)
+            return CUDA_ERROR_UNKNOWN;
+        done += c;
+    } while (done < n);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoD_v2(CUdeviceptr dst, const void *src, size_t n)
+{
+    return to_device(SLOT(cuMemcpyHtoD_v2), dst, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyDtoH_v2(void *dst, CUdeviceptr src, size_t n)
+{
+    return to_host(SLOT(cuMemcpyDtoH_v2), dst, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoDAsync_v2(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+{
+    return to_device(SLOT(cuMemcpyHtoDAsync_v2), dst, src, n, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyDtoHAsync_v2(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return to_host(SLOT(cuMemcpyDtoHAsync_v2), dst, src, n, &stream);
+}
+
+/* The per-thread forms.  A synchronous copy made after the legacy default
+ * stream's work rather than the thread's own waits for more, never for
+ * less; an asynchronous one names the thread's stream. */
+CUresult vgpu_remote_guest_cuMemcpyHtoD_v2_ptds(CUdeviceptr dst, const void *src, size_t n)
+{
+    return vgpu_remote_guest_cuMemcpyHtoD_v2(dst, src, n);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyDtoH_v2_ptds(void *dst, CUdeviceptr src, size_t n)
+{
+    return vgpu_remote_guest_cuMemcpyDtoH_v2(dst, src, n);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoDAsync_v2_ptsz(CUdeviceptr dst, const void *src, size_t n, CUstream stream)
+{
+    return vgpu_remote_guest_cuMemcpyHtoDAsync_v2(dst, src, n, vgpu_remote_per_thread(stream));
+}
+
+CUresult vgpu_remote_guest_cuMemcpyDtoHAsync_v2_ptsz(void *dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return vgpu_remote_guest_cuMemcpyDtoHAsync_v2(dst, src, n, vgpu_remote_per_thread(stream));
+}
+
+/* Whether p is an address of the GPU's (an allocation the executor's
+ * driver knows) rather than the guest's own memory. */
+static bool on_device(CUdeviceptr p)
+{
+    CUdeviceptr base = 0;
+    size_t size = 0;
+    return p && VGPU_REMOTE_CUDA(cuMemGetAddressRange_v2)(&base, &size, p) == CUDA_SUCCESS;
+}
+
+/* A copy between unified addresses, by the sides it joins.  Guest memory
+ * to guest memory is the guest's own memcpy, after the stream's work. */
+static CUresult unified(CUdeviceptr dst, CUdeviceptr src, size_t n, const CUstream *stream)
+{
+    if (!n)
+        return CUDA_SUCCESS;
+    bool d = on_device(dst), s = on_device(src);
+    if (d && s)
+        return stream ? VGPU_REMOTE_CUDA(cuMemcpyDtoDAsync_v2)(dst, src, n, *stream)
+                      : VGPU_REMOTE_CUDA(cuMemcpyDtoD_v2)(dst, src, n);
+    if (d)
+        return stream ? vgpu_remote_guest_cuMemcpyHtoDAsync_v2(dst, (const void *)(uintptr_t)src, n, *stream)
+                      : vgpu_remote_guest_cuMemcpyHtoD_v2(dst, (const void *)(uintptr_t)src, n);
+    if (s)
+        return stream ? vgpu_remote_guest_cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, n, *stream)
+                      : vgpu_remote_guest_cuMemcpyDtoH_v2((void *)(uintptr_t)dst, src, n);
+    return in_guest((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return unified(dst, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return unified(dst, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return unified(dst, src, n, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyAsync_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    stream = vgpu_remote_per_thread(stream);
+    return unified(dst, src, n, &stream);
+}
+
+/* Device to device, where either side may be the guest's page-locked
+ * memory named as the GPU's: that side is the guest's, the other the GPU's. */
+static CUresult device_to_device(CUdeviceptr dst, CUdeviceptr src, size_t n, const CUstream *stream)
+{
+    bool d = guest_block(dst), s = guest_block(src);
+    if (d && s)
+        return in_guest((void *)(uintptr_t)dst, (const void *)(uintptr_t)src, n, stream);
+    if (d)
+        return stream ? vgpu_remote_guest_cuMemcpyDtoHAsync_v2((void *)(uintptr_t)dst, src, n, *stream)
+                      : vgpu_remote_guest_cuMemcpyDtoH_v2((void *)(uintptr_t)dst, src, n);
+    return stream ? vgpu_remote_guest_cuMemcpyHtoDAsync_v2(dst, (const void *)(uintptr_t)src, n, *stream)
+                  : vgpu_remote_guest_cuMemcpyHtoD_v2(dst, (const void *)(uintptr_t)src, n);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
+                                                : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2(dst, src, n);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+{
+    return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
+                                                : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2_ptds(dst, src, n);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    return guest_block(dst) || guest_block(src)
+               ? device_to_device(dst, src, n, &stream)
+               : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2(dst, src, n, stream);
+}
+
+CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+{
+    CUstream own = vgpu_remote_per_thread(stream);
+    return guest_block(dst) || guest_block(src)
+               ? device_to_device(dst, src, n, &own)
+               : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2_ptsz(dst, src, n, stream);
+}
+
+/* ---- 2D copies ---- */
+
+/* A 2D copy as it crosses: words [src type][src x][src y][src][src pitch]
+ * [dst type][dst x][dst y][dst][dst pitch][width][height][stream], where a
+ * side is a device address or an array, or the guest's memory (type
+ * CU_MEMORYTYPE_HOST: its bytes follow, width × height, row after row, or
+ * come back so); its x, y and pitch are then the executor's own buffer's. */
+
+static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *stream)
+{
+    bool from_guest = c->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c->dstMemoryType == CU_MEMORYTYPE_HOST;
+    size_t width = c->WidthInBytes, bytes = width * c->Height;
+    uint64_t w[VGPU_REMOTE_2D_WORDS] = {
+        c->srcMemoryType,
+        from_guest ? 0 : c->srcXInBytes,
+        from_guest ? 0 : c->srcY,
+        c->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->srcArray : c->srcDevice,
+        from_guest ? width : c->srcPitch,
+        c->dstMemoryType,
+        to_guest ? 0 : c->dstXInBytes,
+        to_guest ? 0 : c->dstY,
+        c->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->dstArray : c->dstDevice,
+        to_guest ? width : c->dstPitch,
+        width,
+        c->Height,
+        stream ? (uint64_t)(uintptr_t)*stream : 0,
+    };
+    char *packed = NULL;
+    if (from_guest || to_guest) {
+        packed = malloc(bytes ? bytes : 1);
+        if (!packed)
+            return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    if (from_guest && bytes)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy(packed + y * width, (const char *)c->srcHost + (c->srcY + y) * c->srcPitch + c->srcXInBytes, width);
+    struct iovec q[2] = { { w, sizeof(w) }, { packed, from_guest ? bytes : 0 } };
+    struct iovec a = { packed, to_guest ? bytes : 0 };
+    size_t got = 0;
+    CUresult r = stream && !to_guest ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, &a, 1, &got);
+    if (r == CUDA_SUCCESS && to_guest && got != bytes)
+        r = CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS && to_guest && bytes)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy((char *)c->dstHost + (c->dstY + y) * c->dstPitch + c->dstXInBytes, packed + y * width, width);
+    free(packed);
+    return r;
+}
+
+/* A 2D copy's side named by address (unified, or the device's) that is the
+ * guest's memory becomes host memory at that address. */
+static void guest_side(CUmemorytype *type, CUdeviceptr address, const void **host)
+{
+    CUmemorytype named = *type;
+    if (*type == CU_MEMORYTYPE_UNIFIED)
+        *type = on_device(address) ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST;
+    if (*type == CU_MEMORYTYPE_DEVICE && guest_block(address))
+        *type = CU_MEMORYTYPE_HOST;
+    if (named != CU_MEMORYTYPE_HOST && *type == CU_MEMORYTYPE_HOST)
+        *host = (const void *)(uintptr_t)address;
+}
+
+/* A 2D copy: a unified address resolved to the guest's memory or the GPU's;
+ * guest to guest the guest's own, after the stream's work; else in parts
+ * whose guest bytes fit a chunk (rows, or pieces of one row). */
+static CUresult copy_2d(unsigned slot, const CUDA_MEMCPY2D *copy, const CUstream *stream)
+{
+    if (!copy)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUDA_MEMCPY2D c = *copy;
+    const void *src = c.srcHost;
+    guest_side(&c.srcMemoryType, c.srcDevice, &src);
+    c.srcHost = src;
+    const void *dst = c.dstHost;
+    guest_side(&c.dstMemoryType, c.dstDevice, &dst);
+    c.dstHost = (void *)dst;
+    bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;
+    if (!c.WidthInBytes || !c.Height)
+        return from_guest && to_guest ? CUDA_SUCCESS : send_2d(slot, &c, stream);
+    if (!(from_guest || to_guest))
+        return send_2d(slot, &c, stream);
+    /* The guest's side is read or written here: it must hold the rows. */
+    if ((from_guest && (!c.srcHost || c.srcPitch < c.WidthInBytes)) ||
+        (to_guest && (!c.dstHost || c.dstPitch < c.WidthInBytes)))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (from_guest && to_guest) {
+        CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+        for (size_t y = 0; r == CUDA_SUCCESS && y < c.Height; y++)
+            memmove((char *)c.dstHost + (c.dstY + y) * c.dstPitch + c.dstXInBytes,
+                    (const char *)c.srcHost + (c.srcY + y) * c.srcPitch + c.srcXInBytes, c.WidthInBytes);
+        return r;
+    }
+    size_t piece = c.WidthInBytes < VGPU_REMOTE_CHUNK ? c.WidthInBytes : VGPU_REMOTE_CHUNK;
+    size_t rows = piece == c.WidthInBytes ? VGPU_REMOTE_CHUNK / piece : 1;
+    for (size_t y = 0; y < c.Height; y += rows) {
+        for (size_t x = 0; x < c.WidthInBytes; x += piece) {
+            CUDA_MEMCPY2D part = c;
+            part.srcXInBytes += x;
+            part.dstXInBytes += x;
+            part.srcY += y;
+            part.dstY += y;
+            part.WidthInBytes = c.WidthInBytes - x < piece ? c.WidthInBytes - x : piece;
+            part.Height = c.Height - y < rows ? c.Height - y : rows;
+            CUresult r = send_2d(slot, &part, stream);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+    }
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2D_v2(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2D_v2_ptds(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2DUnaligned_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DUnaligned_v2_ptds(const CUDA_MEMCPY2D *copy)
+{
+    return copy_2d(SLOT(cuMemcpy2DUnaligned_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2(const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    return copy_2d(SLOT(cuMemcpy2DAsync_v2), copy, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *copy, CUstream stream)
+{
+    stream = vgpu_remote_per_thread(stream);
+    return copy_2d(SLOT(cuMemcpy2DAsync_v2), copy, &stream);
+}

@@ -1,0 +1,332 @@
+/*
+ * Launches, the guest's side (forwarder/remote/executor/cuda/launch.c is the other;
+ * what crosses: docs/remote.md): a kernel's parameters packed by the sizes
+ * the executor's driver gives for it, sent without waiting; and host
+ * functions, which run in the guest.
+ */
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/guest/client.h"
+#include "forwarder/remote/guest/cuda/cache.h"
+#include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/transport/wire.h"
+
+#include "vgpu_cuda_slots.h"
+
+#include <pthread.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+
+/* A kernel's parameters, learnt from the executor (cuFuncGetParamInfo, or
+ * cuKernelGetParamInfo for a library's kernel): how many, and where each
+ * lies in the kernel's parameter buffer and how long it is.  Each is of the generation it was learnt in (cache.h): a context
+ * reset or a module unloaded may give a function's address to another,
+ * so an older one is never used, and goes at the next learning.  Owned by
+ * this file, under params_lock; callers get copies. */
+#define MAX_PARAMS 256
+/* No parameter lies further into the buffer (CUDA's is 32 KiB at most). */
+#define MAX_PARAM_END (64u << 10)
+struct param {
+    uint32_t offset, size;
+};
+struct layout {
+    struct layout *next;
+    uint64_t gen;
+    CUfunction f;
+    unsigned n;
+    struct param p[];
+};
+static struct layout *layouts;
+static pthread_mutex_t params_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t atfork_once = PTHREAD_ONCE_INIT;
+
+/* A child of fork may find the lock held by a thread it does not have; its
+ * executor is another process, whose functions are not the parent's: it
+ * starts with no layouts. */
+static void child_after_fork(void)
+{
+    pthread_mutex_init(&params_lock, NULL);
+    layouts = NULL; /* the parent's: left, not freed */
+}
+
+static void register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, child_after_fork);
+}
+
+/* f's parameter count in *n and where each is in p[]. */
+static CUresult layout_of(CUfunction f, unsigned *n, struct param p[MAX_PARAMS])
+{
+    pthread_once(&atfork_once, register_atfork);
+    uint64_t gen = vgpu_remote_generation();
+    pthread_mutex_lock(&params_lock);
+    for (const struct layout *l = layouts; l; l = l->next)
+        if (l->f == f && l->gen == gen) {
+            *n = l->n;
+            memcpy(p, l->p, l->n * sizeof(*p));
+            pthread_mutex_unlock(&params_lock);
+            return CUDA_SUCCESS;
+        }
+    pthread_mutex_unlock(&params_lock);
+    unsigned count = 0;
+    for (; count < MAX_PARAMS; count++) {
+        /* cuFuncGetParamInfo(f, n, &offset, &size), as its generated stub
+         * sends it; a library's kernel's, cuKernelGetParamInfo. */
+        uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, count }, got[2];
+        CUresult r = vgpu_remote_call_words(
+            vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo) : SLOT(cuFuncGetParamInfo), in, 3, got, 2);
+        if (r == CUDA_ERROR_INVALID_VALUE)
+            break; /* past the last parameter */
+        if (r != CUDA_SUCCESS)
+            return r;
+        if (got[1] > 4096 || got[0] > MAX_PARAM_END)
+            return CUDA_ERROR_INVALID_VALUE;
+        p[count] = (struct param){ (uint32_t)got[0], (uint32_t)got[1] };
+    }
+    if (count == MAX_PARAMS)
+        return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
+    *n = count;
+    struct layout *made = malloc(sizeof(*made) + count * sizeof(*p));
+    if (!made)
+        return CUDA_SUCCESS; /* known for this launch, learnt again at the next */
+    made->gen = gen;
+    made->f = f;
+    made->n = count;
+    memcpy(made->p, p, count * sizeof(*p));
+    pthread_mutex_lock(&params_lock);
+    for (struct layout **at = &layouts; *at;) { /* the older generations' go */
+        struct layout *old = *at;
+        if (old->gen != vgpu_remote_generation()) {
+            *at = old->next;
+            free(old);
+        } else {
+            at = &old->next;
+        }
+    }
+    made->next = layouts;
+    layouts = made;
+    pthread_mutex_unlock(&params_lock);
+    return CUDA_SUCCESS;
+}
+
+/* extra's parameters (CU_LAUNCH_PARAM_BUFFER_POINTER, a buffer laid out as
+ * the kernel's, and CU_LAUNCH_PARAM_BUFFER_SIZE, its size) as pointers to
+ * each, from its offset; a buffer too short for them is refused, as the
+ * driver refuses it, and a kernel with no parameters needs none. */
+static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p, void **params)
+{
+    const char *buffer = NULL;
+    const size_t *size = NULL;
+    for (unsigned i = 0; extra[i] != CU_LAUNCH_PARAM_END; i += 2) {
+        if (i >= 16)
+            return CUDA_ERROR_INVALID_VALUE;
+        if (extra[i] == CU_LAUNCH_PARAM_BUFFER_POINTER)
+            buffer = extra[i + 1];
+        else if (extra[i] == CU_LAUNCH_PARAM_BUFFER_SIZE)
+            size = extra[i + 1];
+        else
+            return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (n && (!buffer || !size))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < n; i++) {
+        if ((size_t)p[i].offset + p[i].size > *size)
+            return CUDA_ERROR_INVALID_VALUE;
+        params[i] = (void *)(buffer + p[i].offset);
+    }
+    return CUDA_SUCCESS;
+}
+
+/* A launch as it crosses: words f, the grid, the block, shared memory,
+ * stream, the count; each parameter's size; then their bytes, each padded
+ * to 8, whether they came as an array (params) or as one buffer (extra).
+ * prefix (n words) goes before it (cuLaunchKernelEx's attributes). */
+static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], CUstream stream, void **params,
+                            void **extra, const uint64_t *prefix, size_t nprefix)
+{
+    if (params && extra)
+        return CUDA_ERROR_INVALID_VALUE;
+    unsigned n = 0;
+    struct param p[MAX_PARAMS];
+    CUresult r = layout_of(f, &n, p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    void *from_buffer[MAX_PARAMS];
+    if (extra && (r = params_of_buffer(extra, n, p, from_buffer)) != CUDA_SUCCESS)
+        return r;
+    if (extra)
+        params = from_buffer;
+    if (n && !params)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t head[10 + MAX_PARAMS];
+    head[0] = (uint64_t)(uintptr_t)f;
+    for (int i = 0; i < 7; i++)
+        head[1 + i] = dim[i];
+    head[8] = (uint64_t)(uintptr_t)stream;
+    head[9] = n;
+    size_t bytes = 0;
+    for (unsigned i = 0; i < n; i++) {
+        head[10 + i] = p[i].size;
+        bytes += (p[i].size + 7) & ~7u;
+    }
+    char *packed = calloc(1, bytes ? bytes : 1);
+    if (!packed)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (unsigned i = 0, at = 0; i < n; at += (p[i].size + 7) & ~7u, i++)
+        memcpy(packed + at, params[i], p[i].size);
+    struct iovec q[3] = { { (void *)prefix, nprefix * sizeof(uint64_t) },
+                          { head, (10 + n) * sizeof(uint64_t) },
+                          { packed, bytes } };
+    r = vgpu_remote_send(slot, q, 3);
+    free(packed);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+                                          unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
+{
+    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
+    return send_launch(SLOT(cuLaunchKernel), f, dim, stream, params, extra, NULL, 0);
+}
+
+/* The _ptsz forms. */
+CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                               unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params,
+                                               void **extra)
+{
+    return vgpu_remote_guest_cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream), params,
+                                            extra);
+}
+
+/* A cooperative launch crosses as a plain one, to its own call. */
+CUresult vgpu_remote_guest_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                                                     unsigned by, unsigned bz, unsigned shmem, CUstream stream,
+                                                     void **params)
+{
+    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
+    return send_launch(SLOT(cuLaunchCooperativeKernel), f, dim, stream, params, NULL, NULL, 0);
+}
+
+CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
+                                                          unsigned bx, unsigned by, unsigned bz, unsigned shmem,
+                                                          CUstream stream, void **params)
+{
+    return vgpu_remote_guest_cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shmem, vgpu_remote_per_thread(stream),
+                                                       params);
+}
+
+/* Attributes: each its id and its 64-byte value, as words; the executor
+ * takes those whose values are plain data or events it gave (docs/remote.md).
+ * How many words they take in prefix, or 0 when they cannot be carried. */
+#define MAX_ATTRS 16
+static size_t pack_attrs(const CUlaunchConfig *config, uint64_t *prefix)
+{
+    if (config->numAttrs > MAX_ATTRS)
+        return 0;
+    prefix[0] = config->numAttrs;
+    for (unsigned i = 0; i < config->numAttrs; i++) {
+        prefix[1 + i * 9] = (uint64_t)config->attrs[i].id;
+        memcpy(&prefix[2 + i * 9], &config->attrs[i].value, 64);
+    }
+    return 1 + (size_t)config->numAttrs * 9;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
+{
+    if (!config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t prefix[1 + MAX_ATTRS * 9];
+    size_t n = pack_attrs(config, prefix);
+    if (!n)
+        return vgpu_remote_refuse(SLOT(cuLaunchKernelEx));
+    const unsigned dim[7] = { config->gridDimX,  config->gridDimY,  config->gridDimZ,      config->blockDimX,
+                              config->blockDimY, config->blockDimZ, config->sharedMemBytes };
+    return send_launch(SLOT(cuLaunchKernelEx), f, dim, config->hStream, params, extra, prefix, n);
+}
+
+/* The attributes, then f, the grid, the block, shared memory and the
+ * stream; the count comes back. */
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config)
+{
+    if (!numClusters || !config || (config->numAttrs && !config->attrs))
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t words[1 + MAX_ATTRS * 9 + 9];
+    size_t n = pack_attrs(config, words);
+    if (!n)
+        return vgpu_remote_refuse(SLOT(cuOccupancyMaxActiveClusters));
+    const uint64_t launch[9] = { (uint64_t)(uintptr_t)f, config->gridDimX,       config->gridDimY,
+                                 config->gridDimZ,       config->blockDimX,      config->blockDimY,
+                                 config->blockDimZ,      config->sharedMemBytes, (uint64_t)(uintptr_t)config->hStream };
+    memcpy(words + n, launch, sizeof(launch));
+    uint64_t out = 0;
+    size_t got = 0;
+    struct iovec q = { words, (n + 9) * sizeof(uint64_t) }, a = { &out, sizeof(out) };
+    CUresult r = vgpu_remote_call(SLOT(cuOccupancyMaxActiveClusters), &q, 1, &a, 1, &got);
+    if (r == CUDA_SUCCESS && got != sizeof(out))
+        return CUDA_ERROR_UNKNOWN;
+    if (r == CUDA_SUCCESS)
+        *numClusters = (int)(int64_t)out;
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,
+                                                 void **extra)
+{
+    if (!config)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUlaunchConfig c = *config;
+    c.hStream = vgpu_remote_per_thread(c.hStream);
+    return vgpu_remote_guest_cuLaunchKernelEx(&c, f, params, extra);
+}
+
+/* Host functions run in the guest, whose memory they use: once the
+ * stream's work before them is done (a synchronize), before the call
+ * returns, so that work enqueued after them follows them.  In a stream
+ * being captured they would be a graph's host node, which the host cannot
+ * run: refused. */
+static CUresult drain(unsigned slot, CUstream stream)
+{
+    CUstreamCaptureStatus capturing = CU_STREAM_CAPTURE_STATUS_NONE;
+    CUresult r = VGPU_REMOTE_CUDA(cuStreamIsCapturing)(stream, &capturing);
+    if (r != CUDA_SUCCESS)
+        return r;
+    if (capturing != CU_STREAM_CAPTURE_STATUS_NONE)
+        return vgpu_remote_refuse(slot);
+    return VGPU_REMOTE_CUDA(cuStreamSynchronize)(stream);
+}
+
+CUresult vgpu_remote_guest_cuLaunchHostFunc(CUstream stream, CUhostFn fn, void *data)
+{
+    if (!fn)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = drain(SLOT(cuLaunchHostFunc), stream);
+    if (r == CUDA_SUCCESS)
+        fn(data);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLaunchHostFunc_ptsz(CUstream stream, CUhostFn fn, void *data)
+{
+    return vgpu_remote_guest_cuLaunchHostFunc(vgpu_remote_per_thread(stream), fn, data);
+}
+
+/* A callback learns the stream's error, as the driver gives it one; the
+ * error (an earlier asynchronous call's, which the synchronize returned)
+ * is the call's too, so that it is not lost.  A stream the executor does
+ * not know gets no callback. */
+CUresult vgpu_remote_guest_cuStreamAddCallback(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)
+{
+    if (!cb || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = drain(SLOT(cuStreamAddCallback), stream);
+    if (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_HANDLE || r == CUDA_ERROR_INVALID_VALUE)
+        return r;
+    cb(stream, r, data);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuStreamAddCallback_ptsz(CUstream stream, CUstreamCallback cb, void *data, unsigned flags)
+{
+    return vgpu_remote_guest_cuStreamAddCallback(vgpu_remote_per_thread(stream), cb, data, flags);
+}

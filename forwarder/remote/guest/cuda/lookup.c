@@ -1,0 +1,117 @@
+/*
+ * Error strings and the driver's lookup (cuGetProcAddress), the guest's
+ * side; forwarder/remote/executor/cuda/lookup.c is the other (what crosses:
+ * docs/remote.md).
+ */
+#include "forwarder/dispatch.h"
+#include "forwarder/remote/guest/client.h"
+#include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/transport/wire.h"
+
+#include "vgpu_cuda_slots.h"
+
+#include <string.h>
+
+#define SLOT(name) VGPU_CUDA_SLOT_##name
+
+static CUresult error_text(unsigned slot, CUresult code, const char **out)
+{
+    if (!out)
+        return CUDA_ERROR_INVALID_VALUE;
+    *out = NULL;
+    int r = vgpu_remote_text(slot, (uint32_t)code, out);
+    return r == -1 ? CUDA_ERROR_OUT_OF_MEMORY : (CUresult)r;
+}
+
+CUresult vgpu_remote_guest_cuGetErrorName(CUresult error, const char **pStr)
+{
+    return error_text(SLOT(cuGetErrorName), error, pStr);
+}
+
+CUresult vgpu_remote_guest_cuGetErrorString(CUresult error, const char **pStr)
+{
+    return error_text(SLOT(cuGetErrorString), error, pStr);
+}
+
+/* The calls the guest answers itself, whatever the host's driver has: by
+ * the name asked for, the version from which (and whether per-thread
+ * streams are asked for) it is the exported one named. */
+static const struct {
+    const char *name;
+    int since;
+    bool per_thread;
+    const char *is;
+} guest_answered[] = {
+    { "cuMemAllocHost", 3020, false, "cuMemAllocHost_v2" },
+    { "cuMemAllocHost", 0, false, "cuMemAllocHost" },
+    { "cuMemHostAlloc", 0, false, "cuMemHostAlloc" },
+    { "cuMemFreeHost", 0, false, "cuMemFreeHost" },
+    { "cuMemHostRegister", 6050, false, "cuMemHostRegister_v2" },
+    { "cuMemHostRegister", 0, false, "cuMemHostRegister" },
+    { "cuMemHostUnregister", 0, false, "cuMemHostUnregister" },
+    { "cuMemHostGetFlags", 0, false, "cuMemHostGetFlags" },
+    { "cuMemHostGetDevicePointer", 3020, false, "cuMemHostGetDevicePointer_v2" },
+    { "cuLaunchHostFunc", 0, true, "cuLaunchHostFunc_ptsz" },
+    { "cuLaunchHostFunc", 0, false, "cuLaunchHostFunc" },
+    { "cuStreamAddCallback", 0, true, "cuStreamAddCallback_ptsz" },
+    { "cuStreamAddCallback", 0, false, "cuStreamAddCallback" },
+};
+
+static bool answered_here(const char *symbol, int version, cuuint64_t flags, void **pfn,
+                          CUdriverProcAddressQueryResult *status)
+{
+    bool per_thread = flags & CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+    for (size_t i = 0; i < sizeof(guest_answered) / sizeof(guest_answered[0]); i++)
+        if (strcmp(symbol, guest_answered[i].name) == 0 && version >= guest_answered[i].since &&
+            (per_thread || !guest_answered[i].per_thread)) {
+            *pfn = vgpu_cuda.remote[vgpu_dispatch_slot(&vgpu_cuda, guest_answered[i].is)];
+            if (status)
+                *status = CU_GET_PROC_ADDRESS_SUCCESS;
+            return true;
+        }
+    return false;
+}
+
+/* The executor looks the name up in its driver and says which exported
+ * function it found; the guest hands out the remote driver's function of
+ * that slot (the interposer's hook then wraps it as it would a local
+ * driver's).  None found: success and NULL, as the driver says it. */
+static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int version, cuuint64_t flags,
+                             CUdriverProcAddressQueryResult *status)
+{
+    if (!symbol || !pfn)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (answered_here(symbol, version, flags, pfn, status))
+        return CUDA_SUCCESS;
+    size_t n = strnlen(symbol, 256);
+    if (n == 256)
+        return CUDA_ERROR_INVALID_VALUE;
+    uint64_t w[2] = { (uint64_t)(uint32_t)version, flags }, st = 0;
+    char name[257] = { 0 };
+    size_t got = 0;
+    struct iovec q[2] = { { w, sizeof(w) }, { (void *)symbol, n } },
+                 a[2] = { { &st, sizeof(st) }, { name, sizeof(name) - 1 } };
+    CUresult r = vgpu_remote_call(slot, q, 2, a, 2, &got);
+    if (status)
+        *status = (CUdriverProcAddressQueryResult)st;
+    if (r != CUDA_SUCCESS) {
+        *pfn = NULL;
+        return r;
+    }
+    int found = got > sizeof(st) ? vgpu_dispatch_slot(&vgpu_cuda, name) : -1;
+    *pfn = found < 0 ? NULL : vgpu_cuda.remote[found];
+    if (found < 0 && status && st == CU_GET_PROC_ADDRESS_SUCCESS)
+        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuGetProcAddress_v2(const char *symbol, void **pfn, int version, cuuint64_t flags,
+                                               CUdriverProcAddressQueryResult *status)
+{
+    return proc_address(SLOT(cuGetProcAddress_v2), symbol, pfn, version, flags, status);
+}
+
+CUresult vgpu_remote_guest_cuGetProcAddress(const char *symbol, void **pfn, int version, cuuint64_t flags)
+{
+    return proc_address(SLOT(cuGetProcAddress), symbol, pfn, version, flags, NULL);
+}

@@ -1,0 +1,94 @@
+/*
+ * The remote driver's wire format (docs/remote.md): every message is a
+ * header and len bytes.  A guest sends HELLO once, then CALLs; the
+ * executor answers each with a REPLY whose `call` is the CUresult.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/uio.h>
+
+#define VGPU_REMOTE_MAGIC 0x4d524756u /* "VGRM" */
+#define VGPU_REMOTE_VERSION 1
+/* No message is longer: bulk copies go in chunks of VGPU_REMOTE_CHUNK. */
+#define VGPU_REMOTE_MAX_LEN (64u << 20)
+#define VGPU_REMOTE_CHUNK (16u << 20)
+
+/* Hand-written calls' shapes and bounds, which the guest sends within and
+ * the executor checks (docs/remote.md). */
+#define VGPU_REMOTE_2D_WORDS 13         /* a 2D copy's words (forwarder/remote/guest/cuda/copy.c) */
+#define VGPU_REMOTE_TENSOR_RANK 5       /* a tensor map's largest rank */
+#define VGPU_REMOTE_JIT_OPTIONS 32      /* cuModuleLoadDataEx's options */
+#define VGPU_REMOTE_JIT_LOG (64u << 10) /* each of its logs' bytes */
+#define VGPU_REMOTE_NVML_FIELDS 256     /* nvmlDeviceGetFieldValues's entries */
+
+/* The guest's settings the driver reads from its environment, which a CUDA
+ * HELLO carries (NAME=VALUE, each NUL-ended, at most VGPU_REMOTE_ENV_BYTES
+ * in all) for the executor to take as its own before its driver starts:
+ * the devices a process sees and their order, and how it launches. */
+#define VGPU_REMOTE_ENV_NAMES                                                                                          \
+    { "CUDA_VISIBLE_DEVICES", "CUDA_DEVICE_ORDER", "CUDA_LAUNCH_BLOCKING", "CUDA_DEVICE_MAX_CONNECTIONS" }
+#define VGPU_REMOTE_ENV_BYTES 1024u
+
+enum vgpu_remote_type {
+    VGPU_REMOTE_HELLO = 1, /* payload: u64 ABI hash, u64 the guest's pid, u64 the library, its command's
+                            * name (16 bytes), then (CUDA) its driver settings (VGPU_REMOTE_ENV_NAMES) */
+    VGPU_REMOTE_CALL = 2,  /* call: the slot; payload: the call's arguments */
+    VGPU_REMOTE_REPLY = 3, /* call: the CUresult; payload: what the call returns */
+    VGPU_REMOTE_RING = 4,  /* after HELLO's reply; payload: u64 each stream's bytes (ring.h).  The
+                            * reply's call 0 comes with the ring's memfd and u64 its length;
+                            * another code with neither: the socket carries on */
+    VGPU_REMOTE_SHARE = 5, /* payload: u64 the guest's address of a block of page-locked memory,
+                            * u64 its length; its memfd follows on the socket (a SHARE of no
+                            * payload).  REPLY: 0 when the executor maps and registers it */
+    VGPU_REMOTE_UNSHARE = 6, /* payload: u64 a shared block's guest address.  REPLY: 0 */
+};
+
+/* A CALL's flags. */
+#define VGPU_REMOTE_ASYNC 1u  /* no reply: an error surfaces at the next synchronizing call */
+#define VGPU_REMOTE_SHARED 2u /* a copy whose host side lies in a shared block: named by its guest
+                               * address (a word after the copy's), its bytes not in the message */
+#define VGPU_REMOTE_BY_HASH 4u /* a module or library load whose image is named by its SHA-256
+                                * ([32][hash] where [length][image] would be), for the executor's
+                                * cache: REPLY VGPU_REMOTE_MISS asks for it whole */
+
+/* The executor's cache of module images (docs/remote.md, "Images cross
+ * once"): a REPLY's code when a hash names no image it has, the HELLO
+ * reply's flag that it has a cache, and the least image sent by hash. */
+#define VGPU_REMOTE_MISS 0x4d495353u /* "MISS" */
+#define VGPU_REMOTE_HELLO_IMAGE_CACHE 1u
+#define VGPU_REMOTE_IMAGE_CACHE_MIN (64u << 10)
+
+struct vgpu_remote_hdr {
+    uint32_t magic;
+    uint16_t version;
+    uint16_t type;
+    uint32_t call;
+    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, VGPU_REMOTE_SHARED, VGPU_REMOTE_BY_HASH; else 0 */
+    uint64_t len;
+};
+
+struct vgpu_ring;
+
+/* A connection: the socket, and the shared-memory ring once the two sides
+ * agreed on one (ring.h), which then carries every message. */
+struct vgpu_wire {
+    int fd;
+    struct vgpu_ring *ring;
+};
+
+/* Sends a header of type, call and flags with the iovecs as payload (at
+ * most 8).  0, or -1 with errno (the peer is gone: EPIPE, ECONNRESET). */
+int vgpu_wire_send(struct vgpu_wire *w, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov,
+                   int n);
+/* Reads exactly len bytes.  0, or -1 (errno; 0 at end of file). */
+int vgpu_wire_read(struct vgpu_wire *w, void *p, size_t len);
+/* Reads a header and checks magic, version and length.  0, or -1. */
+int vgpu_wire_read_hdr(struct vgpu_wire *w, struct vgpu_remote_hdr *h);
+
+/* On the socket alone: a message with a file descriptor passed along
+ * (SCM_RIGHTS), and a header read with the one that came with it (-1 if
+ * none; any more are closed). */
+int vgpu_wire_send_fd(int fd, uint16_t type, uint32_t call, const struct iovec *iov, int n, int passed);
+int vgpu_wire_read_hdr_fd(int fd, struct vgpu_remote_hdr *h, int *passed);
