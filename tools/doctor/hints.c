@@ -1,13 +1,10 @@
 /* The fix commands several checks give; see checks.h. */
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
+#include "vgpu_install_dirs.h"
 
 #include <stdio.h>
 #include <sys/stat.h>
-
-#ifndef VGPU_LIBDIR
-#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
-#endif
 
 const char *doc_rerun_hint(const struct doc_ctx *c, char *buf, size_t len)
 {

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "tools/doctor/proc.h"
-#include "tools/json_out.h"
+#include "tools/lib/json_out.h"
 #include "common/contract/window/status_page.h"
 
 #include <dirent.h>

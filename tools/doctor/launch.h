@@ -14,7 +14,7 @@
 #include <sys/types.h>
 
 #include "tools/doctor/report.h"
-#include "tools/find_libs.h"
+#include "tools/lib/find_libs.h"
 
 struct doc_run {
     char dir[PATH_MAX];  /* the temporary directory */

@@ -14,11 +14,12 @@
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
 #include "tools/doctor/launch.h"
-#include "tools/find_program.h"
-#include "tools/json_out.h"
-#include "tools/terminal_safe.h"
+#include "tools/lib/find_program.h"
+#include "tools/lib/json_out.h"
+#include "tools/lib/terminal_safe.h"
 
 #include "common/log.h"
+#include "vgpu_install_dirs.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -31,13 +32,6 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
-
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
-#ifndef VGPU_LIBDIR
-#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
-#endif
 
 enum { EXIT_CLEAN = 0, EXIT_FOUND = 1, EXIT_USAGE = 2 };
 #define DEFAULT_TIMEOUT 10.0

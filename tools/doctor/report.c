@@ -2,8 +2,8 @@
 #define _GNU_SOURCE
 #include "tools/doctor/report.h"
 
-#include "tools/json_out.h"
-#include "tools/terminal_safe.h"
+#include "tools/lib/json_out.h"
+#include "tools/lib/terminal_safe.h"
 
 #include <stdarg.h>
 #include <stdlib.h>

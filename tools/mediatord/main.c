@@ -49,10 +49,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
-
 #define DEFAULT_CONFIG "/etc/vgpu/mediatord.conf"
 /* A connection that is not admitted and asks nothing this long is closed. */
 #define IDLE_MS 30000

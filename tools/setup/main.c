@@ -21,6 +21,7 @@
 #include "tools/setup/targets/unit.h"
 #include "common/contract/protocol/protocol.h"
 #include "common/contract/settings/settings.h"
+#include "vgpu_install_dirs.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -32,16 +33,6 @@
 #include <strings.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
-#ifndef VGPU_LIBDIR
-#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
-#endif
-#ifndef VGPU_BINDIR
-#error "build with -DVGPU_BINDIR=\"...\", the install bindir (meson does)"
-#endif
 
 enum { EXIT_FAILED = 1, EXIT_USAGE = 2 };
 

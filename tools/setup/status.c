@@ -3,8 +3,8 @@
 #include "tools/setup/status.h"
 
 #include "common/error.h"
-#include "tools/setup/files.h"
-#include "tools/setup/record.h"
+#include "tools/setup/record/files.h"
+#include "tools/setup/record/record.h"
 #include "tools/setup/targets/cdi.h"
 #include "tools/setup/targets/system.h"
 #include "tools/setup/targets/unit.h"

@@ -12,7 +12,7 @@
 
 #include "common/error.h"
 #include "common/operator.h"
-#include "tools/mediator_query.h"
+#include "tools/lib/mediator_query.h"
 #include "common/contract/protocol/mediator_client.h"
 
 #include <errno.h>

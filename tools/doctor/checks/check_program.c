@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #include "tools/doctor/checks/checks.h"
 
-#include "tools/elf_facts.h"
+#include "tools/lib/elf_facts.h"
 
 #include <errno.h>
 #include <stdio.h>

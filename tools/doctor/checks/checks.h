@@ -11,7 +11,7 @@
 #include "tools/doctor/fsroot.h"
 #include "tools/doctor/proc.h"
 #include "tools/doctor/report.h"
-#include "tools/find_libs.h"
+#include "tools/lib/find_libs.h"
 #include "common/contract/window/status_page.h"
 
 /* The two libraries vgpu stands in for. */

@@ -6,7 +6,6 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/clients/status.h"
 
-#include "tools/mediatord/clients/clients.h"
 #include "tools/mediatord/health/xid.h"
 
 #include <stdlib.h>

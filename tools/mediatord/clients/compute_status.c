@@ -8,7 +8,6 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/clients/status.h"
 
-#include "tools/mediatord/clients/clients.h"
 #include "tools/mediatord/compute/utilization.h"
 
 #include <stdlib.h>

@@ -7,17 +7,13 @@
 #define _GNU_SOURCE
 #include "tools/mediatord/clients/status.h"
 
-#include "tools/mediatord/clients/clients.h"
+#include "tools/mediatord/clients/client.h"
 
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
 
 bool med_status_visible(const struct med_vgpu *v, uid_t uid, gid_t gid, const gid_t *groups, int ngroups)
 {

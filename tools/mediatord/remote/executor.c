@@ -3,7 +3,8 @@
 #include "tools/mediatord/remote/executor.h"
 
 #include "common/error.h"
-#include "tools/find_libs.h"
+#include "tools/lib/find_libs.h"
+#include "vgpu_install_dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>

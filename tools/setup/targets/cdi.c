@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "tools/mediatord/config/config.h"
-#include "tools/setup/files.h"
+#include "tools/setup/record/files.h"
 #include "tools/setup/gpus.h"
 #include "tools/setup/text.h"
 #include "common/contract/settings/settings.h"

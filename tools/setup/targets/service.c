@@ -5,8 +5,8 @@
 #include "common/error.h"
 #include "tools/mediatord/config/config.h"
 #include "tools/setup/command.h"
-#include "tools/setup/files.h"
-#include "tools/setup/record.h"
+#include "tools/setup/record/files.h"
+#include "tools/setup/record/record.h"
 #include "tools/setup/targets/unit.h"
 
 #include <errno.h>

@@ -4,7 +4,7 @@
 
 #include "common/error.h"
 #include "tools/setup/command.h"
-#include "tools/setup/record.h"
+#include "tools/setup/record/record.h"
 #include "tools/setup/targets/ldcache.h"
 
 #include <stdio.h>

@@ -3,7 +3,7 @@
 #include "tools/setup/targets/unit.h"
 
 #include "common/error.h"
-#include "tools/setup/files.h"
+#include "tools/setup/record/files.h"
 
 #include <dirent.h>
 #include <errno.h>

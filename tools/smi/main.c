@@ -7,8 +7,8 @@
  *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
  */
 #define _GNU_SOURCE
-#include "tools/json_out.h"
-#include "tools/mediator_query.h"
+#include "tools/lib/json_out.h"
+#include "tools/lib/mediator_query.h"
 #include "common/contract/protocol/mediator_client.h"
 #include "common/contract/protocol/protocol.h"
 
@@ -17,10 +17,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
 
 static void usage(FILE *to)
 {

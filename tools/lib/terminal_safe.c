@@ -1,5 +1,5 @@
 /* Text made safe to print on a terminal; see terminal_safe.h. */
-#include "tools/terminal_safe.h"
+#include "tools/lib/terminal_safe.h"
 
 #include <stdbool.h>
 #include <stdint.h>

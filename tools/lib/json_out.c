@@ -1,5 +1,5 @@
 /* See json_out.h. */
-#include "tools/json_out.h"
+#include "tools/lib/json_out.h"
 
 void vgpu_json_string(FILE *f, const char *s)
 {

@@ -1,6 +1,6 @@
 /* See files.h. */
 #define _GNU_SOURCE
-#include "tools/setup/files.h"
+#include "tools/setup/record/files.h"
 
 #include "common/error.h"
 

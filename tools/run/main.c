@@ -11,9 +11,10 @@
  * architecture, and Go programs that may rebuild their children's environment.
  */
 #define _GNU_SOURCE
-#include "tools/elf_facts.h"
-#include "tools/find_libs.h"
-#include "tools/find_program.h"
+#include "tools/lib/elf_facts.h"
+#include "tools/lib/find_libs.h"
+#include "tools/lib/find_program.h"
+#include "vgpu_install_dirs.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -29,13 +30,6 @@
 #include <sys/statvfs.h>
 #include <sys/xattr.h>
 #include <unistd.h>
-
-#ifndef VGPU_VERSION
-#error "build with -DVGPU_VERSION=\"...\" (meson does)"
-#endif
-#ifndef VGPU_LIBDIR
-#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
-#endif
 
 /* Exit statuses: those of env(1) and the shell. */
 enum {

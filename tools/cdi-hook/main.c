@@ -13,7 +13,7 @@
  * message says why on standard error.
  */
 #define _GNU_SOURCE
-#include "tools/mediator_query.h"
+#include "tools/lib/mediator_query.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,6 @@
 /* Finding the program a command runs; see find_program.h. */
 #define _GNU_SOURCE
-#include "tools/find_program.h"
+#include "tools/lib/find_program.h"
 
 #include <errno.h>
 #include <fcntl.h>

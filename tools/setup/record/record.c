@@ -1,6 +1,6 @@
 /* See record.h. */
 #define _GNU_SOURCE
-#include "tools/setup/record.h"
+#include "tools/setup/record/record.h"
 
 #include "common/error.h"
 

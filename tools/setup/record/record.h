@@ -8,7 +8,7 @@
  */
 #pragma once
 
-#include "tools/setup/files.h"
+#include "tools/setup/record/files.h"
 #include "tools/setup/setup.h"
 
 #include <limits.h>

@@ -1,6 +1,6 @@
 /* STATUS, WATCH, COMPUTE, CLUSTER and BIND requests for the tools; see mediator_query.h. */
 #define _GNU_SOURCE
-#include "tools/mediator_query.h"
+#include "tools/lib/mediator_query.h"
 
 #include "common/error.h"
 #include "common/contract/protocol/mediator_client.h"

@@ -1,6 +1,6 @@
 /* A program's ELF facts; see elf_facts.h. */
 #define _GNU_SOURCE
-#include "tools/elf_facts.h"
+#include "tools/lib/elf_facts.h"
 
 #include <fcntl.h>
 #include <gelf.h>

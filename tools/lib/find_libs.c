@@ -1,18 +1,15 @@
 /* Finding vgpu's libraries; see find_libs.h. */
 #define _GNU_SOURCE
-#include "tools/find_libs.h"
+#include "tools/lib/find_libs.h"
 
 #include "common/error.h"
+#include "vgpu_install_dirs.h"
 
 #include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#ifndef VGPU_LIBDIR
-#error "build with -DVGPU_LIBDIR=\"...\", the install libdir (meson does)"
-#endif
 
 static void note_tried(char *tried, size_t len, const char *dir, const char *why)
 {
