@@ -76,11 +76,13 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         h.version = VGPU_REMOTE_VERSION;
         h.type = VGPU_REMOTE_CALL;
         h.call %= lib->count;
-        h.flags &= VGPU_REMOTE_ASYNC;
+        h.flags &= VGPU_REMOTE_ASYNC | VGPU_REMOTE_SHARED;
         if (h.len > size)
             h.len = size;
-        /* Exactly the payload's bytes, so that reading past them is caught. */
-        void *payload = malloc(h.len ? h.len : 1);
+        /* Exactly the payload's bytes and the one the executor's buffer
+         * has to spare (where a request's string is NUL-ended), so that
+         * reading past them is caught. */
+        void *payload = malloc(h.len + 1);
         memcpy(payload, data, h.len);
         int r = vgpu_exec_one(&x, &h, payload);
         free(payload);

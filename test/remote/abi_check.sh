@@ -12,6 +12,7 @@ shift 4
 out=$(mktemp) || exit 1
 trap 'rm -f "$out"' EXIT
 "$python" "$src/tools/generate/gen_remote_abi.py" --cc "$*" --lib "$lib" --header "$header" \
+    --merge "$src/forwarder/remote/spec/$lib.remote" \
     --symbols "$src/interpose/$lib.symbols" >"$out" || exit 1
 if ! diff -u "$src/forwarder/remote/spec/$lib.remote" "$out"; then
     echo "FAIL: forwarder/remote/spec/$lib.remote is not what gen_remote_abi.py makes of $header: run it again"

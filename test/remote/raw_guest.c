@@ -80,11 +80,13 @@ static long unshare(void *p)
     return exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, sizeof(q), NULL, 0, -1);
 }
 
-/* A shared copy: [device][n][guest address]. */
+/* A shared copy, its message as forwarder/remote/spec/cuda.remote lays it
+ * out (cuMemcpyHtoDAsync_v2's, cuMemcpyDtoHAsync_v2's): the device side,
+ * the length, the stream (0: a synchronous copy), the guest's address. */
 static long shared_copy(unsigned slot, uint64_t dev, uint64_t n, const void *guest)
 {
-    uint64_t q[3] = { dev, n, (uint64_t)(uintptr_t)guest };
-    return call(slot, VGPU_REMOTE_SHARED, q, 3, NULL);
+    uint64_t q[4] = { dev, n, 0, (uint64_t)(uintptr_t)guest };
+    return call(slot, VGPU_REMOTE_SHARED, q, 4, NULL);
 }
 
 /* Connects to the executor at path and says hello (with driver settings
@@ -160,9 +162,9 @@ int main(int argc, char **argv)
      * copied to the device by name, read back through a plain copy. */
     memset(sealed, 0x5a, MiB);
     printf("cuMemcpyHtoD_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, MiB, sealed));
-    uint64_t back_in[3] = { dev + 4096, 8 };
+    uint64_t back_in[3] = { dev + 4096, 8, 0 };
     unsigned char back[8] = { 0 };
-    long r = exchange(VGPU_REMOTE_CALL, SLOT(cuMemcpyDtoH_v2), 0, back_in, 16, back, sizeof(back), -1);
+    long r = exchange(VGPU_REMOTE_CALL, SLOT(cuMemcpyDtoH_v2), 0, back_in, 24, back, sizeof(back), -1);
     printf("the device holds the shared bytes: %s (%ld)\n", r == 0 && back[0] == 0x5a && back[7] == 0x5a ? "yes" : "no",
            r);
     memset(sealed, 0, MiB);

@@ -28,16 +28,20 @@ struct vgpu_exec_set {
     size_t cap, used;
 };
 
-/* How the executor serves a slot: a generated call of words (nin words
- * in, nout back, returning the call's code), or one that reads its own
- * request and replies itself (returning 0, -1 when the reply could not be
- * sent, or VGPU_EXEC_CLOSE). */
+/* How the executor serves a slot (generated from the call spec,
+ * forwarder/remote/spec/): a call of words (nin words in, nout back,
+ * returning the call's code), or one that parses its own request and
+ * replies itself (returning 0, -1 when the reply could not be sent, or
+ * VGPU_EXEC_CLOSE); the request's buffer has a byte to spare past len,
+ * where a string it ends with is NUL-ended.  Its flags are the spec's. */
 struct vgpu_exec_call {
     int (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
     unsigned nin, nout;
-    int (*manual)(struct vgpu_exec *x, void *fn, const void *req, size_t len);
-    bool async; /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
-    bool sync;  /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
+    int (*manual)(struct vgpu_exec *x, void *fn, void *req, size_t len);
+    bool async;   /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
+    bool sync;    /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
+    bool shared;  /* it may come VGPU_REMOTE_SHARED: a copy naming a shared block of page-locked memory */
+    bool by_hash; /* it may come VGPU_REMOTE_BY_HASH: a load whose image is named by its SHA-256 */
 };
 
 /* One library as the executor serves it (generated, tools/generate/gen_remote.py). */
@@ -136,7 +140,7 @@ bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h);
  * cuFuncGetParamInfo says (the driver reads each of f's parameters at its
  * own size, whatever the guest sent).  CUDA only. */
 #define VGPU_EXEC_MAX_PARAMS 256
-bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint64_t *sizes);
+bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint32_t *sizes);
 
 /* Whether p lies in one of the driver's device allocations of the current
  * context (cuMemGetAddressRange), or in a range the guest reserved: never
@@ -151,14 +155,6 @@ bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const c
 bool vgpu_exec_device_rows(struct vgpu_exec *x, uint64_t p, uint64_t pitch, uint64_t width, uint64_t size,
                            uint64_t height, const char *call);
 
-/* The i-th 64-bit word of a request. */
-static inline uint64_t vgpu_exec_word(const void *req, unsigned i)
-{
-    uint64_t w;
-    __builtin_memcpy(&w, (const char *)req + (size_t)i * sizeof(w), sizeof(w));
-    return w;
-}
-
 /* A request that is not what its call sends (the guest is broken or
  * hostile): logged; VGPU_EXEC_CLOSE, for a handler to return. */
 int vgpu_exec_malformed(const char *call, size_t len);
@@ -169,11 +165,11 @@ int vgpu_exec_malformed(const char *call, size_t len);
 int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n);
 
 /* One call, its header read and checked (vgpu_wire_read_hdr) and its
- * payload read: served and replied to.  0; -1 when the reply could not be
+ * payload read (into a buffer with a byte to spare): served and replied to.  0; -1 when the reply could not be
  * sent (errno: the guest is gone); VGPU_EXEC_CLOSE when the message breaks
  * the protocol, said in the log (the connection is to close). */
 struct vgpu_remote_hdr;
-int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload);
+int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *payload);
 
 /* Serves the guest on fd (and on the ring it asks for) until it goes; the
  * process's exit status. */

@@ -234,7 +234,7 @@ static void forget_layouts(struct vgpu_exec *x)
     }
 }
 
-bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint64_t *sizes)
+bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint32_t *sizes)
 {
     const struct vgpu_exec_layout *l = x->layouts;
     while (l && l->f != f)

@@ -106,23 +106,22 @@ static void take_settings(const char *env, size_t n)
 static int hello(struct vgpu_exec *x)
 {
     struct vgpu_remote_hdr h;
-    uint64_t words[3];
-    char comm[16], env[VGPU_REMOTE_ENV_BYTES];
-    size_t fixed = sizeof(words) + sizeof(comm);
+    struct vgpu_remote_hello hi;
+    char env[VGPU_REMOTE_ENV_BYTES];
+    size_t fixed = sizeof(hi);
     if (vgpu_wire_read_hdr(&x->wire, &h) != 0 || h.type != VGPU_REMOTE_HELLO || h.len < fixed ||
-        h.len > fixed + sizeof(env) || vgpu_wire_read(&x->wire, words, sizeof(words)) != 0 ||
-        vgpu_wire_read(&x->wire, comm, sizeof(comm)) != 0 ||
+        h.len > fixed + sizeof(env) || vgpu_wire_read(&x->wire, &hi, sizeof(hi)) != 0 ||
         (h.len > fixed && vgpu_wire_read(&x->wire, env, h.len - fixed) != 0)) {
         vgpu_error("executor: the guest did not say hello: closing");
         return -1;
     }
-    const struct vgpu_exec_library *lib = words[2] == vgpu_exec_cuda.id   ? &vgpu_exec_cuda
-                                          : words[2] == vgpu_exec_nvml.id ? &vgpu_exec_nvml
-                                                                          : NULL;
-    if (!lib || words[0] != lib->hash) {
+    const struct vgpu_exec_library *lib = hi.library == vgpu_exec_cuda.id   ? &vgpu_exec_cuda
+                                          : hi.library == vgpu_exec_nvml.id ? &vgpu_exec_nvml
+                                                                            : NULL;
+    if (!lib || hi.hash != lib->hash) {
         vgpu_error("executor: guest %llu speaks another version of the remote ABI (library %llu, %016llx): "
                    "refused; guest and executor must come from one vgpu build",
-                   (unsigned long long)words[1], (unsigned long long)words[2], (unsigned long long)words[0]);
+                   (unsigned long long)hi.pid, (unsigned long long)hi.library, (unsigned long long)hi.hash);
         vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, lib ? (uint32_t)lib->not_supported : 1u, 0, NULL, 0);
         return -1;
     }
@@ -132,29 +131,29 @@ static int hello(struct vgpu_exec *x)
     x->fn = calloc(lib->count, sizeof(*x->fn));
     x->driver = x->fn ? dlopen(lib->driver, RTLD_NOW | RTLD_GLOBAL) : NULL;
     if (!x->driver) {
-        vgpu_error("executor: cannot load %s for guest %llu: %s", lib->driver, (unsigned long long)words[1],
+        vgpu_error("executor: cannot load %s for guest %llu: %s", lib->driver, (unsigned long long)hi.pid,
                    x->fn ? dlerror() : "out of memory");
         vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)lib->not_supported, 0, NULL, 0);
         return -1;
     }
-    comm[sizeof(comm) - 1] = 0;
-    take_name(comm);
+    hi.comm[sizeof(hi.comm) - 1] = 0;
+    take_name(hi.comm);
     char shown[16];
     prctl(PR_GET_NAME, shown);
-    vgpu_info("executor: serving guest process %llu (%s) as %s (%s)", (unsigned long long)words[1], shown + 2,
+    vgpu_info("executor: serving guest process %llu (%s) as %s (%s)", (unsigned long long)hi.pid, shown + 2,
               shown, lib->driver);
     /* The window of addresses shared blocks take (shared_host.c), before
      * the driver reserves its own. */
-    uint64_t window[3] = { 0, 0, 0 }; /* and the executor's flags: its cache of module images */
+    struct vgpu_remote_welcome w = { 0 }; /* and the executor's flags: its cache of module images */
     if (lib->id == vgpu_exec_cuda.id && (x->wire.fd >= 0 || x->bulk.fd >= 0))
-        vgpu_exec_reserve_window(x, &window[0], &window[1]);
+        vgpu_exec_reserve_window(x, &w.window, &w.window_size);
     if (lib->id == vgpu_exec_cuda.id && vgpu_exec_cache_open())
-        window[2] |= VGPU_REMOTE_HELLO_IMAGE_CACHE;
-    struct iovec v = { window, sizeof(window) };
+        w.flags |= VGPU_REMOTE_HELLO_IMAGE_CACHE;
+    struct iovec v = { &w, sizeof(w) };
     return vgpu_exec_reply(x, 0, &v, 1);
 }
 
-int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const void *payload)
+int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *payload)
 {
     if (h->type != VGPU_REMOTE_CALL || h->call >= x->lib->count) {
         vgpu_error("executor: a message that is not a call of the driver (type %u, call %u): closing",
@@ -163,25 +162,21 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
     }
     const struct vgpu_exec_call *c = &x->lib->table[h->call];
     const char *name = x->lib->names[h->call];
-    /* A copy to or from a shared block (shared_host.c); one to it may be
-     * asynchronous, its bytes landing there, not in a reply. */
+    /* A copy to or from a shared block (shared_host.c), and a load whose
+     * image is named by its hash (image_cache.h): only the calls the spec
+     * says may come so. */
     bool shared = (h->flags & VGPU_REMOTE_SHARED) != 0;
-    if (shared && (x->lib->id != 0 || (strcmp(name, "cuMemcpyHtoD_v2") != 0 && strcmp(name, "cuMemcpyDtoH_v2") != 0 &&
-                                       strcmp(name, "cuMemcpyHtoDAsync_v2") != 0 &&
-                                       strcmp(name, "cuMemcpyDtoHAsync_v2") != 0))) {
+    if (shared && !c->shared) {
         vgpu_error("executor: %s sent as a copy of shared memory, which it is not: closing", name);
         return VGPU_EXEC_CLOSE;
     }
-    /* A load whose image is named by its hash (image_cache.h). */
     bool by_hash = (h->flags & VGPU_REMOTE_BY_HASH) != 0;
-    if (by_hash && (x->lib->id != 0 || (h->flags & VGPU_REMOTE_ASYNC) ||
-                    (strcmp(name, "cuModuleLoadData") != 0 && strcmp(name, "cuModuleLoadDataEx") != 0 &&
-                     strcmp(name, "cuLibraryLoadData") != 0))) {
+    if (by_hash && (!c->by_hash || (h->flags & VGPU_REMOTE_ASYNC))) {
         vgpu_error("executor: %s sent with its image named by hash, which it has not: closing", name);
         return VGPU_EXEC_CLOSE;
     }
-    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async && !(shared && strcmp(name, "cuMemcpyDtoHAsync_v2") == 0)) {
-        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", x->lib->names[h->call]);
+    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async) {
+        vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", name);
         return VGPU_EXEC_CLOSE;
     }
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
@@ -216,12 +211,14 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, const vo
  * guest is gone; VGPU_EXEC_CLOSE when it asks twice or wrongly. */
 static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct vgpu_remote_hdr *h, const void *payload)
 {
-    if (x->wire.ring || x->wire.fd < 0 || h->len != sizeof(uint64_t)) {
+    struct vgpu_remote_ring_request rq;
+    if (x->wire.ring || x->wire.fd < 0 || h->len != sizeof(rq)) {
         vgpu_error("executor: a malformed request for a shared-memory ring (%llu bytes%s): closing",
                    (unsigned long long)h->len, x->wire.ring ? ", on the ring already" : "");
         return VGPU_EXEC_CLOSE;
     }
-    uint64_t want = vgpu_exec_word(payload, 0), spin, ignored;
+    memcpy(&rq, payload, sizeof(rq));
+    uint64_t want = rq.bytes, spin, ignored;
     char why[256];
     if (vgpu_ring_settings(&ignored, &spin, why, sizeof(why)) != 0)
         vgpu_warn("executor: %s", why);
@@ -270,14 +267,14 @@ int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk 
             vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
             return 1;
         }
-        if (h.len > cap) {
-            void *grown = realloc(buf, h.len);
+        if (h.len >= cap) { /* a byte to spare: a string a request ends with is NUL-ended in place */
+            void *grown = realloc(buf, h.len + 1);
             if (!grown) {
                 vgpu_error("executor: out of memory for a message of %llu bytes", (unsigned long long)h.len);
                 return 1;
             }
             buf = grown;
-            cap = h.len;
+            cap = h.len + 1;
         }
         if (h.len && vgpu_wire_read(&x.wire, buf, h.len) != 0)
             return 1;

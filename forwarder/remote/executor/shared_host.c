@@ -156,9 +156,11 @@ static int take_memfd(struct vgpu_exec *x, uint64_t length)
 
 int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
 {
-    if (len != 2 * sizeof(uint64_t))
+    struct vgpu_remote_share rq;
+    if (len != sizeof(rq))
         return vgpu_exec_malformed("SHARE", len);
-    uint64_t guest = vgpu_exec_word(req, 0), length = vgpu_exec_word(req, 1), view = 0;
+    memcpy(&rq, req, sizeof(rq));
+    uint64_t guest = rq.guest, length = rq.length, view = 0;
     /* Over a channel, the block is in the bulk, mapped already: no memfd. */
     int fd = x->bulk.fd >= 0 ? -3 : take_memfd(x, length);
     if (fd == -1)
@@ -232,9 +234,11 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
 
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
 {
-    if (len != sizeof(uint64_t))
+    struct vgpu_remote_unshare rq;
+    if (len != sizeof(rq))
         return vgpu_exec_malformed("UNSHARE", len);
-    uint64_t guest = vgpu_exec_word(req, 0);
+    memcpy(&rq, req, sizeof(rq));
+    uint64_t guest = rq.guest;
     struct vgpu_exec_shared **at = &x->shared;
     while (*at && (*at)->guest != guest)
         at = &(*at)->next;

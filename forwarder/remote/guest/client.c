@@ -217,7 +217,8 @@ static void ask_ring(const char *path)
         vgpu_warn("remote GPU: %s", why);
     if (!want)
         return;
-    struct iovec q = { &want, sizeof(want) };
+    struct vgpu_remote_ring_request rq = { .bytes = want };
+    struct iovec q = { &rq, sizeof(rq) };
     struct vgpu_remote_hdr h;
     uint64_t length = 0;
     int memfd = -1;
@@ -307,16 +308,17 @@ static void connect_locked(void)
         return;
     /* The ABI's hash, the pid, the library, and the command's name (for
      * the host's listings: the executor takes it as its own, labelled). */
-    uint64_t hello[3] = { vgpu_remote_library.hash, (uint64_t)getpid(), vgpu_remote_library.id };
-    char comm[16] = { 0 };
-    prctl(PR_GET_NAME, comm);
+    struct vgpu_remote_hello hi = {
+        .hash = vgpu_remote_library.hash, .pid = (uint64_t)getpid(), .library = vgpu_remote_library.id
+    };
+    prctl(PR_GET_NAME, hi.comm);
     char env[VGPU_REMOTE_ENV_BYTES];
-    struct iovec v[3] = { { hello, sizeof(hello) }, { comm, sizeof(comm) }, { env, driver_settings(env) } };
+    struct iovec v[2] = { { &hi, sizeof(hi) }, { env, driver_settings(env) } };
     struct vgpu_remote_hdr h;
-    uint64_t offered[3] = { 0, 0, 0 }; /* the window's base and size, the executor's flags */
-    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 3) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
+    struct vgpu_remote_welcome offered = { 0 };
+    if (vgpu_wire_send(&conn, VGPU_REMOTE_HELLO, 0, 0, v, 2) != 0 || vgpu_wire_read_hdr(&conn, &h) != 0 ||
         h.type != VGPU_REMOTE_REPLY || (h.len != 0 && h.len != sizeof(offered)) ||
-        (h.len && vgpu_wire_read(&conn, offered, sizeof(offered)) != 0)) {
+        (h.len && vgpu_wire_read(&conn, &offered, sizeof(offered)) != 0)) {
         vgpu_error("remote GPU: the executor at %s did not answer this guest's hello: every %s call fails", path,
                    what_library());
         disconnect(LINK_BROKEN);
@@ -331,8 +333,8 @@ static void connect_locked(void)
         return;
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
-    take_window(offered[0], offered[1]);
-    image_cache = (offered[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
+    take_window(offered.window, offered.window_size);
+    image_cache = (offered.flags & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
     if (channel)
         back_window();
     else
@@ -437,8 +439,8 @@ bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed)
 
 int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
 {
-    uint64_t w[2] = { (uint64_t)(uintptr_t)p, n };
-    struct iovec q = { w, sizeof(w) }, a = { view, sizeof(*view) };
+    struct vgpu_remote_share rq = { .guest = (uint64_t)(uintptr_t)p, .length = n };
+    struct iovec q = { &rq, sizeof(rq) }, a = { view, sizeof(*view) };
     size_t got = 0;
     *view = 0;
     pthread_mutex_lock(&lock);
@@ -454,8 +456,8 @@ int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
 
 int vgpu_remote_unshare(const void *p)
 {
-    uint64_t w = (uint64_t)(uintptr_t)p;
-    struct iovec q = { &w, sizeof(w) };
+    struct vgpu_remote_unshare rq = { .guest = (uint64_t)(uintptr_t)p };
+    struct iovec q = { &rq, sizeof(rq) };
     pthread_mutex_lock(&lock);
     int r = connection == LINK_UP ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
                          : vgpu_remote_library.unavailable;
@@ -482,12 +484,16 @@ int vgpu_remote_call_words(unsigned slot, const uint64_t *in, unsigned nin, uint
 /* Which slots were refused already, to log each once.  Owned by this file. */
 static unsigned char refused[2048];
 
-int vgpu_remote_refuse(unsigned slot)
+int vgpu_remote_refuse_why(unsigned slot, const char *why)
 {
     if (slot < vgpu_remote_library.count && slot < sizeof(refused) &&
         !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
-        vgpu_warn("remote GPU: %s is not carried to the host yet: it is refused as not supported "
-                  "(docs/remote.md)",
-                  vgpu_remote_library.dispatch->names[slot]);
+        vgpu_warn("remote GPU: %s is not carried: %s; refused as not supported (docs/reference/remote-calls.md)",
+                  vgpu_remote_library.dispatch->names[slot], why);
     return vgpu_remote_library.not_supported;
+}
+
+int vgpu_remote_refuse(unsigned slot)
+{
+    return vgpu_remote_refuse_why(slot, "its arguments ask more than vgpu carries");
 }

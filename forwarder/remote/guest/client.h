@@ -36,6 +36,7 @@ struct vgpu_remote_library {
     unsigned count;                          /* its slots */
     struct vgpu_dispatch *dispatch;          /* its dispatch table (the slots' names) */
     int unavailable, unknown, not_supported; /* its codes: no executor, a senseless reply, not carried */
+    int invalid;                             /* and an invalid argument */
 };
 extern const struct vgpu_remote_library vgpu_remote_library;
 
@@ -81,9 +82,14 @@ bool vgpu_remote_image_cache(void);
 
 /* The text the executor gives for code through slot (an error's name or
  * string), kept for the life of the process as the library's own are
- * (texts.c): 0 and *out; the call's code; or -1, out of memory. */
-int vgpu_remote_text(unsigned slot, uint32_t code, const char **out);
+ * (texts.c): 0 and *out; the call's code; or -1, out of memory.  fetch
+ * asks the executor (its library's message): the code, and the text in
+ * buf (size bytes, NUL-ended). */
+typedef int (*vgpu_remote_fetch_text)(unsigned slot, uint32_t code, char *buf, size_t size);
+int vgpu_remote_text(unsigned slot, uint32_t code, vgpu_remote_fetch_text fetch, const char **out);
 
 /* What a slot the remote driver does not carry returns: refused, logged
- * once per slot. */
+ * once per slot, with why (the spec's reason); vgpu_remote_refuse, for
+ * a call whose arguments ask more than vgpu carries. */
+int vgpu_remote_refuse_why(unsigned slot, const char *why);
 int vgpu_remote_refuse(unsigned slot);

@@ -30,7 +30,7 @@ static void register_atfork(void)
     pthread_atfork(NULL, NULL, child_after_fork);
 }
 
-int vgpu_remote_text(unsigned slot, uint32_t code, const char **out)
+int vgpu_remote_text(unsigned slot, uint32_t code, vgpu_remote_fetch_text fetch, const char **out)
 {
     pthread_once(&atfork_once, register_atfork);
     pthread_mutex_lock(&texts_lock);
@@ -41,20 +41,18 @@ int vgpu_remote_text(unsigned slot, uint32_t code, const char **out)
             return 0;
         }
     pthread_mutex_unlock(&texts_lock);
-    uint64_t w = code;
     char s[512];
-    size_t got = 0;
-    struct iovec q = { &w, sizeof(w) }, a = { s, sizeof(s) - 1 };
-    int r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+    int r = fetch(slot, code, s, sizeof(s));
     if (r != 0)
         return r;
-    s[got] = 0;
+    size_t got = strnlen(s, sizeof(s) - 1);
     struct text *t = malloc(sizeof(*t) + got + 1);
     if (!t)
         return -1;
     t->slot = slot;
     t->code = code;
-    memcpy(t->s, s, got + 1);
+    memcpy(t->s, s, got);
+    t->s[got] = 0;
     pthread_mutex_lock(&texts_lock);
     t->next = texts;
     texts = t;

@@ -283,7 +283,9 @@ static int check(struct vgpu_ring *r, struct vgpu_ring_shared *h, uint64_t lengt
         ok = size[i] >= PAGE && !(size[i] & (size[i] - 1)) && off[i] >= PAGE && off[i] <= length &&
              size[i] <= length - off[i] && h->stream[i].head == 0 && h->stream[i].tail == 0;
     }
-    ok = ok && (off[0] + size[0] <= off[1] || off[1] + size[1] <= off[0]);
+    /* The two streams do not overlap: one ends before the other begins. */
+    const uint64_t *to_exec = &off[VGPU_RING_TO_EXECUTOR], *to_guest = &off[VGPU_RING_TO_GUEST];
+    ok = ok && (*to_exec + size[VGPU_RING_TO_EXECUTOR] <= *to_guest || *to_guest + size[VGPU_RING_TO_GUEST] <= *to_exec);
     if (!ok) {
         errno = EPROTO;
         return -1;

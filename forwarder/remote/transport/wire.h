@@ -15,14 +15,6 @@
 #define VGPU_REMOTE_MAX_LEN (64u << 20)
 #define VGPU_REMOTE_CHUNK (16u << 20)
 
-/* Hand-written calls' shapes and bounds, which the guest sends within and
- * the executor checks (docs/remote.md). */
-#define VGPU_REMOTE_2D_WORDS 13         /* a 2D copy's words (forwarder/remote/guest/cuda/copy.c) */
-#define VGPU_REMOTE_TENSOR_RANK 5       /* a tensor map's largest rank */
-#define VGPU_REMOTE_JIT_OPTIONS 32      /* cuModuleLoadDataEx's options */
-#define VGPU_REMOTE_JIT_LOG (64u << 10) /* each of its logs' bytes */
-#define VGPU_REMOTE_NVML_FIELDS 256     /* nvmlDeviceGetFieldValues's entries */
-
 /* The guest's settings the driver reads from its environment, which a CUDA
  * HELLO carries (NAME=VALUE, each NUL-ended, at most VGPU_REMOTE_ENV_BYTES
  * in all) for the executor to take as its own before its driver starts:
@@ -59,6 +51,30 @@ enum vgpu_remote_type {
 #define VGPU_REMOTE_MISS 0x4d495353u /* "MISS" */
 #define VGPU_REMOTE_HELLO_IMAGE_CACHE 1u
 #define VGPU_REMOTE_IMAGE_CACHE_MIN (64u << 10)
+
+/* HELLO's fixed part (its driver settings follow), and its reply's
+ * payload. */
+struct vgpu_remote_hello {
+    uint64_t hash;    /* the ABI's hash (the spec's): guest and executor must agree */
+    uint64_t pid;     /* the guest's pid */
+    uint64_t library; /* 0 CUDA, 1 NVML */
+    char comm[16];    /* its command's name, for the host's listings */
+};
+struct vgpu_remote_welcome {
+    uint64_t window, window_size; /* the window reserved for shared blocks (shared_host.c), or 0 */
+    uint64_t flags;               /* VGPU_REMOTE_HELLO_IMAGE_CACHE */
+};
+/* SHARE's and UNSHARE's payloads, and RING's. */
+struct vgpu_remote_share {
+    uint64_t guest;  /* the guest's address of the block */
+    uint64_t length; /* its bytes */
+};
+struct vgpu_remote_unshare {
+    uint64_t guest;
+};
+struct vgpu_remote_ring_request {
+    uint64_t bytes; /* each stream's */
+};
 
 struct vgpu_remote_hdr {
     uint32_t magic;

@@ -1,80 +1,66 @@
 /*
  * Launches, the executor's side (the guest's: forwarder/remote/guest/cuda/launch.c;
- * what crosses: docs/remote.md).  The function or kernel and the stream are
- * the guest's, the parameters exactly as many and as long as the driver
- * says the kernel's are, and a cuLaunchKernelEx attribute either plain data
- * or an event the guest was given.
+ * the messages: forwarder/remote/spec/cuda.remote).  The function or kernel
+ * and the stream are the guest's (the generated parse checks them), the
+ * parameters exactly as many and as long as the driver says the kernel's
+ * are, and a cuLaunchKernelEx attribute either plain data or an event the
+ * guest was given.
  */
 #include "forwarder/remote/executor/cuda/calls.h"
 
-#include "forwarder/remote/transport/wire.h"
-
 #include <string.h>
 
-/* A launch as it crosses: words f, the grid (3), the block (3), shared
- * memory, stream, the count n; n sizes; the parameters, each padded to 8. */
-struct launch {
-    uint64_t f, stream;
-    unsigned dim[7];
-    unsigned n;
-    void *params[VGPU_EXEC_MAX_PARAMS];
+/* A launch's parameters as the driver takes them: pointers to each, in the
+ * request's buffer (8-aligned: each is padded to 8). */
+struct params {
+    void *p[VGPU_IN_cuLaunchKernel_count_MAX];
 };
 
-/* 0 with *l filled; VGPU_EXEC_CLOSE (malformed), or the code to reply. */
-static int parse(struct vgpu_exec *x, const void *req, size_t len, const char *call, struct launch *l)
+/* The parameters of f, count of them of the given sizes, packed in bytes:
+ * 0 with *out filled; VGPU_EXEC_CLOSE (malformed), or the code to reply. */
+static int params_of(struct vgpu_exec *x, CUfunction f, uint32_t count, const uint32_t *sizes, const void *bytes,
+                     size_t len, const char *call, struct params *out)
 {
-    memset(l, 0, sizeof(*l));
-    if (len < 80 || vgpu_exec_word(req, 9) > VGPU_EXEC_MAX_PARAMS || len < (10 + vgpu_exec_word(req, 9)) * 8)
-        return vgpu_exec_malformed(call, len);
-    l->n = (unsigned)vgpu_exec_word(req, 9);
-    size_t at = (10 + l->n) * 8;
-    uint64_t sizes[VGPU_EXEC_MAX_PARAMS];
-    for (unsigned i = 0; i < l->n; i++) {
-        sizes[i] = vgpu_exec_word(req, 10 + i);
-        size_t padded = (sizes[i] + 7) & ~(size_t)7;
-        if (sizes[i] > 4096 || at + padded > len)
+    size_t at = 0;
+    for (unsigned i = 0; i < count; i++) {
+        size_t padded = ((size_t)sizes[i] + 7) & ~(size_t)7;
+        if (sizes[i] > 4096 || len - at < padded)
             return vgpu_exec_malformed(call, len);
-        l->params[i] = (char *)req + at; /* 8-aligned: the request buffer is malloc's, each parameter padded to 8 */
+        out->p[i] = (char *)bytes + at;
         at += padded;
     }
     if (at != len)
         return vgpu_exec_malformed(call, len);
-    l->f = vgpu_exec_word(req, 0);
-    l->stream = vgpu_exec_word(req, 8);
-    for (int i = 0; i < 7; i++)
-        l->dim[i] = (unsigned)vgpu_exec_word(req, 1 + i);
-    if (!l->f || !vgpu_exec_handle_known(x, l->f, false) || !vgpu_exec_handle_known(x, l->stream, true))
-        return CUDA_ERROR_INVALID_HANDLE;
     /* The driver reads f's parameters at their own sizes: they must be what was sent. */
-    if (!vgpu_exec_params_match(x, l->f, l->n, sizes))
+    if (!vgpu_exec_params_match(x, (uint64_t)(uintptr_t)f, count, sizes))
         return CUDA_ERROR_INVALID_VALUE;
     return 0;
 }
 
-int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuLaunchKernel *in)
 {
-    struct launch l;
-    int r = parse(x, req, len, "cuLaunchKernel", &l);
+    struct params p;
+    int r = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernel", &p);
     if (r == VGPU_EXEC_CLOSE)
         return r;
     if (r == 0)
         r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                          void **, void **))fn)((CUfunction)(uintptr_t)l.f, l.dim[0], l.dim[1], l.dim[2], l.dim[3],
-                                                l.dim[4], l.dim[5], l.dim[6], (CUstream)(uintptr_t)l.stream, l.params,
+                          void **, void **))fn)(in->f, in->gridDimX, in->gridDimY, in->gridDimZ, in->blockDimX,
+                                                in->blockDimY, in->blockDimZ, in->sharedMemBytes, in->hStream, p.p,
                                                 NULL);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
-int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuLaunchKernel *in)
 {
-    struct launch l;
-    int r = parse(x, req, len, "cuLaunchCooperativeKernel", &l);
+    struct params p;
+    int r = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchCooperativeKernel", &p);
     if (r == VGPU_EXEC_CLOSE)
         return r;
     if (r == 0)
         r = ((CUresult(*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned, CUstream,
-                          void **))fn)((CUfunction)(uintptr_t)l.f, l.dim[0], l.dim[1], l.dim[2], l.dim[3], l.dim[4],
-                                       l.dim[5], l.dim[6], (CUstream)(uintptr_t)l.stream, l.params);
+                          void **))fn)(in->f, in->gridDimX, in->gridDimY, in->gridDimZ, in->blockDimX, in->blockDimY,
+                                       in->blockDimZ, in->sharedMemBytes, in->hStream, p.p);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
@@ -104,89 +90,71 @@ static bool attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
     }
 }
 
-#define MAX_ATTRS 16
-
-/* [count][id, 8 words of value]...: the attributes, refused (*r) unless
- * each may be passed on; how many bytes they took, or 0 when malformed. */
-static size_t parse_attrs(const struct vgpu_exec *x, const void *req, size_t len, CUlaunchAttribute *attrs, unsigned *n,
+/* The attributes, each a copy (the driver may read them after the request
+ * buffer is reused), refused (*r) unless each may be passed on. */
+static void attributes_of(const struct vgpu_exec *x, uint32_t n, const CUlaunchAttribute *in, CUlaunchAttribute *attrs,
                           int *r)
 {
-    if (len < 8 || vgpu_exec_word(req, 0) > MAX_ATTRS || len < (1 + vgpu_exec_word(req, 0) * 9) * 8)
-        return 0;
-    *n = (unsigned)vgpu_exec_word(req, 0);
-    memset(attrs, 0, MAX_ATTRS * sizeof(*attrs));
     *r = 0;
-    for (unsigned i = 0; i < *n; i++) {
-        attrs[i].id = (CUlaunchAttributeID)vgpu_exec_word(req, 1 + i * 9);
-        memcpy(&attrs[i].value, (const char *)req + (2 + i * 9) * 8, 64);
+    for (unsigned i = 0; i < n; i++) {
+        attrs[i] = in[i];
         if (!attribute_ok(x, &attrs[i]))
             *r = CUDA_ERROR_NOT_SUPPORTED;
     }
-    return (1 + (size_t)*n * 9) * 8;
-}
-
-static CUlaunchConfig config_of(const unsigned dim[7], uint64_t stream, CUlaunchAttribute *attrs, unsigned n)
-{
-    return (CUlaunchConfig){
-        .gridDimX = dim[0],
-        .gridDimY = dim[1],
-        .gridDimZ = dim[2],
-        .blockDimX = dim[3],
-        .blockDimY = dim[4],
-        .blockDimZ = dim[5],
-        .sharedMemBytes = dim[6],
-        .hStream = (CUstream)(uintptr_t)stream,
-        .attrs = n ? attrs : NULL,
-        .numAttrs = n,
-    };
 }
 
 /* The attributes, then a launch as cuLaunchKernel's. */
-int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuLaunchKernelEx *in)
 {
-    CUlaunchAttribute attrs[MAX_ATTRS];
-    unsigned nattrs = 0;
-    int r = 0;
-    size_t skip = parse_attrs(x, req, len, attrs, &nattrs, &r);
-    if (!skip)
-        return vgpu_exec_malformed("cuLaunchKernelEx", len);
-    struct launch l;
-    int p = parse(x, (const char *)req + skip, len - skip, "cuLaunchKernelEx", &l);
-    if (p == VGPU_EXEC_CLOSE)
-        return p;
+    CUlaunchAttribute attrs[VGPU_IN_cuLaunchKernelEx_numAttrs_MAX];
+    int r;
+    attributes_of(x, in->numAttrs, in->attrs, attrs, &r);
+    struct params p;
+    int q = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernelEx", &p);
+    if (q == VGPU_EXEC_CLOSE)
+        return q;
     if (r == 0)
-        r = p;
+        r = q;
     if (r == 0) {
-        CUlaunchConfig c = config_of(l.dim, l.stream, attrs, nattrs);
-        r = ((CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **))fn)(&c, (CUfunction)(uintptr_t)l.f,
-                                                                                    l.params, NULL);
+        CUlaunchConfig c = {
+            .gridDimX = in->gridDimX,
+            .gridDimY = in->gridDimY,
+            .gridDimZ = in->gridDimZ,
+            .blockDimX = in->blockDimX,
+            .blockDimY = in->blockDimY,
+            .blockDimZ = in->blockDimZ,
+            .sharedMemBytes = in->sharedMemBytes,
+            .hStream = in->hStream,
+            .attrs = in->numAttrs ? attrs : NULL,
+            .numAttrs = in->numAttrs,
+        };
+        r = ((CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **))fn)(&c, in->f, p.p, NULL);
     }
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
-/* The attributes, then words f, the grid, the block, shared memory,
- * stream: how many clusters fit, one word back. */
-int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+/* How many clusters of the launch fit. */
+int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn,
+                                           const struct vgpu_in_cuOccupancyMaxActiveClusters *in)
 {
-    CUlaunchAttribute attrs[MAX_ATTRS];
-    unsigned nattrs = 0;
-    int r = 0;
-    size_t skip = parse_attrs(x, req, len, attrs, &nattrs, &r);
-    if (!skip || len - skip != 9 * 8)
-        return vgpu_exec_malformed("cuOccupancyMaxActiveClusters", len);
-    const char *w = (const char *)req + skip;
-    uint64_t f = vgpu_exec_word(w, 0), stream = vgpu_exec_word(w, 8);
-    unsigned dim[7];
-    for (int i = 0; i < 7; i++)
-        dim[i] = (unsigned)vgpu_exec_word(w, 1 + i);
-    if (r == 0 && (!f || !vgpu_exec_handle_known(x, f, false) || !vgpu_exec_handle_known(x, stream, true)))
-        r = CUDA_ERROR_INVALID_HANDLE;
-    int clusters = 0;
+    CUlaunchAttribute attrs[VGPU_IN_cuOccupancyMaxActiveClusters_numAttrs_MAX];
+    int r;
+    attributes_of(x, in->numAttrs, in->attrs, attrs, &r);
+    struct vgpu_out_cuOccupancyMaxActiveClusters out = { 0 };
     if (r == 0) {
-        CUlaunchConfig c = config_of(dim, stream, attrs, nattrs);
-        r = ((CUresult(*)(int *, CUfunction, const CUlaunchConfig *))fn)(&clusters, (CUfunction)(uintptr_t)f, &c);
+        CUlaunchConfig c = {
+            .gridDimX = in->gridDimX,
+            .gridDimY = in->gridDimY,
+            .gridDimZ = in->gridDimZ,
+            .blockDimX = in->blockDimX,
+            .blockDimY = in->blockDimY,
+            .blockDimZ = in->blockDimZ,
+            .sharedMemBytes = in->sharedMemBytes,
+            .hStream = in->hStream,
+            .attrs = in->numAttrs ? attrs : NULL,
+            .numAttrs = in->numAttrs,
+        };
+        r = ((CUresult(*)(int *, CUfunction, const CUlaunchConfig *))fn)(&out.numClusters, in->func, &c);
     }
-    uint64_t out = (uint64_t)(int64_t)clusters;
-    struct iovec v = { &out, r == 0 ? sizeof(out) : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
+    return vgpu_exec_reply_cuOccupancyMaxActiveClusters(x, r, in, &out);
 }

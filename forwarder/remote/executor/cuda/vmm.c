@@ -1,9 +1,10 @@
 /*
  * Virtual memory management, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/vmm.c; what crosses: docs/remote.md).  The address
- * ranges a guest reserves are its own (vgpu_exec_device_range accepts them,
- * so that it may map, unmap, grant access to and free them); the executor
- * chooses where they are, never the guest.  Properties cross as bytes,
+ * forwarder/remote/guest/cuda/vmm.c; the messages: forwarder/remote/spec/
+ * cuda.remote).  The address ranges a guest reserves are its own
+ * (vgpu_exec_device_range accepts them, so that it may map, unmap, grant
+ * access to and free them); the executor chooses where they are, never the
+ * guest.  Properties cross as bytes,
  * with no Windows metadata.
  */
 #include "forwarder/remote/executor/cuda/calls.h"
@@ -11,48 +12,37 @@
 #include "common/log.h"
 
 #include <stdlib.h>
-#include <string.h>
 
-#define MAX_ACCESS 64
-
-int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemAddressReserve *in)
 {
-    if (len != 32)
-        return vgpu_exec_malformed("cuMemAddressReserve", len);
-    CUdeviceptr p = 0;
-    size_t size = vgpu_exec_word(req, 0);
+    struct vgpu_out_cuMemAddressReserve out = { 0 };
     /* Where: the executor's choice (a requested address is a hint, not
      * honoured: the guest does not place ranges in the executor's space). */
     int r = ((CUresult(*)(CUdeviceptr *, size_t, size_t, CUdeviceptr, unsigned long long))fn)(
-        &p, size, vgpu_exec_word(req, 1), 0, vgpu_exec_word(req, 3));
+        &out.ptr, in->size, in->alignment, 0, in->flags);
     if (r == CUDA_SUCCESS) {
         struct vgpu_exec_range *g = malloc(sizeof(*g));
         if (!g) {
             vgpu_error("executor: out of memory for the guest's reserved ranges");
             exit(1);
         }
-        g->base = p;
-        g->size = size;
+        g->base = out.ptr;
+        g->size = in->size;
         g->next = x->reserved;
         x->reserved = g;
     }
-    uint64_t out = p;
-    struct iovec v = { &out, r == CUDA_SUCCESS ? sizeof(out) : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
+    return vgpu_exec_reply_cuMemAddressReserve(x, r, in, &out);
 }
 
 /* Only a range this guest reserved, whole. */
-int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemAddressFree *in)
 {
-    if (len != 16)
-        return vgpu_exec_malformed("cuMemAddressFree", len);
-    uint64_t p = vgpu_exec_word(req, 0), size = vgpu_exec_word(req, 1);
     struct vgpu_exec_range **at = &x->reserved;
-    while (*at && ((*at)->base != p || (*at)->size != size))
+    while (*at && ((*at)->base != in->ptr || (*at)->size != in->size))
         at = &(*at)->next;
     if (!*at)
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
-    int r = ((CUresult(*)(CUdeviceptr, size_t))fn)(p, size);
+    int r = ((CUresult(*)(CUdeviceptr, size_t))fn)(in->ptr, in->size);
     if (r == CUDA_SUCCESS) {
         struct vgpu_exec_range *g = *at;
         *at = g->next;
@@ -61,52 +51,39 @@ int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const void *req, s
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
-/* [words][properties]: the properties, their Windows metadata cleared. */
-static bool properties(const void *req, size_t len, unsigned words, CUmemAllocationProp *prop)
+/* The properties, their Windows metadata cleared: a pointer of the guest's. */
+static CUmemAllocationProp properties(const CUmemAllocationProp *in)
 {
-    if (len != words * 8 + sizeof(*prop))
-        return false;
-    memcpy(prop, (const char *)req + words * 8, sizeof(*prop));
-    prop->win32HandleMetaData = NULL;
-    return true;
+    CUmemAllocationProp prop = *in;
+    prop.win32HandleMetaData = NULL;
+    return prop;
 }
 
-int vgpu_exec_cuMemGetAllocationGranularity(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuMemGetAllocationGranularity(struct vgpu_exec *x, void *fn,
+                                            const struct vgpu_in_cuMemGetAllocationGranularity *in)
 {
-    CUmemAllocationProp prop;
-    if (!properties(req, len, 1, &prop))
-        return vgpu_exec_malformed("cuMemGetAllocationGranularity", len);
-    size_t g = 0;
+    CUmemAllocationProp prop = properties(&in->prop);
+    struct vgpu_out_cuMemGetAllocationGranularity out = { 0 };
     int r = ((CUresult(*)(size_t *, const CUmemAllocationProp *, CUmemAllocationGranularity_flags))fn)(
-        &g, &prop, (CUmemAllocationGranularity_flags)vgpu_exec_word(req, 0));
-    uint64_t out = g;
-    struct iovec v = { &out, r == CUDA_SUCCESS ? sizeof(out) : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
+        &out.granularity, &prop, in->option);
+    return vgpu_exec_reply_cuMemGetAllocationGranularity(x, r, in, &out);
 }
 
-int vgpu_exec_cuMemCreate(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuMemCreate(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemCreate *in)
 {
-    CUmemAllocationProp prop;
-    if (!properties(req, len, 2, &prop))
-        return vgpu_exec_malformed("cuMemCreate", len);
-    CUmemGenericAllocationHandle h = 0;
+    CUmemAllocationProp prop = properties(&in->prop);
+    struct vgpu_out_cuMemCreate out = { 0 };
     int r = ((CUresult(*)(CUmemGenericAllocationHandle *, size_t, const CUmemAllocationProp *, unsigned long long))fn)(
-        &h, vgpu_exec_word(req, 0), &prop, vgpu_exec_word(req, 1));
-    uint64_t out = h;
-    struct iovec v = { &out, r == CUDA_SUCCESS ? sizeof(out) : 0 };
-    return vgpu_exec_reply(x, r, &v, 1);
+        &out.handle, in->size, &prop, in->flags);
+    return vgpu_exec_reply_cuMemCreate(x, r, in, &out);
 }
 
-/* [ptr][size][count] and count descriptors: the range must be the guest's. */
-int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+/* The range must be the guest's. */
+int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemSetAccess *in)
 {
-    if (len < 24 || vgpu_exec_word(req, 2) > MAX_ACCESS || len != 24 + vgpu_exec_word(req, 2) * sizeof(CUmemAccessDesc))
-        return vgpu_exec_malformed("cuMemSetAccess", len);
-    uint64_t p = vgpu_exec_word(req, 0), size = vgpu_exec_word(req, 1), count = vgpu_exec_word(req, 2);
-    if (!vgpu_exec_device_range(x, p, size ? size : 1, "cuMemSetAccess"))
+    if (!vgpu_exec_device_range(x, in->ptr, in->size ? in->size : 1, "cuMemSetAccess"))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
-    CUmemAccessDesc desc[MAX_ACCESS];
-    memcpy(desc, (const char *)req + 24, count * sizeof(CUmemAccessDesc));
-    int r = ((CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))fn)(p, size, desc, count);
+    int r = ((CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))fn)(in->ptr, in->size, in->desc,
+                                                                                    in->count);
     return vgpu_exec_reply(x, r, NULL, 0);
 }

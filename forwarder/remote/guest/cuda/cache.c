@@ -13,7 +13,7 @@
  */
 #include "forwarder/remote/guest/cuda/cache.h"
 
-#include "vgpu_remote_cuda.h"
+#include "vgpu_remote_cuda_guest.h"
 
 #include <pthread.h>
 #include <stdbool.h>
@@ -31,10 +31,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
  * again takes its old entry, and a full table gives up its entries in turn.
  * Lookups read the used entries only (current's is one). */
 #define KEY_WORDS 4
+/* An answer: the one value, or two (a primary context's flags and state). */
+struct answer {
+    uint64_t first, second;
+};
 struct memo {
     uint64_t gen;
     uint64_t key[KEY_WORDS];
-    uint64_t value[2];
+    struct answer value;
 };
 #define MEMO_ENTRIES 256
 struct memo_table {
@@ -86,18 +90,18 @@ static struct memo *memo_find(struct memo_table *t, const uint64_t key[KEY_WORDS
     return NULL;
 }
 
-static bool memo_get(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], uint64_t value[2])
+static bool memo_get(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], struct answer *value)
 {
     pthread_mutex_lock(&lock);
     const struct memo *m = memo_find(t, key);
     bool hit = m && m->gen == g;
     if (hit)
-        memcpy(value, m->value, sizeof(m->value));
+        *value = m->value;
     pthread_mutex_unlock(&lock);
     return hit;
 }
 
-static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], const uint64_t value[2])
+static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], struct answer value)
 {
     pthread_mutex_lock(&lock);
     struct memo *m = memo_find(t, key);
@@ -105,64 +109,67 @@ static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WO
         m = t->used < MEMO_ENTRIES ? &t->e[t->used++] : &t->e[t->next++ % MEMO_ENTRIES];
     m->gen = g;
     memcpy(m->key, key, sizeof(m->key));
-    memcpy(m->value, value, sizeof(m->value));
+    m->value = value;
     pthread_mutex_unlock(&lock);
 }
 
 #define KEY(...) ((const uint64_t[KEY_WORDS]){ __VA_ARGS__ })
 
-CUresult vgpu_remote_wrapped_cuCtxGetCurrent(CUcontext *ctx)
+CUresult vgpu_remote_guest_cuCtxGetCurrent(CUcontext *ctx)
 {
-    uint64_t g = now(), v[2] = { 0 };
-    if (ctx && memo_get(&current, g, KEY(0), v)) {
-        *ctx = (CUcontext)(uintptr_t)v[0];
+    uint64_t g = now();
+    struct answer v;
+    if (ctx && memo_get(&current, g, KEY(0), &v)) {
+        *ctx = (CUcontext)(uintptr_t)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = vgpu_remote_carried_cuCtxGetCurrent(ctx);
     if (r == CUDA_SUCCESS && ctx)
-        memo_put(&current, g, KEY(0), (uint64_t[2]){ (uint64_t)(uintptr_t)*ctx, 0 });
+        memo_put(&current, g, KEY(0), (struct answer){ (uint64_t)(uintptr_t)*ctx, 0 });
     return r;
 }
 
 /* ctx's device (NULL: the current context's); v2 says which call asks it. */
 static CUresult device(CUdevice *dev, CUcontext ctx, bool v2)
 {
-    uint64_t g = now(), v[2] = { 0 }, k = (uint64_t)(uintptr_t)ctx;
-    if (dev && memo_get(&device_of, g, KEY(k, v2), v)) {
-        *dev = (CUdevice)v[0];
+    uint64_t g = now(), k = (uint64_t)(uintptr_t)ctx;
+    struct answer v;
+    if (dev && memo_get(&device_of, g, KEY(k, v2), &v)) {
+        *dev = (CUdevice)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = v2 ? vgpu_remote_carried_cuCtxGetDevice_v2(dev, ctx) : vgpu_remote_carried_cuCtxGetDevice(dev);
     if (r == CUDA_SUCCESS && dev)
-        memo_put(&device_of, g, KEY(k, v2), (uint64_t[2]){ (uint64_t)(uint32_t)*dev, 0 });
+        memo_put(&device_of, g, KEY(k, v2), (struct answer){ (uint64_t)(uint32_t)*dev, 0 });
     return r;
 }
 
-CUresult vgpu_remote_wrapped_cuCtxGetDevice(CUdevice *dev)
+CUresult vgpu_remote_guest_cuCtxGetDevice(CUdevice *dev)
 {
     return device(dev, NULL, false);
 }
 
-CUresult vgpu_remote_wrapped_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
+CUresult vgpu_remote_guest_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx)
 {
     return device(dev, ctx, true);
 }
 
-CUresult vgpu_remote_wrapped_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
+CUresult vgpu_remote_guest_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active)
 {
-    uint64_t g = now(), v[2] = { 0 };
-    if (flags && active && memo_get(&primary, g, KEY((uint64_t)(uint32_t)dev), v)) {
-        *flags = (unsigned)v[0];
-        *active = (int)v[1];
+    uint64_t g = now();
+    struct answer v;
+    if (flags && active && memo_get(&primary, g, KEY((uint64_t)(uint32_t)dev), &v)) {
+        *flags = (unsigned)v.first;
+        *active = (int)v.second;
         return CUDA_SUCCESS;
     }
     CUresult r = vgpu_remote_carried_cuDevicePrimaryCtxGetState((uint32_t)dev, flags, active);
     if (r == CUDA_SUCCESS && flags && active)
-        memo_put(&primary, g, KEY((uint64_t)(uint32_t)dev), (uint64_t[2]){ *flags, (uint64_t)(uint32_t)*active });
+        memo_put(&primary, g, KEY((uint64_t)(uint32_t)dev), (struct answer){ *flags, (uint64_t)(uint32_t)*active });
     return r;
 }
 
-CUresult vgpu_remote_wrapped_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
+CUresult vgpu_remote_guest_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev)
 {
     if (!value || dev < 0 || dev >= MAX_DEVICES || (unsigned)attr >= MAX_ATTRIBUTES)
         return vgpu_remote_carried_cuDeviceGetAttribute(value, (uint32_t)attr, (uint32_t)dev);
@@ -185,19 +192,20 @@ CUresult vgpu_remote_wrapped_cuDeviceGetAttribute(int *value, CUdevice_attribute
 }
 
 /* A kernel's function in the current context. */
-CUresult vgpu_remote_wrapped_cuKernelGetFunction(CUfunction *f, CUkernel kernel)
+CUresult vgpu_remote_guest_cuKernelGetFunction(CUfunction *f, CUkernel kernel)
 {
     CUcontext ctx = NULL;
-    if (!f || vgpu_remote_wrapped_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
+    if (!f || vgpu_remote_guest_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS)
         return vgpu_remote_carried_cuKernelGetFunction(f, kernel);
-    uint64_t g = now(), v[2] = { 0 }, k = (uint64_t)(uintptr_t)kernel, c = (uint64_t)(uintptr_t)ctx;
-    if (memo_get(&functions, g, KEY(k, c), v)) {
-        *f = (CUfunction)(uintptr_t)v[0];
+    uint64_t g = now(), k = (uint64_t)(uintptr_t)kernel, c = (uint64_t)(uintptr_t)ctx;
+    struct answer v;
+    if (memo_get(&functions, g, KEY(k, c), &v)) {
+        *f = (CUfunction)(uintptr_t)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = vgpu_remote_carried_cuKernelGetFunction(f, kernel);
     if (r == CUDA_SUCCESS)
-        memo_put(&functions, g, KEY(k, c), (uint64_t[2]){ (uint64_t)(uintptr_t)*f, 0 });
+        memo_put(&functions, g, KEY(k, c), (struct answer){ (uint64_t)(uintptr_t)*f, 0 });
     return r;
 }
 
@@ -211,26 +219,27 @@ static CUresult ask_blocks(int *out, CUfunction f, int block_size, size_t smem, 
 
 static CUresult blocks(int *out, CUfunction f, int block_size, size_t smem, unsigned flags, bool with_flags)
 {
-    uint64_t g = now(), v[2] = { 0 };
+    uint64_t g = now();
+    struct answer v;
     const uint64_t *key =
         KEY((uint64_t)(uintptr_t)f, (uint64_t)(uint32_t)block_size, smem, (uint64_t)flags | (uint64_t)with_flags << 32);
-    if (out && memo_get(&occupancy, g, key, v)) {
-        *out = (int)v[0];
+    if (out && memo_get(&occupancy, g, key, &v)) {
+        *out = (int)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = ask_blocks(out, f, block_size, smem, flags, with_flags);
     if (r == CUDA_SUCCESS && out)
-        memo_put(&occupancy, g, key, (uint64_t[2]){ (uint64_t)(uint32_t)*out, 0 });
+        memo_put(&occupancy, g, key, (struct answer){ (uint64_t)(uint32_t)*out, 0 });
     return r;
 }
 
-CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, CUfunction f, int block_size,
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *out, CUfunction f, int block_size,
                                                                          size_t smem)
 {
     return blocks(out, f, block_size, smem, 0, false);
 }
 
-CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *out, CUfunction f,
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *out, CUfunction f,
                                                                                   int block_size, size_t smem,
                                                                                   unsigned int flags)
 {

@@ -15,14 +15,14 @@ void vgpu_remote_context_changed(void);
 /* The generation: what was learnt in an older one is not to be used. */
 uint64_t vgpu_remote_generation(void);
 
-CUresult vgpu_remote_wrapped_cuCtxGetCurrent(CUcontext *ctx);
-CUresult vgpu_remote_wrapped_cuCtxGetDevice(CUdevice *dev);
-CUresult vgpu_remote_wrapped_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx);
-CUresult vgpu_remote_wrapped_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
-CUresult vgpu_remote_wrapped_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev);
-CUresult vgpu_remote_wrapped_cuKernelGetFunction(CUfunction *f, CUkernel kernel);
-CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size,
+CUresult vgpu_remote_guest_cuCtxGetCurrent(CUcontext *ctx);
+CUresult vgpu_remote_guest_cuCtxGetDevice(CUdevice *dev);
+CUresult vgpu_remote_guest_cuCtxGetDevice_v2(CUdevice *dev, CUcontext ctx);
+CUresult vgpu_remote_guest_cuDevicePrimaryCtxGetState(CUdevice dev, unsigned int *flags, int *active);
+CUresult vgpu_remote_guest_cuDeviceGetAttribute(int *value, CUdevice_attribute attr, CUdevice dev);
+CUresult vgpu_remote_guest_cuKernelGetFunction(CUfunction *f, CUkernel kernel);
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveBlocksPerMultiprocessor(int *blocks, CUfunction f, int block_size,
                                                                          size_t smem);
-CUresult vgpu_remote_wrapped_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f,
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *blocks, CUfunction f,
                                                                                   int block_size, size_t smem,
                                                                                   unsigned int flags);

@@ -1,6 +1,6 @@
 /*
  * Stream capture's state, the guest's side (forwarder/remote/executor/cuda/capture.c is
- * the other; what crosses: docs/remote.md).  The driver hands out arrays it
+ * the other; the messages: forwarder/remote/spec/cuda.remote).  The driver hands out arrays it
  * owns until the thread's next such call; here they are the calling
  * thread's copies of what the executor sent, kept to that call too.
  */
@@ -15,7 +15,7 @@
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define MAX_DEPS 4096
+#define MAX_DEPS VGPU_OUT_cuStreamGetCaptureInfo_v3_numDependencies_out_MAX
 
 /* The calling thread's last arrays.  Owned by the thread, and freed at
  * its exit by the key's destructor; all are on one list too (under
@@ -23,7 +23,7 @@
  * frees, is still the process's memory when it ends. */
 struct arrays {
     struct arrays *next, **prev;
-    uint64_t raw[2 * MAX_DEPS]; /* the reply: count nodes, then count edges */
+    uint64_t raw[2 * MAX_DEPS]; /* the reply's nodes and edges, as they come */
     CUgraphNode nodes[MAX_DEPS];
     CUgraphEdgeData edges[MAX_DEPS];
 };
@@ -71,8 +71,8 @@ static struct arrays *thread_arrays(void)
     return a;
 }
 
-/* Words back: the status, the id, the graph, the count; then count nodes
- * and count edges (8 bytes each). */
+/* The status, the id, the graph, the count, the nodes, their edges, into
+ * the calling thread's arrays. */
 static CUresult capture_info(CUstream stream, CUstreamCaptureStatus *status, cuuint64_t *id, CUgraph *graph,
                              const CUgraphNode **deps, const CUgraphEdgeData **edges, size_t *count)
 {
@@ -81,22 +81,19 @@ static CUresult capture_info(CUstream stream, CUstreamCaptureStatus *status, cuu
     struct arrays *a = thread_arrays();
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t q = (uint64_t)(uintptr_t)stream, head[4] = { 0 };
-    size_t got = 0;
-    struct iovec req = { &q, sizeof(q) }, rep[2] = { { head, sizeof(head) }, { a->raw, sizeof(a->raw) } };
-    CUresult r = vgpu_remote_call(SLOT(cuStreamGetCaptureInfo_v3), &req, 1, rep, 2, &got);
+    struct vgpu_in_cuStreamGetCaptureInfo_v3 in = { .hStream = stream };
+    struct vgpu_out_cuStreamGetCaptureInfo_v3 out = { .tail = a->raw, .tail_size = sizeof(a->raw) };
+    CUresult r = (CUresult)vgpu_remote_call_cuStreamGetCaptureInfo_v3(SLOT(cuStreamGetCaptureInfo_v3), 0, &in, &out);
     if (r != CUDA_SUCCESS)
         return r;
-    size_t n = head[3];
-    if (got < sizeof(head) || n > MAX_DEPS || got != sizeof(head) + n * 16)
-        return CUDA_ERROR_UNKNOWN;
-    memcpy(a->nodes, a->raw, n * sizeof(CUgraphNode));
-    memcpy(a->edges, a->raw + n, n * sizeof(CUgraphEdgeData));
-    *status = (CUstreamCaptureStatus)head[0];
+    size_t n = out.numDependencies_out;
+    memcpy(a->nodes, out.dependencies_out, n * sizeof(CUgraphNode));
+    memcpy(a->edges, out.edgeData_out, n * sizeof(CUgraphEdgeData));
+    *status = out.captureStatus_out;
     if (id)
-        *id = head[1];
+        *id = out.id_out;
     if (graph)
-        *graph = (CUgraph)(uintptr_t)head[2];
+        *graph = out.graph_out;
     if (deps)
         *deps = a->nodes;
     if (edges)

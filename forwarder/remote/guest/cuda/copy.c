@@ -1,6 +1,6 @@
 /*
- * Copies, the guest's side (forwarder/remote/executor/cuda/copy.c is the other; what
- * crosses: docs/remote.md).  The guest's memory crosses in the messages, in
+ * Copies, the guest's side (forwarder/remote/executor/cuda/copy.c is the
+ * other; the messages: forwarder/remote/spec/cuda.remote).  The guest's memory crosses in the messages, in
  * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
  * reply when the copy is asynchronous, from the device always waited for
  * (the guest's buffer is written when the reply comes, as a copy to
@@ -15,8 +15,6 @@
 #include "forwarder/remote/guest/client.h"
 #include "forwarder/remote/guest/cuda/manual.h"
 #include "forwarder/remote/transport/wire.h"
-
-#include "vgpu_remote_cuda.h"
 
 #include "vgpu_cuda_slots.h"
 
@@ -54,63 +52,62 @@ static CUresult in_guest(void *dst, const void *src, size_t n, const CUstream *s
     return r;
 }
 
-/* A copy between the device and a block shared with the executor: words
- * dev, the length, the stream (asynchronous copies only), the guest's
- * address; no bytes cross.  Asynchronous either way, as on a local driver:
- * the bytes come and go when the stream gets to them. */
-static CUresult shared(unsigned slot, CUdeviceptr dev, const void *host, size_t n, const CUstream *stream)
-{
-    uint64_t w[4] = { dev, n };
-    unsigned k = 2;
-    if (stream)
-        w[k++] = (uint64_t)(uintptr_t)*stream;
-    w[k++] = (uint64_t)(uintptr_t)host;
-    struct iovec q = { w, k * sizeof(uint64_t) };
-    return stream ? vgpu_remote_send_flagged(slot, VGPU_REMOTE_SHARED, &q, 1)
-                  : vgpu_remote_call_flagged(slot, VGPU_REMOTE_SHARED, &q, 1, NULL, 0, NULL);
-}
-
-/* Words: dst, the length, the stream (asynchronous copies only); then the bytes. */
+/* A copy to the device: its bytes in the message, in chunks, or, from a
+ * block shared with the executor, its address (no bytes cross).  An
+ * asynchronous one is sent without waiting, as a local driver's returns
+ * before the stream gets to it. */
 static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_t n, const CUstream *stream)
 {
     if (n && !src)
         return CUDA_ERROR_INVALID_VALUE;
     if (guest_block(dst))
         return in_guest((void *)(uintptr_t)dst, src, n, stream);
+    struct vgpu_in_cuMemcpyHtoDAsync_v2 in = { .dstDevice = dst, .ByteCount = n, .srcHost = src };
+    if (stream)
+        in.hStream = *stream;
     if (n && vgpu_remote_host_shared(src, n))
-        return shared(slot, dst, src, n, stream);
+        return stream ? vgpu_remote_send_cuMemcpyHtoDAsync_v2(slot, VGPU_REMOTE_SHARED, &in)
+                      : vgpu_remote_call_cuMemcpyHtoDAsync_v2(slot, VGPU_REMOTE_SHARED, &in, NULL);
     size_t done = 0;
     do {
-        size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
-        uint64_t w[3] = { dst + done, c, stream ? (uint64_t)(uintptr_t)*stream : 0 };
-        struct iovec q[2] = { { w, (stream ? 3 : 2) * sizeof(uint64_t) }, { (char *)src + done, c } };
-        CUresult r = stream ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, NULL, 0, NULL);
+        in.dstDevice = dst + done;
+        in.srcHost = (const char *)src + done;
+        in.ByteCount = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
+        CUresult r = stream ? vgpu_remote_send_cuMemcpyHtoDAsync_v2(slot, 0, &in)
+                            : vgpu_remote_call_cuMemcpyHtoDAsync_v2(slot, 0, &in, NULL);
         if (r != CUDA_SUCCESS)
             return r;
-        done += c;
+        done += in.ByteCount;
     } while (done < n);
     return CUDA_SUCCESS;
 }
 
+/* A copy to the guest's memory: its bytes in the replies, in chunks,
+ * always waited for; into a block shared with the executor, which writes
+ * it itself, without waiting when asynchronous. */
 static CUresult to_host(unsigned slot, void *dst, CUdeviceptr src, size_t n, const CUstream *stream)
 {
     if (n && !dst)
         return CUDA_ERROR_INVALID_VALUE;
     if (guest_block(src))
         return in_guest(dst, (const void *)(uintptr_t)src, n, stream);
-    if (n && vgpu_remote_host_shared(dst, n))
-        return shared(slot, src, dst, n, stream);
+    struct vgpu_in_cuMemcpyDtoHAsync_v2 in = { .srcDevice = src, .ByteCount = n };
+    if (stream)
+        in.hStream = *stream;
+    if (n && vgpu_remote_host_shared(dst, n)) {
+        struct vgpu_out_cuMemcpyDtoHAsync_v2 out = { .dstHost = dst };
+        return stream ? vgpu_remote_send_cuMemcpyDtoHAsync_v2(slot, VGPU_REMOTE_SHARED, &in, dst)
+                      : vgpu_remote_call_cuMemcpyDtoHAsync_v2(slot, VGPU_REMOTE_SHARED, &in, &out);
+    }
     size_t done = 0;
     do {
-        size_t c = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK, got = 0;
-        uint64_t w[3] = { src + done, c, stream ? (uint64_t)(uintptr_t)*stream : 0 };
-        struct iovec q = { w, (stream ? 3 : 2) * sizeof(uint64_t) }, a = { (char *)dst + done, c };
-        CUresult r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
+        in.srcDevice = src + done;
+        in.ByteCount = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
+        struct vgpu_out_cuMemcpyDtoHAsync_v2 out = { .dstHost = (char *)dst + done };
+        CUresult r = vgpu_remote_call_cuMemcpyDtoHAsync_v2(slot, 0, &in, &out);
         if (r != CUDA_SUCCESS)
             return r;
-        if (got != c)
-            return CUDA_ERROR_UNKNOWN;
-        done += c;
+        done += in.ByteCount;
     } while (done < n);
     return CUDA_SUCCESS;
 }
@@ -221,26 +218,26 @@ static CUresult device_to_device(CUdeviceptr dst, CUdeviceptr src, size_t n, con
                   : vgpu_remote_guest_cuMemcpyHtoD_v2(dst, (const void *)(uintptr_t)src, n);
 }
 
-CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult vgpu_remote_guest_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
                                                 : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2(dst, src, n);
 }
 
-CUresult vgpu_remote_wrapped_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
+CUresult vgpu_remote_guest_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n)
 {
     return guest_block(dst) || guest_block(src) ? device_to_device(dst, src, n, NULL)
                                                 : (CUresult)vgpu_remote_carried_cuMemcpyDtoD_v2_ptds(dst, src, n);
 }
 
-CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+CUresult vgpu_remote_guest_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
 {
     return guest_block(dst) || guest_block(src)
                ? device_to_device(dst, src, n, &stream)
                : (CUresult)vgpu_remote_carried_cuMemcpyDtoDAsync_v2(dst, src, n, stream);
 }
 
-CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
+CUresult vgpu_remote_guest_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream)
 {
     CUstream own = vgpu_remote_per_thread(stream);
     return guest_block(dst) || guest_block(src)
@@ -250,30 +247,28 @@ CUresult vgpu_remote_wrapped_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdevice
 
 /* ---- 2D copies ---- */
 
-/* A 2D copy as it crosses: words [src type][src x][src y][src][src pitch]
- * [dst type][dst x][dst y][dst][dst pitch][width][height][stream], where a
- * side is a device address or an array, or the guest's memory (type
- * CU_MEMORYTYPE_HOST: its bytes follow, width × height, row after row, or
- * come back so); its x, y and pitch are then the executor's own buffer's. */
-
+/* A 2D copy as it crosses: each side a device address or an array, or
+ * the guest's memory (CU_MEMORYTYPE_HOST: its rows follow, width × height,
+ * one after another, or come back so); its x, y and pitch are then the
+ * packed rows'. */
 static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *stream)
 {
     bool from_guest = c->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c->dstMemoryType == CU_MEMORYTYPE_HOST;
     size_t width = c->WidthInBytes, bytes = width * c->Height;
-    uint64_t w[VGPU_REMOTE_2D_WORDS] = {
-        c->srcMemoryType,
-        from_guest ? 0 : c->srcXInBytes,
-        from_guest ? 0 : c->srcY,
-        c->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->srcArray : c->srcDevice,
-        from_guest ? width : c->srcPitch,
-        c->dstMemoryType,
-        to_guest ? 0 : c->dstXInBytes,
-        to_guest ? 0 : c->dstY,
-        c->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->dstArray : c->dstDevice,
-        to_guest ? width : c->dstPitch,
-        width,
-        c->Height,
-        stream ? (uint64_t)(uintptr_t)*stream : 0,
+    struct vgpu_in_cuMemcpy2DAsync_v2 in = {
+        .srcMemoryType = c->srcMemoryType,
+        .srcXInBytes = from_guest ? 0 : c->srcXInBytes,
+        .srcY = from_guest ? 0 : c->srcY,
+        .src = c->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->srcArray : c->srcDevice,
+        .srcPitch = from_guest ? width : c->srcPitch,
+        .dstMemoryType = c->dstMemoryType,
+        .dstXInBytes = to_guest ? 0 : c->dstXInBytes,
+        .dstY = to_guest ? 0 : c->dstY,
+        .dst = c->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->dstArray : c->dstDevice,
+        .dstPitch = to_guest ? width : c->dstPitch,
+        .WidthInBytes = width,
+        .Height = c->Height,
+        .hStream = stream ? *stream : NULL,
     };
     char *packed = NULL;
     if (from_guest || to_guest) {
@@ -284,11 +279,12 @@ static CUresult send_2d(unsigned slot, const CUDA_MEMCPY2D *c, const CUstream *s
     if (from_guest && bytes)
         for (size_t y = 0; y < c->Height; y++)
             memcpy(packed + y * width, (const char *)c->srcHost + (c->srcY + y) * c->srcPitch + c->srcXInBytes, width);
-    struct iovec q[2] = { { w, sizeof(w) }, { packed, from_guest ? bytes : 0 } };
-    struct iovec a = { packed, to_guest ? bytes : 0 };
-    size_t got = 0;
-    CUresult r = stream && !to_guest ? vgpu_remote_send(slot, q, 2) : vgpu_remote_call(slot, q, 2, &a, 1, &got);
-    if (r == CUDA_SUCCESS && to_guest && got != bytes)
+    in.rows = packed;
+    in.rows_size = from_guest ? bytes : 0;
+    struct vgpu_out_cuMemcpy2DAsync_v2 out = { .tail = packed, .tail_size = to_guest ? bytes : 0 };
+    CUresult r = stream && !to_guest ? vgpu_remote_send_cuMemcpy2DAsync_v2(slot, 0, &in)
+                                     : vgpu_remote_call_cuMemcpy2DAsync_v2(slot, 0, &in, &out);
+    if (r == CUDA_SUCCESS && to_guest && out.rows_size != bytes)
         r = CUDA_ERROR_UNKNOWN;
     if (r == CUDA_SUCCESS && to_guest && bytes)
         for (size_t y = 0; y < c->Height; y++)

@@ -1,6 +1,6 @@
 /*
  * Graphs' node and edge arrays, the guest's side (forwarder/remote/executor/cuda/graph.c
- * is the other; what crosses: docs/remote.md): the caller's room goes to the
+ * is the other; the messages: forwarder/remote/spec/cuda.remote): the caller's room goes to the
  * executor, which fills as much of it as the driver does and says the count;
  * entries the driver left (all ones there) are left here too.
  */
@@ -14,11 +14,10 @@
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define MAX_NODES 4096
+#define MAX_NODES VGPU_IN_cuGraphGetEdges_v2_firstRoom_MAX
 
-/* Words out: the handle, the room, which arrays the caller passed (bit 0
- * the first list, bit 1 the second, bit 2 the edges).  Back: the count,
- * then each array passed, room entries of 8 bytes. */
+/* The caller's room for each array it passed; back, the count and, in
+ * arrays of the guest's own, each array passed. */
 static CUresult arrays(unsigned slot, void *h, CUgraphNode *a, CUgraphNode *b, CUgraphEdgeData *edges, size_t *num)
 {
     if (!num)
@@ -26,28 +25,32 @@ static CUresult arrays(unsigned slot, void *h, CUgraphNode *a, CUgraphNode *b, C
     size_t room = (a || b || edges) ? *num : 0;
     if (room > MAX_NODES)
         return vgpu_remote_refuse(slot);
-    uint64_t q[3] = { (uint64_t)(uintptr_t)h, room, (a ? 1u : 0u) | (b ? 2u : 0u) | (edges ? 4u : 0u) }, n = 0;
     uint64_t *buf = room ? malloc(3 * room * sizeof(uint64_t)) : NULL;
     if (room && !buf)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    size_t got = 0;
-    struct iovec req = { q, sizeof(q) }, rep[2] = { { &n, sizeof(n) }, { buf, 3 * room * sizeof(uint64_t) } };
-    CUresult r = vgpu_remote_call(slot, &req, 1, rep, 2, &got);
-    unsigned passed = (a != NULL) + (b != NULL) + (edges != NULL);
-    if (r == CUDA_SUCCESS && (got != sizeof(n) + passed * room * sizeof(uint64_t) || (room && n > room)))
+    struct vgpu_in_cuGraphGetEdges_v2 in = {
+        .graph = (uint64_t)(uintptr_t)h,
+        .firstRoom = a ? room : 0,
+        .secondRoom = b ? room : 0,
+        .edgeRoom = edges ? room : 0,
+    };
+    struct vgpu_out_cuGraphGetEdges_v2 out = {
+        .first = buf, .second = buf ? buf + room : NULL, .edges = buf ? (CUgraphEdgeData *)(buf + 2 * room) : NULL
+    };
+    CUresult r = (CUresult)vgpu_remote_call_cuGraphGetEdges_v2(slot, 0, &in, &out);
+    if (r == CUDA_SUCCESS && room && out.count > room)
         r = CUDA_ERROR_UNKNOWN;
     if (r == CUDA_SUCCESS) {
-        const uint64_t *at = buf;
-        void *out[3] = { a, b, edges };
+        const uint64_t *from[3] = { out.first, out.second, (const uint64_t *)(void *)out.edges };
+        void *to[3] = { a, b, edges };
         for (int k = 0; k < 3; k++) {
-            if (!out[k])
+            if (!to[k])
                 continue;
             for (size_t i = 0; i < room; i++)
-                if (at[i] != UINT64_MAX)
-                    memcpy((char *)out[k] + i * 8, &at[i], 8); /* a node handle or an edge: 8 bytes each */
-            at += room;
+                if (from[k][i] != UINT64_MAX)
+                    memcpy((char *)to[k] + i * 8, &from[k][i], 8); /* a node handle or an edge: 8 bytes each */
         }
-        *num = n;
+        *num = out.count;
     }
     free(buf);
     return r;

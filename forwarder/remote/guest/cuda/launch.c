@@ -1,8 +1,8 @@
 /*
- * Launches, the guest's side (forwarder/remote/executor/cuda/launch.c is the other;
- * what crosses: docs/remote.md): a kernel's parameters packed by the sizes
- * the executor's driver gives for it, sent without waiting; and host
- * functions, which run in the guest.
+ * Launches, the guest's side (forwarder/remote/executor/cuda/launch.c is the
+ * other; the messages: forwarder/remote/spec/cuda.remote): a kernel's
+ * parameters packed by the sizes the executor's driver gives for it, sent
+ * without waiting; and host functions, which run in the guest.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
@@ -71,18 +71,19 @@ static CUresult layout_of(CUfunction f, unsigned *n, struct param p[MAX_PARAMS])
     pthread_mutex_unlock(&params_lock);
     unsigned count = 0;
     for (; count < MAX_PARAMS; count++) {
-        /* cuFuncGetParamInfo(f, n, &offset, &size), as its generated stub
-         * sends it; a library's kernel's, cuKernelGetParamInfo. */
-        uint64_t in[3] = { 0, (uint64_t)(uintptr_t)f, count }, got[2];
-        CUresult r = vgpu_remote_call_words(
-            vgpu_remote_is_kernel(f) ? SLOT(cuKernelGetParamInfo) : SLOT(cuFuncGetParamInfo), in, 3, got, 2);
+        /* The remote driver's own (carried) calls; a library's kernel's
+         * parameters are cuKernelGetParamInfo's. */
+        size_t offset = 0, size = 0;
+        CUresult r = vgpu_remote_is_kernel(f)
+                         ? VGPU_REMOTE_CUDA(cuKernelGetParamInfo)((CUkernel)f, count, &offset, &size)
+                         : VGPU_REMOTE_CUDA(cuFuncGetParamInfo)(f, count, &offset, &size);
         if (r == CUDA_ERROR_INVALID_VALUE)
             break; /* past the last parameter */
         if (r != CUDA_SUCCESS)
             return r;
-        if (got[1] > 4096 || got[0] > MAX_PARAM_END)
+        if (size > 4096 || offset > MAX_PARAM_END)
             return CUDA_ERROR_INVALID_VALUE;
-        p[count] = (struct param){ (uint32_t)got[0], (uint32_t)got[1] };
+        p[count] = (struct param){ (uint32_t)offset, (uint32_t)size };
     }
     if (count == MAX_PARAMS)
         return CUDA_ERROR_INVALID_VALUE; /* more parameters than a launch may carry */
@@ -138,12 +139,18 @@ static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p
     return CUDA_SUCCESS;
 }
 
-/* A launch as it crosses: words f, the grid, the block, shared memory,
- * stream, the count; each parameter's size; then their bytes, each padded
- * to 8, whether they came as an array (params) or as one buffer (extra).
- * prefix (n words) goes before it (cuLaunchKernelEx's attributes). */
-static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], CUstream stream, void **params,
-                            void **extra, const uint64_t *prefix, size_t nprefix)
+/* A launch's parameters as they cross: each one's size, then their bytes,
+ * each padded to 8, whether they came as an array (params) or as one
+ * buffer (extra).  0 with *sizes, *packed (malloc'd) and *bytes; or the
+ * code to return. */
+struct packed {
+    uint32_t count;
+    uint32_t sizes[MAX_PARAMS];
+    char *bytes;
+    size_t len;
+};
+
+static CUresult pack_params(CUfunction f, void **params, void **extra, struct packed *out)
 {
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
@@ -159,35 +166,53 @@ static CUresult send_launch(unsigned slot, CUfunction f, const unsigned dim[7], 
         params = from_buffer;
     if (n && !params)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t head[10 + MAX_PARAMS];
-    head[0] = (uint64_t)(uintptr_t)f;
-    for (int i = 0; i < 7; i++)
-        head[1 + i] = dim[i];
-    head[8] = (uint64_t)(uintptr_t)stream;
-    head[9] = n;
-    size_t bytes = 0;
+    out->count = n;
+    out->len = 0;
     for (unsigned i = 0; i < n; i++) {
-        head[10 + i] = p[i].size;
-        bytes += (p[i].size + 7) & ~7u;
+        out->sizes[i] = p[i].size;
+        out->len += (p[i].size + 7) & ~7u;
     }
-    char *packed = calloc(1, bytes ? bytes : 1);
-    if (!packed)
+    out->bytes = calloc(1, out->len ? out->len : 1);
+    if (!out->bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
     for (unsigned i = 0, at = 0; i < n; at += (p[i].size + 7) & ~7u, i++)
-        memcpy(packed + at, params[i], p[i].size);
-    struct iovec q[3] = { { (void *)prefix, nprefix * sizeof(uint64_t) },
-                          { head, (10 + n) * sizeof(uint64_t) },
-                          { packed, bytes } };
-    r = vgpu_remote_send(slot, q, 3);
-    free(packed);
+        memcpy(out->bytes + at, params[i], p[i].size);
+    return CUDA_SUCCESS;
+}
+
+/* cuLaunchKernel's message, to slot (a cooperative launch crosses as a
+ * plain one, to its own call), sent without waiting. */
+static CUresult send_launch(unsigned slot, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                            unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
+{
+    struct packed p;
+    CUresult r = pack_params(f, params, extra, &p);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct vgpu_in_cuLaunchKernel in = {
+        .f = f,
+        .gridDimX = gx,
+        .gridDimY = gy,
+        .gridDimZ = gz,
+        .blockDimX = bx,
+        .blockDimY = by,
+        .blockDimZ = bz,
+        .sharedMemBytes = shmem,
+        .hStream = stream,
+        .count = p.count,
+        .sizes = p.sizes,
+        .params = p.bytes,
+        .params_size = p.len,
+    };
+    r = (CUresult)vgpu_remote_send_cuLaunchKernel(slot, 0, &in);
+    free(p.bytes);
     return r;
 }
 
 CUresult vgpu_remote_guest_cuLaunchKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
                                           unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
 {
-    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
-    return send_launch(SLOT(cuLaunchKernel), f, dim, stream, params, extra, NULL, 0);
+    return send_launch(SLOT(cuLaunchKernel), f, gx, gy, gz, bx, by, bz, shmem, stream, params, extra);
 }
 
 /* The _ptsz forms. */
@@ -199,13 +224,11 @@ CUresult vgpu_remote_guest_cuLaunchKernel_ptsz(CUfunction f, unsigned gx, unsign
                                             extra);
 }
 
-/* A cooperative launch crosses as a plain one, to its own call. */
 CUresult vgpu_remote_guest_cuLaunchCooperativeKernel(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                                                      unsigned by, unsigned bz, unsigned shmem, CUstream stream,
                                                      void **params)
 {
-    const unsigned dim[7] = { gx, gy, gz, bx, by, bz, shmem };
-    return send_launch(SLOT(cuLaunchCooperativeKernel), f, dim, stream, params, NULL, NULL, 0);
+    return send_launch(SLOT(cuLaunchCooperativeKernel), f, gx, gy, gz, bx, by, bz, shmem, stream, params, NULL);
 }
 
 CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned gx, unsigned gy, unsigned gz,
@@ -216,57 +239,76 @@ CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
                                                        params);
 }
 
-/* Attributes: each its id and its 64-byte value, as words; the executor
- * takes those whose values are plain data or events it gave (docs/remote.md).
- * How many words they take in prefix, or 0 when they cannot be carried. */
-#define MAX_ATTRS 16
-static size_t pack_attrs(const CUlaunchConfig *config, uint64_t *prefix)
+/* A launch's attributes cross as they are; the executor takes those whose
+ * values are plain data or events it gave (docs/remote.md). */
+static bool attributes_carried(const CUlaunchConfig *config, unsigned slot, CUresult *r)
 {
-    if (config->numAttrs > MAX_ATTRS)
-        return 0;
-    prefix[0] = config->numAttrs;
-    for (unsigned i = 0; i < config->numAttrs; i++) {
-        prefix[1 + i * 9] = (uint64_t)config->attrs[i].id;
-        memcpy(&prefix[2 + i * 9], &config->attrs[i].value, 64);
+    if (!config || (config->numAttrs && !config->attrs)) {
+        *r = CUDA_ERROR_INVALID_VALUE;
+        return false;
     }
-    return 1 + (size_t)config->numAttrs * 9;
+    if (config->numAttrs > VGPU_IN_cuLaunchKernelEx_numAttrs_MAX) {
+        *r = vgpu_remote_refuse(slot);
+        return false;
+    }
+    return true;
 }
 
 CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void **params, void **extra)
 {
-    if (!config || (config->numAttrs && !config->attrs))
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t prefix[1 + MAX_ATTRS * 9];
-    size_t n = pack_attrs(config, prefix);
-    if (!n)
-        return vgpu_remote_refuse(SLOT(cuLaunchKernelEx));
-    const unsigned dim[7] = { config->gridDimX,  config->gridDimY,  config->gridDimZ,      config->blockDimX,
-                              config->blockDimY, config->blockDimZ, config->sharedMemBytes };
-    return send_launch(SLOT(cuLaunchKernelEx), f, dim, config->hStream, params, extra, prefix, n);
+    CUresult r;
+    if (!attributes_carried(config, SLOT(cuLaunchKernelEx), &r))
+        return r;
+    struct packed p;
+    if ((r = pack_params(f, params, extra, &p)) != CUDA_SUCCESS)
+        return r;
+    struct vgpu_in_cuLaunchKernelEx in = {
+        .numAttrs = config->numAttrs,
+        .attrs = config->attrs,
+        .f = f,
+        .gridDimX = config->gridDimX,
+        .gridDimY = config->gridDimY,
+        .gridDimZ = config->gridDimZ,
+        .blockDimX = config->blockDimX,
+        .blockDimY = config->blockDimY,
+        .blockDimZ = config->blockDimZ,
+        .sharedMemBytes = config->sharedMemBytes,
+        .hStream = config->hStream,
+        .count = p.count,
+        .sizes = p.sizes,
+        .params = p.bytes,
+        .params_size = p.len,
+    };
+    r = (CUresult)vgpu_remote_send_cuLaunchKernelEx(SLOT(cuLaunchKernelEx), 0, &in);
+    free(p.bytes);
+    return r;
 }
 
-/* The attributes, then f, the grid, the block, shared memory and the
- * stream; the count comes back. */
+/* How many clusters of the launch fit: one value back. */
 CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config)
 {
-    if (!numClusters || !config || (config->numAttrs && !config->attrs))
+    CUresult r;
+    if (!numClusters)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t words[1 + MAX_ATTRS * 9 + 9];
-    size_t n = pack_attrs(config, words);
-    if (!n)
-        return vgpu_remote_refuse(SLOT(cuOccupancyMaxActiveClusters));
-    const uint64_t launch[9] = { (uint64_t)(uintptr_t)f, config->gridDimX,       config->gridDimY,
-                                 config->gridDimZ,       config->blockDimX,      config->blockDimY,
-                                 config->blockDimZ,      config->sharedMemBytes, (uint64_t)(uintptr_t)config->hStream };
-    memcpy(words + n, launch, sizeof(launch));
-    uint64_t out = 0;
-    size_t got = 0;
-    struct iovec q = { words, (n + 9) * sizeof(uint64_t) }, a = { &out, sizeof(out) };
-    CUresult r = vgpu_remote_call(SLOT(cuOccupancyMaxActiveClusters), &q, 1, &a, 1, &got);
-    if (r == CUDA_SUCCESS && got != sizeof(out))
-        return CUDA_ERROR_UNKNOWN;
+    if (!attributes_carried(config, SLOT(cuOccupancyMaxActiveClusters), &r))
+        return r;
+    struct vgpu_in_cuOccupancyMaxActiveClusters in = {
+        .numAttrs = config->numAttrs,
+        .attrs = config->attrs,
+        .func = f,
+        .gridDimX = config->gridDimX,
+        .gridDimY = config->gridDimY,
+        .gridDimZ = config->gridDimZ,
+        .blockDimX = config->blockDimX,
+        .blockDimY = config->blockDimY,
+        .blockDimZ = config->blockDimZ,
+        .sharedMemBytes = config->sharedMemBytes,
+        .hStream = config->hStream,
+    };
+    struct vgpu_out_cuOccupancyMaxActiveClusters out = { 0 };
+    r = (CUresult)vgpu_remote_call_cuOccupancyMaxActiveClusters(SLOT(cuOccupancyMaxActiveClusters), 0, &in, &out);
     if (r == CUDA_SUCCESS)
-        *numClusters = (int)(int64_t)out;
+        *numClusters = out.numClusters;
     return r;
 }
 

@@ -1,106 +1,93 @@
 /*
- * Modules and libraries, the guest's side (forwarder/remote/executor/cuda/library.c is
- * the other; what crosses: docs/remote.md).  Images travel whole, their
- * extent read from their own headers, or by their SHA-256 where the
- * executor has a cache of them; names travel as strings.  Options
- * that only tune a library's loading are dropped; those that would give the
- * host guest pointers (a table of host functions) are refused; a module's
- * JIT options cross, its log buffers emulated.
+ * Modules and libraries, the guest's side (forwarder/remote/executor/cuda/
+ * library.c is the other; the messages: forwarder/remote/spec/cuda.remote).
+ * Images travel whole, their extent read from their own headers, or by
+ * their SHA-256 where the executor has a cache of them.  Options that only
+ * tune a library's loading are dropped; those that would give the host
+ * guest pointers (a table of host functions) are refused; a module's JIT
+ * options cross, its log buffers emulated.  A module's functions and
+ * globals by name are generated whole from the spec.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
 #include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/spec/bounds.h"
 #include "forwarder/remote/transport/image.h"
 #include "forwarder/remote/transport/sha256.h"
 #include "forwarder/remote/transport/wire.h"
 
 #include "vgpu_cuda_slots.h"
-#include "vgpu_remote_cuda.h"
 
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define MAX_NAME 4096
 
-/* The head's iovecs then [length][image] (n bytes) to slot, the reply
- * read into reply: named by its SHA-256 where the executor keeps a cache
- * of images and the image is large enough to be worth it, whole where the
- * executor has not got it (docs/remote.md, "Images cross once"). */
-static CUresult send_image(unsigned slot, const struct iovec *head, int nhead, const void *image, size_t n,
-                           const struct iovec *reply, int nreply, size_t *got)
+/* A load's image sent by the call send (its message's own, with *image set
+ * by it), named by its SHA-256 where the executor keeps a cache of images
+ * and the image is large enough to be worth it, whole where the executor
+ * has not got it (docs/remote.md, "Images cross once"). */
+typedef CUresult (*image_call)(unsigned slot, uint32_t flags, const void *image, size_t n, void *ctx);
+
+static CUresult send_image(unsigned slot, const void *image, size_t n, image_call send, void *ctx)
 {
-    struct iovec q[8];
-    for (int i = 0; i < nhead; i++)
-        q[i] = head[i];
-    uint64_t w = n;
     CUresult r = (CUresult)VGPU_REMOTE_MISS;
     if (n >= VGPU_REMOTE_IMAGE_CACHE_MIN && vgpu_remote_image_cache()) {
         uint8_t hash[VGPU_SHA256_BYTES];
-        uint64_t hw = sizeof(hash);
         vgpu_sha256(image, n, hash);
-        q[nhead] = (struct iovec){ &hw, sizeof(hw) };
-        q[nhead + 1] = (struct iovec){ hash, sizeof(hash) };
-        r = vgpu_remote_call_flagged(slot, VGPU_REMOTE_BY_HASH, q, nhead + 2, reply, nreply, got);
+        r = send(slot, VGPU_REMOTE_BY_HASH, hash, sizeof(hash), ctx);
     }
-    if (r != (CUresult)VGPU_REMOTE_MISS)
-        return r;
-    q[nhead] = (struct iovec){ &w, sizeof(w) };
-    q[nhead + 1] = (struct iovec){ (void *)image, n };
-    return vgpu_remote_call(slot, q, nhead + 2, reply, nreply, got);
+    return r == (CUresult)VGPU_REMOTE_MISS ? send(slot, 0, image, n, ctx) : r;
 }
 
-/* [length][image] to slot; the handle it returns. */
-static CUresult load(unsigned slot, const void *code, uint64_t *handle)
+/* The image a load names, and its extent from its own headers: 0 and
+ * *image, or the code to return. */
+static CUresult image_of(unsigned slot, const void *code, size_t room, const void **image, size_t *n)
 {
     if (!code)
         return CUDA_ERROR_INVALID_VALUE;
-    const void *image = vgpu_remote_image_unwrap(code);
-    if (!image)
-        return vgpu_remote_refuse(slot);
-    size_t n = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64);
-    if (!n)
-        return CUDA_ERROR_INVALID_IMAGE;
-    struct iovec a = { handle, sizeof(*handle) };
-    size_t got = 0;
-    CUresult r = send_image(slot, NULL, 0, image, n, &a, 1, &got);
-    return r == CUDA_SUCCESS && got != sizeof(*handle) ? CUDA_ERROR_UNKNOWN : r;
+    *image = vgpu_remote_image_unwrap(code);
+    if (!*image)
+        return vgpu_remote_refuse_why(slot, "its image is not one the host's driver can be sent");
+    *n = vgpu_remote_image_extent(*image, room);
+    return *n ? CUDA_SUCCESS : CUDA_ERROR_INVALID_IMAGE;
 }
 
-/* [handle][name] to slot; what it returns, n words. */
-static CUresult by_name(unsigned slot, uint64_t handle, const char *name, uint64_t *out, unsigned n)
+static CUresult load_call(unsigned slot, uint32_t flags, const void *image, size_t n, void *ctx)
 {
-    if (!name)
-        return CUDA_ERROR_INVALID_VALUE;
-    size_t len = strnlen(name, MAX_NAME);
-    if (len == MAX_NAME)
-        return CUDA_ERROR_INVALID_VALUE;
-    struct iovec q[2] = { { &handle, sizeof(handle) }, { (void *)name, len } }, a = { out, n * sizeof(*out) };
-    size_t got = 0;
-    CUresult r = vgpu_remote_call(slot, q, 2, &a, 1, &got);
-    return r == CUDA_SUCCESS && got != n * sizeof(*out) ? CUDA_ERROR_UNKNOWN : r;
+    struct vgpu_in_cuModuleLoadData in = { .image = image, .image_size = n };
+    return (CUresult)vgpu_remote_call_cuModuleLoadData(slot, flags, &in, ctx);
+}
+
+/* A load of an image: the handle it gives. */
+static CUresult load(unsigned slot, const void *code, CUmodule *handle)
+{
+    const void *image;
+    size_t n = 0;
+    CUresult r = image_of(slot, code, VGPU_REMOTE_MAX_LEN - 64, &image, &n);
+    struct vgpu_out_cuModuleLoadData out = { 0 };
+    if (r == CUDA_SUCCESS)
+        r = send_image(slot, image, n, load_call, &out);
+    if (r == CUDA_SUCCESS)
+        *handle = out.module;
+    return r;
 }
 
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
 {
     if (!module)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t h = 0;
-    CUresult r = load(SLOT(cuModuleLoadData), image, &h);
-    if (r == CUDA_SUCCESS)
-        *module = (CUmodule)(uintptr_t)h;
-    return r;
+    return load(SLOT(cuModuleLoadData), image, module);
 }
 
-/* cuModuleLoadDataEx: the JIT's options cross as [count][option, value]...
- * before the image: plain values as they are, the two log buffers as their
- * sizes (the executor's own buffers receive the logs, which come back).
+/* cuModuleLoadDataEx: the JIT's options cross with the image: plain values
+ * as they are, the two log buffers as 0 (the executor's own buffers
+ * receive the logs, which come back at the sizes their options give).
  * Back: the module, each option's value as the JIT left it (the threads it
- * targeted, the wall time, the logs' lengths; the buffers' own words
- * zero), then the info log and the error log at their sizes.  Options that
- * pass arrays of the guest's pointers (symbols, kernels' names) are
- * refused. */
+ * targeted, the wall time, the logs' lengths), then the info log and the
+ * error log.  Options that pass arrays of the guest's pointers (symbols,
+ * kernels' names) are refused. */
 
 static bool jit_option_carried(CUjit_option o)
 {
@@ -121,41 +108,55 @@ static size_t jit_log_size(unsigned n, const CUjit_option *options, void *const 
     return 0;
 }
 
+/* The request, with its image set by send_image, and the reply. */
+struct load_ex {
+    struct vgpu_in_cuModuleLoadDataEx in;
+    struct vgpu_out_cuModuleLoadDataEx out;
+};
+
+static CUresult load_ex_call(unsigned slot, uint32_t flags, const void *image, size_t n, void *ctx)
+{
+    struct load_ex *c = ctx;
+    c->in.image = image;
+    c->in.image_size = n;
+    return (CUresult)vgpu_remote_call_cuModuleLoadDataEx(slot, flags, &c->in, &c->out);
+}
+
 CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n, CUjit_option *options,
                                               void **values)
 {
     if (!module || !code || (n && (!options || !values)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (n > VGPU_REMOTE_JIT_OPTIONS)
+    if (n > VGPU_IN_cuModuleLoadDataEx_numOptions_MAX)
         return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
-    uint64_t words[1 + 2 * VGPU_REMOTE_JIT_OPTIONS] = { n };
+    uint64_t words[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
     for (unsigned i = 0; i < n; i++) {
         if (!jit_option_carried(options[i]))
-            return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
-        words[1 + 2 * i] = options[i];
-        words[2 + 2 * i] = (uint64_t)(uintptr_t)values[i];
+            return vgpu_remote_refuse_why(SLOT(cuModuleLoadDataEx),
+                                          "a JIT option that passes the guest's pointers is not carried");
+        words[i] = (uint64_t)(uintptr_t)values[i];
         if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER)
-            words[2 + 2 * i] = 0; /* the guest's buffer: never the executor's business */
+            words[i] = 0; /* the guest's buffer: never the executor's business */
     }
-    const void *image = vgpu_remote_image_unwrap(code);
-    if (!image)
-        return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
-    size_t extent = vgpu_remote_image_extent(image, VGPU_REMOTE_MAX_LEN - 64 - sizeof(words));
-    if (!extent)
-        return CUDA_ERROR_INVALID_IMAGE;
+    const void *image;
+    size_t extent = 0;
+    CUresult r = image_of(SLOT(cuModuleLoadDataEx), code, VGPU_REMOTE_MAX_LEN - 64 - 12 * (size_t)n, &image, &extent);
+    if (r != CUDA_SUCCESS)
+        return r;
     size_t info = jit_log_size(n, options, values, CU_JIT_INFO_LOG_BUFFER);
     size_t error = jit_log_size(n, options, values, CU_JIT_ERROR_LOG_BUFFER);
     char *logs = calloc(1, info + error + 1);
     if (!logs)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t h = 0, out[VGPU_REMOTE_JIT_OPTIONS];
-    struct iovec q = { words, (1 + 2 * (size_t)n) * sizeof(uint64_t) };
-    struct iovec a[3] = { { &h, sizeof(h) }, { out, n * sizeof(uint64_t) }, { logs, info + error } };
-    size_t got = 0;
-    CUresult r = send_image(SLOT(cuModuleLoadDataEx), &q, 1, image, extent, a, 3, &got);
+    uint64_t left[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
+    struct load_ex c = {
+        .in = { .numOptions = n, .options = options, .values = words },
+        .out = { .values = left, .tail = logs, .tail_size = info + error },
+    };
+    r = send_image(SLOT(cuModuleLoadDataEx), image, extent, load_ex_call, &c);
     /* The JIT's outputs and logs come back whether it succeeded or not: a
      * failed compilation's error log is the point of asking for one. */
-    if (got == sizeof(h) + n * sizeof(uint64_t) + info + error) {
+    if (c.out.logs && c.out.logs_size == info + error) {
         for (unsigned i = 0; i < n; i++) {
             if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
                 size_t size = options[i] == CU_JIT_INFO_LOG_BUFFER ? info : error;
@@ -164,7 +165,7 @@ CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code
             } else if (options[i] == CU_JIT_THREADS_PER_BLOCK || options[i] == CU_JIT_WALL_TIME ||
                        options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
                        options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
-                memcpy(&values[i], &out[i], sizeof(values[i]));
+                memcpy(&values[i], &left[i], sizeof(values[i]));
             }
         }
     } else if (r == CUDA_SUCCESS) {
@@ -172,7 +173,7 @@ CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code
     }
     free(logs);
     if (r == CUDA_SUCCESS)
-        *module = (CUmodule)(uintptr_t)h;
+        *module = c.out.module;
     return r;
 }
 
@@ -197,22 +198,11 @@ CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *cod
     if (!library)
         return CUDA_ERROR_INVALID_VALUE;
     if (!options_droppable(numJitOptions, libraryOptions, numLibraryOptions))
-        return vgpu_remote_refuse(SLOT(cuLibraryLoadData));
-    uint64_t h = 0;
+        return vgpu_remote_refuse_why(SLOT(cuLibraryLoadData), "JIT and library options are not carried");
+    CUmodule h = NULL;
     CUresult r = load(SLOT(cuLibraryLoadData), code, &h);
     if (r == CUDA_SUCCESS)
-        *library = (CUlibrary)(uintptr_t)h;
-    return r;
-}
-
-CUresult vgpu_remote_guest_cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
-{
-    if (!hfunc)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t h = 0;
-    CUresult r = by_name(SLOT(cuModuleGetFunction), (uint64_t)(uintptr_t)hmod, name, &h, 1);
-    if (r == CUDA_SUCCESS)
-        *hfunc = (CUfunction)(uintptr_t)h;
+        *library = (CUlibrary)h;
     return r;
 }
 
@@ -255,11 +245,12 @@ CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
 {
     if (!pKernel)
         return CUDA_ERROR_INVALID_VALUE;
-    uint64_t h = 0;
-    CUresult r = by_name(SLOT(cuLibraryGetKernel), (uint64_t)(uintptr_t)library, name, &h, 1);
+    struct vgpu_in_cuLibraryGetKernel in = { .library = library, .name = name };
+    struct vgpu_out_cuLibraryGetKernel out = { 0 };
+    CUresult r = (CUresult)vgpu_remote_call_cuLibraryGetKernel(SLOT(cuLibraryGetKernel), 0, &in, &out);
     if (r != CUDA_SUCCESS)
         return r;
-    CUkernel k = (CUkernel)(uintptr_t)h;
+    CUkernel k = out.pKernel;
     if (!vgpu_remote_is_kernel(k)) {
         struct kernel *e = malloc(sizeof(*e));
         if (!e)
@@ -275,31 +266,8 @@ CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
     return CUDA_SUCCESS;
 }
 
-static CUresult global(unsigned slot, CUdeviceptr *dptr, size_t *bytes, uint64_t handle, const char *name)
-{
-    uint64_t w[2];
-    CUresult r = by_name(slot, handle, name, w, 2);
-    if (r == CUDA_SUCCESS) {
-        if (dptr)
-            *dptr = w[0];
-        if (bytes)
-            *bytes = w[1];
-    }
-    return r;
-}
-
-CUresult vgpu_remote_guest_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
-{
-    return global(SLOT(cuModuleGetGlobal_v2), dptr, bytes, (uint64_t)(uintptr_t)hmod, name);
-}
-
-CUresult vgpu_remote_guest_cuLibraryGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
-{
-    return global(SLOT(cuLibraryGetGlobal), dptr, bytes, (uint64_t)(uintptr_t)library, name);
-}
-
 /* A library's unloading ends its kernels. */
-CUresult vgpu_remote_wrapped_cuLibraryUnload(CUlibrary library)
+CUresult vgpu_remote_guest_cuLibraryUnload(CUlibrary library)
 {
     CUresult r = vgpu_remote_carried_cuLibraryUnload(library);
     if (r != CUDA_SUCCESS)

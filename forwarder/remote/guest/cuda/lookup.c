@@ -1,12 +1,11 @@
 /*
  * Error strings and the driver's lookup (cuGetProcAddress), the guest's
- * side; forwarder/remote/executor/cuda/lookup.c is the other (what crosses:
- * docs/remote.md).
+ * side; forwarder/remote/executor/cuda/lookup.c is the other (the messages:
+ * forwarder/remote/spec/cuda.remote).
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
 #include "forwarder/remote/guest/cuda/manual.h"
-#include "forwarder/remote/transport/wire.h"
 
 #include "vgpu_cuda_slots.h"
 
@@ -14,12 +13,22 @@
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 
+static int fetch_text(unsigned slot, uint32_t code, char *buf, size_t size)
+{
+    struct vgpu_in_cuGetErrorName in = { .error = (CUresult)code };
+    struct vgpu_out_cuGetErrorName out = { .tail = buf, .tail_size = size };
+    int r = vgpu_remote_call_cuGetErrorName(slot, 0, &in, &out);
+    if (r == CUDA_SUCCESS && out.str != buf)
+        memmove(buf, out.str, strlen(out.str) + 1);
+    return r;
+}
+
 static CUresult error_text(unsigned slot, CUresult code, const char **out)
 {
     if (!out)
         return CUDA_ERROR_INVALID_VALUE;
     *out = NULL;
-    int r = vgpu_remote_text(slot, (uint32_t)code, out);
+    int r = vgpu_remote_text(slot, (uint32_t)code, fetch_text, out);
     return r == -1 ? CUDA_ERROR_OUT_OF_MEMORY : (CUresult)r;
 }
 
@@ -83,24 +92,19 @@ static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int 
         return CUDA_ERROR_INVALID_VALUE;
     if (answered_here(symbol, version, flags, pfn, status))
         return CUDA_SUCCESS;
-    size_t n = strnlen(symbol, 256);
-    if (n == 256)
-        return CUDA_ERROR_INVALID_VALUE;
-    uint64_t w[2] = { (uint64_t)(uint32_t)version, flags }, st = 0;
-    char name[257] = { 0 };
-    size_t got = 0;
-    struct iovec q[2] = { { w, sizeof(w) }, { (void *)symbol, n } },
-                 a[2] = { { &st, sizeof(st) }, { name, sizeof(name) - 1 } };
-    CUresult r = vgpu_remote_call(slot, q, 2, a, 2, &got);
-    if (status)
-        *status = (CUdriverProcAddressQueryResult)st;
+    struct vgpu_in_cuGetProcAddress_v2 in = { .cudaVersion = version, .flags = flags, .symbol = symbol };
+    char name[VGPU_OUT_cuGetProcAddress_v2_name_MAX];
+    struct vgpu_out_cuGetProcAddress_v2 out = { .tail = name, .tail_size = sizeof(name) };
+    CUresult r = (CUresult)vgpu_remote_call_cuGetProcAddress_v2(slot, 0, &in, &out);
     if (r != CUDA_SUCCESS) {
         *pfn = NULL;
         return r;
     }
-    int found = got > sizeof(st) ? vgpu_dispatch_slot(&vgpu_cuda, name) : -1;
+    if (status)
+        *status = out.symbolStatus;
+    int found = *out.name ? vgpu_dispatch_slot(&vgpu_cuda, out.name) : -1;
     *pfn = found < 0 ? NULL : vgpu_cuda.remote[found];
-    if (found < 0 && status && st == CU_GET_PROC_ADDRESS_SUCCESS)
+    if (found < 0 && status && out.symbolStatus == CU_GET_PROC_ADDRESS_SUCCESS)
         *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
     return CUDA_SUCCESS;
 }

@@ -14,7 +14,7 @@
 #include "forwarder/remote/guest/cuda/manual.h"
 
 #include "vgpu_cuda_slots.h"
-#include "vgpu_remote_cuda.h"
+#include "vgpu_remote_cuda_guest.h"
 
 #include <string.h>
 
@@ -59,7 +59,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
 /* NAME: a memset of elements of SIZE bytes (TYPE), rows or not, with a stream
  * or not; the _ptds/_ptsz forms name the thread's stream. */
 #define MEMSET(name, type, size)                                                                                       \
-    CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, type value, size_t n)                                         \
+    CUresult vgpu_remote_guest_##name(CUdeviceptr dst, type value, size_t n)                                         \
     {                                                                                                                  \
         int g = guest_rows(dst, 0, n, 1, size);                                                                        \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
@@ -67,7 +67,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
                      : (CUresult)vgpu_remote_carried_##name(dst, value, n);                                              \
     }
 #define MEMSET_ASYNC(name, type, size, ptsz)                                                                           \
-    CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, type value, size_t n, CUstream stream)                        \
+    CUresult vgpu_remote_guest_##name(CUdeviceptr dst, type value, size_t n, CUstream stream)                        \
     {                                                                                                                  \
         int g = guest_rows(dst, 0, n, 1, size);                                                                        \
         CUstream s = ptsz ? vgpu_remote_per_thread(stream) : stream;                                                   \
@@ -76,7 +76,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
                      : (CUresult)vgpu_remote_carried_##name(dst, value, n, stream);                                      \
     }
 #define MEMSET_2D(name, type, size)                                                                                    \
-    CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h)                 \
+    CUresult vgpu_remote_guest_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h)                 \
     {                                                                                                                  \
         int g = guest_rows(dst, pitch, w, h, size);                                                                    \
         return g < 0 ? CUDA_ERROR_INVALID_VALUE                                                                        \
@@ -84,7 +84,7 @@ static CUresult fill(CUdeviceptr dst, size_t pitch, uint32_t value, size_t size,
                      : (CUresult)vgpu_remote_carried_##name(dst, pitch, value, w, h);                                    \
     }
 #define MEMSET_2D_ASYNC(name, type, size, ptsz)                                                                        \
-    CUresult vgpu_remote_wrapped_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h,                 \
+    CUresult vgpu_remote_guest_##name(CUdeviceptr dst, size_t pitch, type value, size_t w, size_t h,                 \
                                         CUstream stream)                                                               \
     {                                                                                                                  \
         int g = guest_rows(dst, pitch, w, h, size);                                                                    \

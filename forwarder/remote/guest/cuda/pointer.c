@@ -1,6 +1,6 @@
 /*
  * Pointers' attributes, the guest's side (forwarder/remote/executor/cuda/pointer.c is
- * the other; what crosses: docs/remote.md).  A pointer into the guest's own
+ * the other; the messages: forwarder/remote/spec/cuda.remote).  A pointer into the guest's own
  * page-locked or registered memory is answered here (host memory, its
  * block's range); any other is asked of the executor's driver.  Only
  * attributes whose values are one integer, pointer or handle are carried,
@@ -14,7 +14,7 @@
 #include "vgpu_cuda_slots.h"
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
-#define MAX_ATTRS 32
+#define MAX_ATTRS VGPU_IN_cuPointerGetAttributes_numAttributes_MAX
 
 /* The bytes an attribute's value takes, 0 for one not carried. */
 static size_t value_size(CUpointer_attribute a)
@@ -103,10 +103,9 @@ static CUresult values(unsigned slot, unsigned n, const CUpointer_attribute *att
         }
         return CUDA_SUCCESS;
     }
-    uint64_t q[2 + MAX_ATTRS] = { ptr, n };
-    for (unsigned i = 0; i < n; i++)
-        q[2 + i] = (uint64_t)attrs[i];
-    return vgpu_remote_call_words(slot, q, 2 + n, v, n);
+    struct vgpu_in_cuPointerGetAttributes in = { .ptr = ptr, .numAttributes = n, .attributes = attrs };
+    struct vgpu_out_cuPointerGetAttributes out = { .values = v };
+    return (CUresult)vgpu_remote_call_cuPointerGetAttributes(slot, 0, &in, &out);
 }
 
 static void store(void *data, CUpointer_attribute a, uint64_t v)

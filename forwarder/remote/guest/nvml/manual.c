@@ -1,15 +1,16 @@
 /*
- * The remote NVML's hand-written calls, the guest's side
- * (forwarder/remote/executor/nvml/manual.c is the other; what crosses: docs/remote.md):
- * a device by a string, an error's text, kept for the life of the
- * process as NVML's own are, process lists, and nvidia-smi's private table.
+ * The remote NVML's calls written by hand, the guest's side
+ * (forwarder/remote/executor/nvml/manual.c is the other; the messages:
+ * forwarder/remote/spec/nvml.remote): an error's text, kept for the life
+ * of the process as NVML's own are, process lists, and nvidia-smi's
+ * private table.  A device by a string and field values are generated
+ * whole from the spec.
  */
 #include "forwarder/remote/guest/nvml/manual.h"
 
 #include "common/log.h"
 #include "forwarder/remote/guest/client.h"
 #include "forwarder/remote/spec/private_tables.h"
-#include "forwarder/remote/transport/wire.h"
 
 #include "vgpu_nvml_slots.h"
 
@@ -17,71 +18,45 @@
 #include <string.h>
 
 #define SLOT(name) VGPU_NVML_SLOT_##name
-#define MAX_KEY 256
 
-static nvmlReturn_t handle_by(unsigned slot, const char *key, nvmlDevice_t *device)
-{
-    if (!key || !device)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    size_t n = strnlen(key, MAX_KEY);
-    if (n == MAX_KEY)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    uint64_t h = 0;
-    size_t got = 0;
-    struct iovec q = { (void *)key, n }, a = { &h, sizeof(h) };
-    int r = vgpu_remote_call(slot, &q, 1, &a, 1, &got);
-    if (r == NVML_SUCCESS && got != sizeof(h))
-        return NVML_ERROR_UNKNOWN;
-    if (r == NVML_SUCCESS)
-        *device = (nvmlDevice_t)(uintptr_t)h;
-    return (nvmlReturn_t)r;
-}
+#define MAX_PROCESSES VGPU_IN_nvmlDeviceGetComputeRunningProcesses_v3_room_MAX
 
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByPciBusId(const char *pciBusId, nvmlDevice_t *device)
-{
-    return handle_by(SLOT(nvmlDeviceGetHandleByPciBusId), pciBusId, device);
-}
-
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByPciBusId_v2(const char *pciBusId, nvmlDevice_t *device)
-{
-    return handle_by(SLOT(nvmlDeviceGetHandleByPciBusId_v2), pciBusId, device);
-}
-
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleByUUID(const char *uuid, nvmlDevice_t *device)
-{
-    return handle_by(SLOT(nvmlDeviceGetHandleByUUID), uuid, device);
-}
-
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetHandleBySerial(const char *serial, nvmlDevice_t *device)
-{
-    return handle_by(SLOT(nvmlDeviceGetHandleBySerial), serial, device);
-}
-
-/* A process list: [device][room][entry size]; back the count the driver
- * said and, when it succeeded, that many entries.  Their pids are the
- * host's (the executor's and its vGPU's other processes). */
-#define MAX_PROCESSES 256
+/* The room the caller gave (at most 256 entries cross): how many there
+ * are, and the entries that fit, in the caller's array. */
 static nvmlReturn_t processes(unsigned slot, nvmlDevice_t device, unsigned *count, void *infos, size_t entry)
 {
     if (!count || (*count && !infos))
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned room = *count < MAX_PROCESSES ? *count : MAX_PROCESSES;
-    uint64_t w[3] = { (uint64_t)(uintptr_t)device, room, entry }, n = 0;
-    size_t got = 0;
-    struct iovec q = { w, sizeof(w) }, a[2] = { { &n, sizeof(n) }, { infos, room * entry } };
-    int r = vgpu_remote_call(slot, &q, 1, a, 2, &got);
-    if (got < sizeof(n))
-        return r == NVML_SUCCESS ? NVML_ERROR_UNKNOWN : (nvmlReturn_t)r;
-    if (r == NVML_SUCCESS && (n > room || got != sizeof(n) + n * entry))
+    struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 in = {
+        .device = device, .room = room, .entry = (uint32_t)entry
+    };
+    /* The count comes back whatever the call returned (how many there
+     * are, for a room too small), or, with no reply, stays. */
+    struct vgpu_out_nvmlDeviceGetComputeRunningProcesses_v3 out = {
+        .count = *count, .tail = infos, .tail_size = room * entry
+    };
+    int r = vgpu_remote_call_nvmlDeviceGetComputeRunningProcesses_v3(slot, 0, &in, &out);
+    if (r == NVML_SUCCESS && (out.count > room || out.infos_size != out.count * entry))
         return NVML_ERROR_UNKNOWN;
-    *count = (unsigned)n;
+    *count = out.count;
     return (nvmlReturn_t)r;
+}
+
+static int fetch_text(unsigned slot, uint32_t code, char *buf, size_t size)
+{
+    struct vgpu_in_nvmlErrorString in = { .result = (nvmlReturn_t)code };
+    struct vgpu_out_nvmlErrorString out = { .tail = buf, .tail_size = size };
+    int r = vgpu_remote_call_nvmlErrorString(slot, 0, &in, &out);
+    if (r == 0 && out.str != buf)
+        memmove(buf, out.str, strlen(out.str) + 1);
+    return r;
 }
 
 const char *vgpu_remote_guest_nvmlErrorString(nvmlReturn_t result)
 {
     const char *s = NULL;
-    int r = vgpu_remote_text(SLOT(nvmlErrorString), (uint32_t)result, &s);
+    int r = vgpu_remote_text(SLOT(nvmlErrorString), (uint32_t)result, fetch_text, &s);
     if (r == 0)
         return s;
     return r == -1 ? "Unknown Error" : "Unknown Error (the remote GPU's executor is unavailable)";
@@ -161,13 +136,14 @@ nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, co
     }
     void *t = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);
     if (!t) {
-        uint64_t size = 0;
-        size_t got = 0;
-        struct iovec q = { (void *)smi, sizeof(smi) }, a = { &size, sizeof(size) };
-        int r = vgpu_remote_call(SLOT(nvmlInternalGetExportTable), &q, 1, &a, 1, &got);
+        struct vgpu_in_nvmlInternalGetExportTable in;
+        memcpy(in.id, smi, sizeof(smi));
+        struct vgpu_out_nvmlInternalGetExportTable out = { 0 };
+        int r = vgpu_remote_call_nvmlInternalGetExportTable(SLOT(nvmlInternalGetExportTable), 0, &in, &out);
         if (r != NVML_SUCCESS)
             return (nvmlReturn_t)r;
-        if (got != sizeof(size) || size < sizeof(size) || size > VGPU_REMOTE_SMI_TABLE_MAX || size % sizeof(void *))
+        uint64_t size = out.size;
+        if (size < sizeof(size) || size > VGPU_REMOTE_SMI_TABLE_MAX || size % sizeof(void *))
             return NVML_ERROR_UNKNOWN;
         void *fresh = calloc(1, size);
         if (!fresh)
@@ -181,21 +157,4 @@ nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, co
     }
     *table = t;
     return NVML_SUCCESS;
-}
-
-/* Field values: [device][count] and the count entries (their field and
- * scope ids read); the entries back as NVML wrote them.  At most 256. */
-nvmlReturn_t vgpu_remote_guest_nvmlDeviceGetFieldValues(nvmlDevice_t device, int count, nvmlFieldValue_t *values)
-{
-    if (count <= 0 || !values)
-        return NVML_ERROR_INVALID_ARGUMENT;
-    if (count > VGPU_REMOTE_NVML_FIELDS)
-        return NVML_ERROR_NOT_SUPPORTED;
-    uint64_t w[2] = { (uint64_t)(uintptr_t)device, (uint64_t)count };
-    size_t got = 0, bytes = (size_t)count * sizeof(*values);
-    struct iovec q[2] = { { w, sizeof(w) }, { values, bytes } }, a = { values, bytes };
-    int r = vgpu_remote_call(SLOT(nvmlDeviceGetFieldValues), q, 2, &a, 1, &got);
-    if (r == NVML_SUCCESS && got != bytes)
-        return NVML_ERROR_UNKNOWN;
-    return (nvmlReturn_t)r;
 }

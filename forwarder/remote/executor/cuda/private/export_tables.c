@@ -119,8 +119,8 @@ CUresult vgpu_exec_copied_length(void *get_fn, void *release_fn, size_t *length)
     return r;
 }
 
-/* Function 4 of cuBLASLt's table: [length][first][second]. */
-static int device_layout(struct vgpu_exec *x, void *get, void *release)
+/* Function 4 of cuBLASLt's table: the length, the first, the second. */
+static int device_layout(struct vgpu_exec *x, void *get, void *release, const struct vgpu_in_cuGetExportTable *in)
 {
     CUdevice dev = 0;
     void *ctx_device = vgpu_exec_function_named(x, "cuCtxGetDevice");
@@ -153,25 +153,24 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release)
         x->layout_length[dev] = 0;
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
     }
-    struct iovec v[3] = { { &n, sizeof(n) }, { a, n }, { b, n } };
-    int sent = vgpu_exec_reply(x, r, v, 3);
+    struct vgpu_out_cuGetExportTable out = { .size = n, .first = a, .second = b };
+    int sent = vgpu_exec_reply_cuGetExportTable(x, r, in, &out);
     ((free_fn)release)(a, b);
     return sent;
 }
 
-int vgpu_exec_cuGetExportTable(struct vgpu_exec *x, void *fn, const void *req, size_t len)
+int vgpu_exec_cuGetExportTable(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGetExportTable *in)
 {
     static const uint8_t cublaslt[16] = VGPU_REMOTE_CUBLASLT_TABLE;
-    if (len != 24)
-        return vgpu_exec_malformed("cuGetExportTable", len);
-    if (memcmp(req, cublaslt, sizeof(cublaslt)) != 0 || vgpu_exec_word(req, 2) != VGPU_REMOTE_DEVICE_LAYOUT)
+    if (memcmp(&in->id, cublaslt, sizeof(cublaslt)) != 0 || in->index != VGPU_REMOTE_DEVICE_LAYOUT)
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
     const void *const *table = NULL;
-    CUresult r = ((CUresult(*)(const void *const **, const void *))fn)(&table, req);
+    CUresult r = ((CUresult(*)(const void *const **, const void *))fn)(&table, &in->id);
     if (r == CUDA_SUCCESS && (!table || (uintptr_t)table[0] < VGPU_REMOTE_CUBLASLT_SLOTS * sizeof(void *) ||
                               !table[VGPU_REMOTE_DEVICE_LAYOUT] || !table[VGPU_REMOTE_DEVICE_LAYOUT_FREE]))
         r = CUDA_ERROR_NOT_SUPPORTED;
     if (r != CUDA_SUCCESS)
         return vgpu_exec_reply(x, r, NULL, 0);
-    return device_layout(x, (void *)table[VGPU_REMOTE_DEVICE_LAYOUT], (void *)table[VGPU_REMOTE_DEVICE_LAYOUT_FREE]);
+    return device_layout(x, (void *)table[VGPU_REMOTE_DEVICE_LAYOUT], (void *)table[VGPU_REMOTE_DEVICE_LAYOUT_FREE],
+                         in);
 }

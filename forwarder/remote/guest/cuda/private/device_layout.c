@@ -1,8 +1,8 @@
 /*
  * cuBLASLt's private table (1734dc26-...), which its Hopper GEMMs ask the
  * driver for: the guest's side (the executor's: forwarder/remote/executor/
- * cuda/private/export_tables.c; what crosses: docs/remote.md, "The runtime's private
- * tables").
+ * cuda/private/export_tables.c; the message: forwarder/remote/spec/
+ * cuda.remote; docs/remote.md, "The runtime's private tables").
  *
  * Function 4 gives two descriptions of the current context's device
  * (bytes the driver keeps per device and copies into memory it takes with
@@ -28,15 +28,15 @@ static CUresult device_layout(void **first, void **second)
     if (!first || !second)
         return CUDA_ERROR_INVALID_VALUE;
     static const uint8_t id[16] = VGPU_REMOTE_CUBLASLT_TABLE;
-    uint64_t index = VGPU_REMOTE_DEVICE_LAYOUT, size = 0;
+    struct vgpu_in_cuGetExportTable in = { .index = VGPU_REMOTE_DEVICE_LAYOUT };
+    memcpy(&in.id, id, sizeof(id));
     uint8_t *bytes = malloc(2 * VGPU_REMOTE_DEVICE_LAYOUT_MAX);
     if (!bytes)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    size_t got = 0;
-    struct iovec q[2] = { { (void *)id, sizeof(id) }, { &index, sizeof(index) } };
-    struct iovec a[2] = { { &size, sizeof(size) }, { bytes, 2 * VGPU_REMOTE_DEVICE_LAYOUT_MAX } };
-    CUresult r = (CUresult)vgpu_remote_call(VGPU_CUDA_SLOT_cuGetExportTable, q, 2, a, 2, &got);
-    if (r == CUDA_SUCCESS && (size == 0 || size > VGPU_REMOTE_DEVICE_LAYOUT_MAX || got != sizeof(size) + 2 * size))
+    struct vgpu_out_cuGetExportTable out = { .tail = bytes, .tail_size = 2 * VGPU_REMOTE_DEVICE_LAYOUT_MAX };
+    CUresult r = (CUresult)vgpu_remote_call_cuGetExportTable(VGPU_CUDA_SLOT_cuGetExportTable, 0, &in, &out);
+    size_t size = out.size;
+    if (r == CUDA_SUCCESS && size == 0)
         r = CUDA_ERROR_UNKNOWN;
     void *one = NULL, *two = NULL;
     if (r == CUDA_SUCCESS && (!(one = malloc(size)) || !(two = malloc(size)))) {
@@ -44,8 +44,8 @@ static CUresult device_layout(void **first, void **second)
         r = CUDA_ERROR_OUT_OF_MEMORY;
     }
     if (r == CUDA_SUCCESS) {
-        memcpy(one, bytes, size);
-        memcpy(two, bytes + size, size);
+        memcpy(one, out.first, size);
+        memcpy(two, out.second, size);
         *first = one;
         *second = two;
     }
