@@ -25,6 +25,10 @@ check() {
     local name=$1 dir=$2 gopath=$3 mesonfile=$4
     local pkg=$gopath/src/vgpu.dev/cmd/$name
     [ -d "$pkg" ] || { fail "$pkg is not there: build first"; return; }
+    # The package's files as the source has them now: the build links them
+    # when a listed source changes, and a _test.go file is listed nowhere.
+    find "$pkg" -maxdepth 1 -name '*.go' -type l -delete
+    ln -s "$dir"/*.go "$pkg/"
     (cd "$pkg" && GOPATH="$gopath:/usr/share/gocode" "$GO" vet .) || fail "go vet $name"
     (cd "$pkg" && GOPATH="$gopath:/usr/share/gocode" "$GO" test -count=1 .) || fail "go test $name"
     for f in "$dir"/*.go; do
