@@ -1,10 +1,12 @@
 #!/bin/sh
-# build.sh OUTPUT PACKAGE_DIR GOPATH_DIR PROTO_DIR: builds the Go program
-# whose package main is PACKAGE_DIR's *.go into OUTPUT, offline, in GOPATH
-# mode (Debian's Go packages under /usr/share/gocode).  GOPATH_DIR, in the
-# build directory, gets the tree the go tool wants:
+# build.sh OUTPUT PACKAGE_DIR GOPATH_DIR PROTO_DIR [PROTOCOL_GO]: builds the
+# Go program whose package main is PACKAGE_DIR's *.go into OUTPUT, offline,
+# in GOPATH mode (Debian's Go packages under /usr/share/gocode).  GOPATH_DIR,
+# in the build directory, gets the tree the go tool wants:
 #   src/vgpu.dev/api/deviceplugin/v1beta1/api.pb.go  generated from PROTO_DIR
 #   src/vgpu.dev/api/podresources/v1/api.pb.go       by protoc (plugins=grpc)
+#   src/vgpu.dev/protocol/protocol_gen.go            PROTOCOL_GO, the mediator
+#                  protocol generated from the C headers (gen_go_protocol.py)
 #   src/vgpu.dev/cmd/NAME/*.go                       symlinks to PACKAGE_DIR's
 # Nothing generated lands in the source tree.  The go tool's cache is
 # GOPATH_DIR/../go-cache unless GOCACHE says otherwise.
@@ -13,6 +15,7 @@ out=$1
 pkg=$(realpath "$2")
 gopath=$3
 protos=$(realpath "$4")
+protocol=${5:-}
 mkdir -p "$gopath"
 gopath=$(realpath "$gopath")
 
@@ -36,6 +39,12 @@ for api in deviceplugin/v1beta1 podresources/v1; do
     fi
     rm -rf "$gen"
 done
+
+if [ -n "$protocol" ]; then
+    dir=$gopath/src/vgpu.dev/protocol
+    mkdir -p "$dir"
+    cmp -s "$protocol" "$dir/protocol_gen.go" || cp "$protocol" "$dir/protocol_gen.go"
+fi
 
 # The program's package: one symlink per source file (none left of a file
 # since removed).

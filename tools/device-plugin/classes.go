@@ -9,16 +9,15 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-)
 
-// xidLost is CLUSTER's xid for a GPU the driver lost.
-const xidLost = 0xffffffff
+	"vgpu.dev/protocol"
+)
 
 // device is one vGPU as a resource's device.
 type device struct {
 	ID      string
 	Healthy bool
-	Bound   bool   // bound to a container's cgroup (CLUSTER flag 2)
+	Bound   bool   // bound to a container's cgroup (VGPU_CLUSTER_BOUND)
 	Why     string // why it is unhealthy
 }
 
@@ -30,14 +29,15 @@ func classesOf(c *cluster, unreachable string) map[string][]device {
 		return out
 	}
 	for _, v := range c.VGPUs {
-		if v.Flags&clusterContainers == 0 || v.Flags&(clusterRetired|clusterGuest) != 0 || v.Class == "" {
+		if v.Flags&protocol.VGPU_CLUSTER_CONTAINERS == 0 ||
+			v.Flags&(protocol.VGPU_CLUSTER_RETIRED|protocol.VGPU_CLUSTER_GUEST) != 0 || v.Class == "" {
 			continue
 		}
-		d := device{ID: v.Name, Healthy: true, Bound: v.Flags&clusterBound != 0}
+		d := device{ID: v.Name, Healthy: true, Bound: v.Flags&protocol.VGPU_CLUSTER_BOUND != 0}
 		switch {
-		case v.Flags&clusterUnhealthy != 0 && (v.XID == 0 || v.XID == xidLost):
+		case v.Flags&protocol.VGPU_CLUSTER_UNHEALTHY != 0 && (v.XID == 0 || v.XID == protocol.MED_XID_LOST):
 			d.Healthy, d.Why = false, "one of its GPUs is lost"
-		case v.Flags&clusterUnhealthy != 0:
+		case v.Flags&protocol.VGPU_CLUSTER_UNHEALTHY != 0:
 			d.Healthy, d.Why = false, fmt.Sprintf("one of its GPUs had XID %d", v.XID)
 		case unreachable != "":
 			d.Healthy, d.Why = false, unreachable

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"time"
+
+	"vgpu.dev/protocol"
 )
 
 const mediatorTimeout = 5 * time.Second
@@ -61,17 +63,17 @@ func request[T any](mc *mediatorConn, req, answer uint16, parse func([]byte) (T,
 }
 
 func (mc *mediatorConn) status() (*status, error) {
-	return request(mc, msgStatusRequest, msgStatus, parseStatus)
+	return request(mc, protocol.VGPU_MSG_STATUS_REQUEST, protocol.VGPU_MSG_STATUS, parseStatus)
 }
 
 // cluster asks CLUSTER of a mediator whose STATUS said it answers it.
 func (mc *mediatorConn) cluster() (*cluster, error) {
-	return request(mc, msgClusterRequest, msgCluster, parseCluster)
+	return request(mc, protocol.VGPU_MSG_CLUSTER_REQUEST, protocol.VGPU_MSG_CLUSTER, parseCluster)
 }
 
 // computeGPUs asks COMPUTE of a mediator whose STATUS said it answers it.
 func (mc *mediatorConn) computeGPUs() (map[vgpuDevice]uint32, error) {
-	return request(mc, msgComputeRequest, msgCompute, parseComputeGPUs)
+	return request(mc, protocol.VGPU_MSG_COMPUTE_REQUEST, protocol.VGPU_MSG_COMPUTE, parseComputeGPUs)
 }
 
 // snapshot is what one poll of the mediator read.
@@ -91,7 +93,7 @@ func (m *mediator) poll() (*snapshot, error) {
 	if err != nil {
 		return nil, err
 	}
-	if s.Features&featureCluster == 0 {
+	if s.Features&protocol.VGPU_STATUS_HAS_CLUSTER == 0 {
 		return nil, fmt.Errorf("vgpu-mediatord at %s (version %s) does not answer CLUSTER_REQUEST and BIND: "+
 			"it is older than this plugin; upgrade it", m.socket, s.Version)
 	}
@@ -113,7 +115,7 @@ func (m *mediator) bind(vgpu string, pid uint32) (string, error) {
 		return "", err
 	}
 	defer mc.Close()
-	p, err := mc.ask(msgBind, req, msgBound)
+	p, err := mc.ask(protocol.VGPU_MSG_BIND, req, protocol.VGPU_MSG_BOUND)
 	if err != nil {
 		return "", err
 	}
@@ -147,7 +149,7 @@ func (m *mediator) metricsView() (*scrapeView, error) {
 		return nil, err
 	}
 	v := &scrapeView{status: s, gpus: map[vgpuDevice]uint32{}}
-	if s.Features&featureCompute != 0 {
+	if s.Features&protocol.VGPU_STATUS_HAS_COMPUTE != 0 {
 		if g, err := mc.computeGPUs(); err != nil {
 			v.gpusErr = err
 		} else {

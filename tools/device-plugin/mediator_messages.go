@@ -1,39 +1,31 @@
 package main
 
-// The mediator's answers this plugin reads, decoded and checked: STATUS,
-// CLUSTER, COMPUTE (for the GPUs' indexes) and BOUND.  Sizes and limits are
-// docs/protocol.md's and /tmp's protocol additions (CLUSTER, BIND, BOUND).
+// The mediator's answers this plugin reads, decoded and checked as
+// common/contract/protocol/protocol.c checks them: STATUS, CLUSTER, COMPUTE
+// (for the GPUs' indexes) and BOUND.  Every size, offset, limit and flag is
+// the generated package protocol's, from protocol.h (and MED_XID_LOST from
+// the mediator's health/xid.h); TestNoLayoutLiterals keeps numbers out of
+// this file.
 
-import "fmt"
+import (
+	"fmt"
 
-const (
-	statusHeaderSize = 40
-	statusVGPUSize   = 56 + maxDevs*statusDevSize
-	statusDevSize    = 152
-	statusProcSize   = 192
-	statusMaxVGPUs   = 256
-	statusMaxProcs   = 16384
-
-	clusterHeaderSize = 16
-	clusterVGPUSize   = 96
-	clusterMax        = 256
-
-	computeHeaderSize = 32
-	computeDevSize    = 80
-	computeProcSize   = 56
-	computeMaxDevs    = statusMaxVGPUs * maxDevs
-	computeMaxProcs   = 16384
-
-	// CLUSTER record flags.
-	clusterContainers = 1  // made for containers: class is its section's name
-	clusterBound      = 2  // bound to a container's cgroup
-	clusterUnhealthy  = 4  // one of its GPUs had a critical XID (xid), or is lost
-	clusterRetired    = 8  // gone from the config
-	clusterGuest      = 16 // a VM's
-	clusterKnownFlags = 31
-
-	noGPU = 0xffffffff // COMPUTE: the device's GPU is not on this machine
+	"vgpu.dev/protocol"
 )
+
+// Units, not layout: protocol.h names the fields' units in words.
+const (
+	percent  = 100  // a compute share: 1-100
+	permille = 1000 // a measured share of an interval: 0-1000
+	// COMPUTE's gpu of a device whose GPU is not on this machine (protocol.h
+	// says 0xffffffff in words; the mediator writes UINT32_MAX).
+	noGPU = 0xffffffff
+)
+
+// clusterKnownFlags are the CLUSTER record flags this plugin knows; one
+// more is a malformed record (protocol.c rejects it too).
+const clusterKnownFlags = protocol.VGPU_CLUSTER_CONTAINERS | protocol.VGPU_CLUSTER_BOUND |
+	protocol.VGPU_CLUSTER_UNHEALTHY | protocol.VGPU_CLUSTER_RETIRED | protocol.VGPU_CLUSTER_GUEST
 
 type statusDevice struct {
 	UUID, GPUName                        string
@@ -56,41 +48,43 @@ type status struct {
 }
 
 func parseStatus(p []byte) (*status, error) {
-	if len(p) < statusHeaderSize {
+	if len(p) < protocol.StatusHeaderSize {
 		return nil, fmt.Errorf("STATUS of %d bytes is shorter than its header", len(p))
 	}
-	nvgpus, nprocs := le.Uint32(p[0:]), le.Uint32(p[4:])
-	if nvgpus > statusMaxVGPUs || nprocs > statusMaxProcs {
+	nvgpus, nprocs := protocol.StatusHeaderNvgpus(p), protocol.StatusHeaderNprocs(p)
+	if nvgpus > protocol.VGPU_STATUS_MAX_VGPUS || nprocs > protocol.VGPU_STATUS_MAX_PROCS {
 		return nil, fmt.Errorf("STATUS counts %d vGPUs and %d processes (at most %d and %d)",
-			nvgpus, nprocs, statusMaxVGPUs, statusMaxProcs)
+			nvgpus, nprocs, protocol.VGPU_STATUS_MAX_VGPUS, protocol.VGPU_STATUS_MAX_PROCS)
 	}
-	want := statusHeaderSize + uint64(nvgpus)*statusVGPUSize + uint64(nprocs)*statusProcSize
+	want := protocol.StatusHeaderSize + uint64(nvgpus)*protocol.StatusVGPUSize +
+		uint64(nprocs)*protocol.StatusProcSize
 	if want != uint64(len(p)) {
 		return nil, fmt.Errorf("STATUS of %d vGPUs and %d processes takes %d bytes, not %d", nvgpus, nprocs, want, len(p))
 	}
-	s := &status{Epoch: le.Uint32(p[8:]), Features: le.Uint32(p[12:]), NProcs: int(nprocs)}
+	s := &status{Epoch: protocol.StatusHeaderEpoch(p), Features: protocol.StatusHeaderFeatures(p), NProcs: int(nprocs)}
 	var ok bool
-	if s.Version, ok = cstring(p[24:40]); !ok {
+	if s.Version, ok = cstring(protocol.StatusHeaderVersion(p)); !ok {
 		return nil, fmt.Errorf("STATUS version string is not terminated")
 	}
-	q := p[statusHeaderSize:]
+	q := p[protocol.StatusHeaderSize:]
 	for i := uint32(0); i < nvgpus; i++ {
-		r := q[:statusVGPUSize]
-		q = q[statusVGPUSize:]
-		v := statusVGPU{Flags: le.Uint32(r[36:]), Processes: le.Uint32(r[40:])}
-		name, ok := cstring(r[:nameLen])
-		ndev := le.Uint32(r[32:])
-		if !ok || ndev > maxDevs {
+		r := q[:protocol.StatusVGPUSize]
+		q = q[protocol.StatusVGPUSize:]
+		v := statusVGPU{Flags: protocol.StatusVGPUFlags(r), Processes: protocol.StatusVGPUProcesses(r)}
+		name, ok := cstring(protocol.StatusVGPUName(r))
+		ndev := protocol.StatusVGPUNdev(r)
+		if !ok || ndev > protocol.StatusVGPUDevLen {
 			return nil, fmt.Errorf("STATUS vGPU record %d is malformed", i)
 		}
 		v.Name = name
 		for d := uint32(0); d < ndev; d++ {
-			dr := r[56+d*statusDevSize:][:statusDevSize]
-			uuid, ok1 := cstring(dr[0:48])
-			model, ok2 := cstring(dr[48:112])
-			dev := statusDevice{UUID: uuid, GPUName: model, PhysicalTotal: le.Uint64(dr[112:]), Limit: le.Uint64(dr[120:]),
-				Used: le.Uint64(dr[128:]), Refusals: le.Uint64(dr[136:]), Compute: le.Uint32(dr[144:])}
-			if !ok1 || !ok2 || dev.Compute > 100 {
+			dr := protocol.StatusVGPUDev(r, d)
+			uuid, ok1 := cstring(protocol.StatusDeviceUUID(dr))
+			model, ok2 := cstring(protocol.StatusDeviceGPUName(dr))
+			dev := statusDevice{UUID: uuid, GPUName: model, PhysicalTotal: protocol.StatusDevicePhysicalTotal(dr),
+				Limit: protocol.StatusDeviceLimit(dr), Used: protocol.StatusDeviceUsed(dr),
+				Refusals: protocol.StatusDeviceRefusals(dr), Compute: protocol.StatusDeviceCompute(dr)}
+			if !ok1 || !ok2 || dev.Compute > percent {
 				return nil, fmt.Errorf("STATUS vGPU record %d, device %d is malformed", i, d)
 			}
 			v.Devices = append(v.Devices, dev)
@@ -98,11 +92,11 @@ func parseStatus(p []byte) (*status, error) {
 		s.VGPUs = append(s.VGPUs, v)
 	}
 	for i := uint32(0); i < nprocs; i++ {
-		r := q[:statusProcSize]
-		q = q[statusProcSize:]
-		_, ok1 := cstring(r[16:32])
-		_, ok2 := cstring(r[32:64])
-		if le.Uint32(r[8:]) >= nvgpus || !ok1 || !ok2 {
+		r := q[:protocol.StatusProcSize]
+		q = q[protocol.StatusProcSize:]
+		_, ok1 := cstring(protocol.StatusProcComm(r))
+		_, ok2 := cstring(protocol.StatusProcUser(r))
+		if protocol.StatusProcVGPU(r) >= nvgpus || !ok1 || !ok2 {
 			return nil, fmt.Errorf("STATUS process record %d is malformed", i)
 		}
 	}
@@ -122,26 +116,28 @@ type cluster struct {
 }
 
 func parseCluster(p []byte) (*cluster, error) {
-	if len(p) < clusterHeaderSize {
+	if len(p) < protocol.ClusterHeaderSize {
 		return nil, fmt.Errorf("CLUSTER of %d bytes is shorter than its header", len(p))
 	}
-	n := le.Uint32(p[0:])
-	if n > clusterMax {
-		return nil, fmt.Errorf("CLUSTER counts %d vGPUs (at most %d)", n, clusterMax)
+	n := protocol.ClusterHeaderN(p)
+	if n > protocol.VGPU_CLUSTER_MAX {
+		return nil, fmt.Errorf("CLUSTER counts %d vGPUs (at most %d)", n, protocol.VGPU_CLUSTER_MAX)
 	}
-	if want := clusterHeaderSize + uint64(n)*clusterVGPUSize; want != uint64(len(p)) {
+	if want := protocol.ClusterHeaderSize + uint64(n)*protocol.ClusterVGPUSize; want != uint64(len(p)) {
 		return nil, fmt.Errorf("CLUSTER of %d vGPUs takes %d bytes, not %d", n, want, len(p))
 	}
-	c := &cluster{Generation: le.Uint64(p[8:])}
-	q := p[clusterHeaderSize:]
+	c := &cluster{Generation: protocol.ClusterHeaderGeneration(p)}
+	q := p[protocol.ClusterHeaderSize:]
 	for i := uint32(0); i < n; i++ {
-		r := q[:clusterVGPUSize]
-		q = q[clusterVGPUSize:]
-		name, ok1 := cstring(r[0:32])
-		class, ok2 := cstring(r[32:64])
-		v := clusterVGPU{Name: name, Class: class, Flags: le.Uint32(r[64:]), XID: le.Uint32(r[68:]),
-			NDev: le.Uint32(r[72:]), Memory: le.Uint64(r[80:]), Compute: le.Uint32(r[88:])}
-		if !ok1 || !ok2 || v.NDev > maxDevs || v.Compute > 100 || v.Flags&^clusterKnownFlags != 0 {
+		r := q[:protocol.ClusterVGPUSize]
+		q = q[protocol.ClusterVGPUSize:]
+		name, ok1 := cstring(protocol.ClusterVGPUName(r))
+		class, ok2 := cstring(protocol.ClusterVGPUCls(r))
+		v := clusterVGPU{Name: name, Class: class, Flags: protocol.ClusterVGPUFlags(r), XID: protocol.ClusterVGPUXID(r),
+			NDev: protocol.ClusterVGPUNdev(r), Memory: protocol.ClusterVGPUMemory(r),
+			Compute: protocol.ClusterVGPUCompute(r)}
+		if !ok1 || !ok2 || v.NDev > protocol.VGPU_STATUS_MAX_DEVICES || v.Compute > percent ||
+			v.Flags&^clusterKnownFlags != 0 {
 			return nil, fmt.Errorf("CLUSTER record %d is malformed", i)
 		}
 		c.VGPUs = append(c.VGPUs, v)
@@ -152,27 +148,29 @@ func parseCluster(p []byte) (*cluster, error) {
 // parseComputeGPUs reads COMPUTE for what this plugin takes of it: each vGPU
 // device's GPU, as nvidia-smi numbers it (absent: not on this machine).
 func parseComputeGPUs(p []byte) (map[vgpuDevice]uint32, error) {
-	if len(p) < computeHeaderSize {
+	if len(p) < protocol.ComputeHeaderSize {
 		return nil, fmt.Errorf("COMPUTE of %d bytes is shorter than its header", len(p))
 	}
-	ndevs, nprocs := le.Uint32(p[0:]), le.Uint32(p[4:])
-	if ndevs > computeMaxDevs || nprocs > computeMaxProcs {
+	ndevs, nprocs := protocol.ComputeHeaderNdevs(p), protocol.ComputeHeaderNprocs(p)
+	if ndevs > protocol.VGPU_COMPUTE_MAX_DEVICES || nprocs > protocol.VGPU_COMPUTE_MAX_PROCS {
 		return nil, fmt.Errorf("COMPUTE counts %d devices and %d processes (at most %d and %d)",
-			ndevs, nprocs, computeMaxDevs, computeMaxProcs)
+			ndevs, nprocs, protocol.VGPU_COMPUTE_MAX_DEVICES, protocol.VGPU_COMPUTE_MAX_PROCS)
 	}
-	want := computeHeaderSize + uint64(ndevs)*computeDevSize + uint64(nprocs)*computeProcSize
+	want := protocol.ComputeHeaderSize + uint64(ndevs)*protocol.ComputeDeviceSize +
+		uint64(nprocs)*protocol.ComputeProcSize
 	if want != uint64(len(p)) {
 		return nil, fmt.Errorf("COMPUTE of %d devices and %d processes takes %d bytes, not %d", ndevs, nprocs, want, len(p))
 	}
 	gpus := make(map[vgpuDevice]uint32)
-	q := p[computeHeaderSize:]
+	q := p[protocol.ComputeHeaderSize:]
 	for i := uint32(0); i < ndevs; i++ {
-		r := q[:computeDevSize]
-		q = q[computeDevSize:]
-		name, ok := cstring(r[0:32])
-		dev, gpu := le.Uint32(r[32:]), le.Uint32(r[36:])
-		if !ok || dev >= maxDevs || le.Uint32(r[40:]) > 100 || le.Uint32(r[44:]) > 2 ||
-			le.Uint32(r[52:]) > 1000 || le.Uint32(r[56:]) > 1000 {
+		r := q[:protocol.ComputeDeviceSize]
+		q = q[protocol.ComputeDeviceSize:]
+		name, ok := cstring(protocol.ComputeDeviceVGPU(r))
+		dev, gpu := protocol.ComputeDeviceDevice(r), protocol.ComputeDeviceGPU(r)
+		if !ok || dev >= protocol.VGPU_STATUS_MAX_DEVICES || protocol.ComputeDeviceShare(r) > percent ||
+			protocol.ComputeDeviceMode(r) > protocol.VGPU_COMPUTE_VIEW_CAP ||
+			protocol.ComputeDeviceHeld(r) > permille || protocol.ComputeDeviceUtilization(r) > permille {
 			return nil, fmt.Errorf("COMPUTE device record %d is malformed", i)
 		}
 		if gpu != noGPU {
@@ -180,9 +178,11 @@ func parseComputeGPUs(p []byte) (map[vgpuDevice]uint32, error) {
 		}
 	}
 	for i := uint32(0); i < nprocs; i++ {
-		r := q[:computeProcSize]
-		q = q[computeProcSize:]
-		if _, ok := cstring(r[0:32]); !ok || le.Uint32(r[36:]) >= maxDevs || le.Uint32(r[48:]) > 1000 {
+		r := q[:protocol.ComputeProcSize]
+		q = q[protocol.ComputeProcSize:]
+		_, ok := cstring(protocol.ComputeProcVGPU(r))
+		if !ok || protocol.ComputeProcDevice(r) >= protocol.VGPU_STATUS_MAX_DEVICES ||
+			protocol.ComputeProcUtilization(r) > permille {
 			return nil, fmt.Errorf("COMPUTE process record %d is malformed", i)
 		}
 	}
@@ -197,21 +197,21 @@ type vgpuDevice struct {
 
 // bindRequest is BIND's payload: vgpu to pid's cgroup (0: to no one yet).
 func bindRequest(vgpu string, pid uint32) ([]byte, error) {
-	b := make([]byte, bindSize)
-	if err := putCString(b[:nameLen], vgpu); err != nil {
+	b := make([]byte, protocol.MsgBindSize)
+	if err := putCString(protocol.MsgBindVGPU(b), vgpu); err != nil {
 		return nil, err
 	}
-	le.PutUint32(b[nameLen:], pid)
+	protocol.PutMsgBindPID(b, pid)
 	return b, nil
 }
 
 // parseBound checks BOUND and gives its vGPU and cgroup.
 func parseBound(p []byte) (string, string, error) {
-	if len(p) != boundSize {
-		return "", "", fmt.Errorf("BOUND has %d payload bytes, want %d", len(p), boundSize)
+	if len(p) != protocol.MsgBoundSize {
+		return "", "", fmt.Errorf("BOUND has %d payload bytes, want %d", len(p), protocol.MsgBoundSize)
 	}
-	vgpu, ok1 := cstring(p[:nameLen])
-	cg, ok2 := cstring(p[nameLen:])
+	vgpu, ok1 := cstring(protocol.MsgBoundVGPU(p))
+	cg, ok2 := cstring(protocol.MsgBoundCgroup(p))
 	if !ok1 || !ok2 {
 		return "", "", fmt.Errorf("malformed BOUND")
 	}

@@ -1,50 +1,23 @@
 package main
 
-// The mediator's frames (docs/protocol.md): a 12-byte header, little-endian,
-// then the payload.  Everything read is checked as the C side checks it
+// The mediator's frames (docs/protocol.md): a header, little-endian, then
+// the payload.  Everything read is checked as the C side checks it
 // (common/contract/protocol/protocol.c) before any of it is used.
 
 import (
 	"bytes"
-	"encoding/binary"
 	"fmt"
 	"io"
+
+	// The protocol's constants and layouts, generated from
+	// common/contract/protocol/protocol.h at build time (gen_go_protocol.py):
+	// this package writes no number of the protocol itself.
+	"vgpu.dev/protocol"
 )
-
-const (
-	protoMagic      = 0x4d504756 // "VGPM"
-	protoVersion    = 1
-	protoHeaderSize = 12
-	protoMaxReply   = 4 << 20 // the largest payload a client reads
-
-	msgRefuse         = 3
-	msgStatusRequest  = 6
-	msgStatus         = 7
-	msgComputeRequest = 10
-	msgCompute        = 11
-	msgBind           = 14
-	msgBound          = 15
-	msgClusterRequest = 16
-	msgCluster        = 17
-
-	nameLen   = 32  // a vGPU's name, NUL included
-	reasonLen = 492 // a refusal's text, NUL included
-	cgroupLen = 480 // a cgroup v2 path, NUL included
-	maxDevs   = 16  // devices of a vGPU
-
-	refuseSize = 4 + reasonLen
-	bindSize   = nameLen + 4 + 4
-	boundSize  = nameLen + cgroupLen
-
-	// STATUS's features: what else the mediator answers.
-	featureCompute = 2
-	featureCluster = 4
-)
-
-var le = binary.LittleEndian
 
 var msgNames = map[uint16]string{
-	msgRefuse: "REFUSE", msgStatus: "STATUS", msgCompute: "COMPUTE", msgBound: "BOUND", msgCluster: "CLUSTER",
+	protocol.VGPU_MSG_REFUSE: "REFUSE", protocol.VGPU_MSG_STATUS: "STATUS", protocol.VGPU_MSG_COMPUTE: "COMPUTE",
+	protocol.VGPU_MSG_BOUND: "BOUND", protocol.VGPU_MSG_CLUSTER: "CLUSTER",
 }
 
 func msgName(t uint16) string {
@@ -56,11 +29,11 @@ func msgName(t uint16) string {
 
 // frame is a request: the header and its payload.
 func frame(typ uint16, payload []byte) []byte {
-	b := make([]byte, protoHeaderSize, protoHeaderSize+len(payload))
-	le.PutUint32(b[0:], protoMagic)
-	le.PutUint16(b[4:], protoVersion)
-	le.PutUint16(b[6:], typ)
-	le.PutUint32(b[8:], uint32(len(payload)))
+	b := make([]byte, protocol.ProtoHeaderSize, protocol.ProtoHeaderSize+len(payload))
+	protocol.PutProtoHeaderMagic(b, protocol.VGPU_PROTO_MAGIC)
+	protocol.PutProtoHeaderVersion(b, protocol.VGPU_PROTO_VERSION)
+	protocol.PutProtoHeaderType(b, typ)
+	protocol.PutProtoHeaderLength(b, uint32(len(payload)))
 	return append(b, payload...)
 }
 
@@ -77,36 +50,39 @@ func (e *refusedError) Error() string {
 // readFrame reads one frame of type want (or a REFUSE, returned as a
 // *refusedError) and returns its payload.
 func readFrame(r io.Reader, want uint16) ([]byte, error) {
-	var h [protoHeaderSize]byte
-	if _, err := io.ReadFull(r, h[:]); err != nil {
+	h := make([]byte, protocol.ProtoHeaderSize)
+	if _, err := io.ReadFull(r, h); err != nil {
 		return nil, fmt.Errorf("no answer: %w", err)
 	}
-	magic, version, typ, length := le.Uint32(h[0:]), le.Uint16(h[4:]), le.Uint16(h[6:]), le.Uint32(h[8:])
-	if magic != protoMagic {
+	magic, version := protocol.ProtoHeaderMagic(h), protocol.ProtoHeaderVersion(h)
+	typ, length := protocol.ProtoHeaderType(h), protocol.ProtoHeaderLength(h)
+	if magic != protocol.VGPU_PROTO_MAGIC {
 		return nil, fmt.Errorf("not the mediator's protocol (magic %#x)", magic)
 	}
-	if version != protoVersion {
-		return nil, fmt.Errorf("the mediator speaks protocol version %d, this plugin %d", version, protoVersion)
+	if version != protocol.VGPU_PROTO_VERSION {
+		return nil, fmt.Errorf("the mediator speaks protocol version %d, this plugin %d", version,
+			protocol.VGPU_PROTO_VERSION)
 	}
-	if length > protoMaxReply {
-		return nil, fmt.Errorf("%s of %d bytes is over the %d a client reads", msgName(typ), length, protoMaxReply)
+	if length > protocol.VGPU_PROTO_MAX_REPLY {
+		return nil, fmt.Errorf("%s of %d bytes is over the %d a client reads", msgName(typ), length,
+			protocol.VGPU_PROTO_MAX_REPLY)
 	}
-	if typ != want && typ != msgRefuse {
+	if typ != want && typ != protocol.VGPU_MSG_REFUSE {
 		return nil, fmt.Errorf("answered %s, want %s", msgName(typ), msgName(want))
 	}
 	p := make([]byte, length)
 	if _, err := io.ReadFull(r, p); err != nil {
 		return nil, fmt.Errorf("%s cut short: %w", msgName(typ), err)
 	}
-	if typ == msgRefuse {
-		if length != refuseSize {
-			return nil, fmt.Errorf("REFUSE has %d payload bytes, want %d", length, refuseSize)
+	if typ == protocol.VGPU_MSG_REFUSE {
+		if length != protocol.MsgRefuseSize {
+			return nil, fmt.Errorf("REFUSE has %d payload bytes, want %d", length, protocol.MsgRefuseSize)
 		}
-		reason, ok := cstring(p[4:])
+		reason, ok := cstring(protocol.MsgRefuseReason(p))
 		if !ok {
 			return nil, fmt.Errorf("malformed REFUSE")
 		}
-		return nil, &refusedError{code: le.Uint32(p), reason: reason}
+		return nil, &refusedError{code: protocol.MsgRefuseCode(p), reason: reason}
 	}
 	return p, nil
 }

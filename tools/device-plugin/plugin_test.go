@@ -3,28 +3,37 @@ package main
 import (
 	"bytes"
 	"errors"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 
 	api "vgpu.dev/api/deviceplugin/v1beta1"
+	"vgpu.dev/protocol"
 )
 
+// A name too long for a char[len(field)] field is cut to its full length,
+// unterminated.
 func clusterRecord(name, class string, flags, xid, ndev, compute uint32) []byte {
-	r := make([]byte, clusterVGPUSize)
-	copy(r[0:], name)
-	copy(r[32:], class)
-	le.PutUint32(r[64:], flags)
-	le.PutUint32(r[68:], xid)
-	le.PutUint32(r[72:], ndev)
-	le.PutUint64(r[80:], 1<<30)
-	le.PutUint32(r[88:], compute)
+	r := make([]byte, protocol.ClusterVGPUSize)
+	copy(protocol.ClusterVGPUName(r), name)
+	copy(protocol.ClusterVGPUCls(r), class)
+	protocol.PutClusterVGPUFlags(r, flags)
+	protocol.PutClusterVGPUXID(r, xid)
+	protocol.PutClusterVGPUNdev(r, ndev)
+	protocol.PutClusterVGPUMemory(r, 1<<30)
+	protocol.PutClusterVGPUCompute(r, compute)
 	return r
 }
 
 func clusterPayload(generation uint64, records ...[]byte) []byte {
-	p := make([]byte, clusterHeaderSize)
-	le.PutUint32(p[0:], uint32(len(records)))
-	le.PutUint64(p[8:], generation)
+	p := make([]byte, protocol.ClusterHeaderSize)
+	protocol.PutClusterHeaderN(p, uint32(len(records)))
+	protocol.PutClusterHeaderGeneration(p, generation)
 	for _, r := range records {
 		p = append(p, r...)
 	}
@@ -41,16 +50,17 @@ func TestParseCluster(t *testing.T) {
 		c.VGPUs[0].Memory != 1<<30 || c.VGPUs[1].NDev != 2 {
 		t.Fatalf("parsed %+v", c)
 	}
-	long := strings.Repeat("x", 32)
+	long := strings.Repeat("x", protocol.VGPU_NAME_LEN)
+	unknownFlag := uint32((clusterKnownFlags + 1) &^ clusterKnownFlags) // the lowest flag it does not know
 	bad := map[string][]byte{
-		"short":            p[:10],
+		"short":            p[:protocol.ClusterHeaderSize-1],
 		"length":           p[:len(p)-1],
-		"count":            clusterPayload(1, make([][]byte, 257)...)[:clusterHeaderSize],
+		"count":            clusterPayload(1, make([][]byte, protocol.VGPU_CLUSTER_MAX+1)...)[:protocol.ClusterHeaderSize],
 		"unterminated":     clusterPayload(1, clusterRecord(long, "c", 1, 0, 1, 0)),
 		"class":            clusterPayload(1, clusterRecord("a", long, 1, 0, 1, 0)),
-		"devices":          clusterPayload(1, clusterRecord("a", "c", 1, 0, 17, 0)),
-		"compute":          clusterPayload(1, clusterRecord("a", "c", 1, 0, 1, 101)),
-		"flags":            clusterPayload(1, clusterRecord("a", "c", 32, 0, 1, 0)),
+		"devices":          clusterPayload(1, clusterRecord("a", "c", 1, 0, protocol.VGPU_STATUS_MAX_DEVICES+1, 0)),
+		"compute":          clusterPayload(1, clusterRecord("a", "c", 1, 0, 1, percent+1)),
+		"flags":            clusterPayload(1, clusterRecord("a", "c", unknownFlag, 0, 1, 0)),
 		"trailing garbage": append(clusterPayload(1, clusterRecord("a", "c", 1, 0, 1, 0)), 0),
 	}
 	for name, b := range bad {
@@ -61,24 +71,24 @@ func TestParseCluster(t *testing.T) {
 }
 
 func statusPayload(nprocs int, procVGPU uint32) []byte {
-	p := make([]byte, statusHeaderSize+statusVGPUSize+nprocs*statusProcSize)
-	le.PutUint32(p[0:], 1)
-	le.PutUint32(p[4:], uint32(nprocs))
-	le.PutUint32(p[12:], featureCluster|featureCompute)
-	copy(p[24:], "0.1.0")
-	v := p[statusHeaderSize:]
-	copy(v, "train-0")
-	le.PutUint32(v[32:], 1) // ndev
-	le.PutUint32(v[40:], 3) // processes
-	d := v[56:]
-	copy(d, "GPU-0000")
-	copy(d[48:], "Fake GPU")
-	le.PutUint64(d[112:], 16<<30)
-	le.PutUint64(d[120:], 1<<30)
-	le.PutUint64(d[128:], 5)
-	q := p[statusHeaderSize+statusVGPUSize:]
+	p := make([]byte, protocol.StatusHeaderSize+protocol.StatusVGPUSize+nprocs*protocol.StatusProcSize)
+	protocol.PutStatusHeaderNvgpus(p, 1)
+	protocol.PutStatusHeaderNprocs(p, uint32(nprocs))
+	protocol.PutStatusHeaderFeatures(p, protocol.VGPU_STATUS_HAS_CLUSTER|protocol.VGPU_STATUS_HAS_COMPUTE)
+	copy(protocol.StatusHeaderVersion(p), "0.1.0")
+	v := p[protocol.StatusHeaderSize:]
+	copy(protocol.StatusVGPUName(v), "train-0")
+	protocol.PutStatusVGPUNdev(v, 1)
+	protocol.PutStatusVGPUProcesses(v, 3)
+	d := protocol.StatusVGPUDev(v, 0)
+	copy(protocol.StatusDeviceUUID(d), "GPU-0000")
+	copy(protocol.StatusDeviceGPUName(d), "Fake GPU")
+	protocol.PutStatusDevicePhysicalTotal(d, 16<<30)
+	protocol.PutStatusDeviceLimit(d, 1<<30)
+	protocol.PutStatusDeviceUsed(d, 5)
+	q := p[protocol.StatusHeaderSize+protocol.StatusVGPUSize:]
 	for i := 0; i < nprocs; i++ {
-		le.PutUint32(q[i*statusProcSize+8:], procVGPU)
+		protocol.PutStatusProcVGPU(q[i*protocol.StatusProcSize:], procVGPU)
 	}
 	return p
 }
@@ -96,11 +106,12 @@ func TestParseStatus(t *testing.T) {
 	if _, err := parseStatus(statusPayload(1, 1)); err == nil {
 		t.Error("a process of vGPU record 1 of 1 was taken")
 	}
-	if _, err := parseStatus(statusPayload(1, 0)[:statusHeaderSize+statusVGPUSize]); err == nil {
+	if _, err := parseStatus(statusPayload(1, 0)[:protocol.StatusHeaderSize+protocol.StatusVGPUSize]); err == nil {
 		t.Error("a STATUS shorter than its counts was taken")
 	}
 	p := statusPayload(0, 0)
-	copy(p[24:40], strings.Repeat("v", 16))
+	version := protocol.StatusHeaderVersion(p)
+	copy(version, strings.Repeat("v", len(version)))
 	if _, err := parseStatus(p); err == nil {
 		t.Error("an unterminated version was taken")
 	}
@@ -108,33 +119,36 @@ func TestParseStatus(t *testing.T) {
 
 func TestReadFrame(t *testing.T) {
 	payload := []byte("abc")
-	got, err := readFrame(bytes.NewReader(frame(msgCluster, payload)), msgCluster)
+	cluster := uint16(protocol.VGPU_MSG_CLUSTER)
+	got, err := readFrame(bytes.NewReader(frame(cluster, payload)), cluster)
 	if err != nil || string(got) != "abc" {
 		t.Fatalf("round trip: %q %v", got, err)
 	}
-	refuse := make([]byte, refuseSize)
-	le.PutUint32(refuse, 1)
-	copy(refuse[4:], "no such vGPU")
-	_, err = readFrame(bytes.NewReader(frame(msgRefuse, refuse)), msgBound)
+	refuse := make([]byte, protocol.MsgRefuseSize)
+	protocol.PutMsgRefuseCode(refuse, protocol.VGPU_REFUSE_NOT_ADMITTED)
+	copy(protocol.MsgRefuseReason(refuse), "no such vGPU")
+	_, err = readFrame(bytes.NewReader(frame(protocol.VGPU_MSG_REFUSE, refuse)), protocol.VGPU_MSG_BOUND)
 	var r *refusedError
-	if !errors.As(err, &r) || r.reason != "no such vGPU" || r.code != 1 {
+	if !errors.As(err, &r) || r.reason != "no such vGPU" || r.code != protocol.VGPU_REFUSE_NOT_ADMITTED {
 		t.Fatalf("REFUSE: %v", err)
 	}
+	magic := frame(cluster, payload)
+	protocol.PutProtoHeaderMagic(magic, protocol.VGPU_PROTO_MAGIC+1)
 	bad := map[string][]byte{
-		"magic":   append([]byte{1, 2, 3, 4}, frame(msgCluster, payload)[4:]...),
-		"type":    frame(msgStatus, payload),
-		"short":   frame(msgCluster, payload)[:14],
-		"refuse":  frame(msgRefuse, refuse[:10]),
+		"magic":   magic,
+		"type":    frame(protocol.VGPU_MSG_STATUS, payload),
+		"short":   frame(cluster, payload)[:protocol.ProtoHeaderSize+len(payload)-1],
+		"refuse":  frame(protocol.VGPU_MSG_REFUSE, refuse[:len(refuse)-1]),
 		"nothing": nil,
 	}
-	version := frame(msgCluster, payload)
-	le.PutUint16(version[4:], 2)
+	version := frame(cluster, payload)
+	protocol.PutProtoHeaderVersion(version, protocol.VGPU_PROTO_VERSION+1)
 	bad["version"] = version
-	huge := frame(msgCluster, nil)
-	le.PutUint32(huge[8:], protoMaxReply+1)
+	huge := frame(cluster, nil)
+	protocol.PutProtoHeaderLength(huge, protocol.VGPU_PROTO_MAX_REPLY+1)
 	bad["huge"] = huge
 	for name, b := range bad {
-		if _, err := readFrame(bytes.NewReader(b), msgCluster); err == nil {
+		if _, err := readFrame(bytes.NewReader(b), cluster); err == nil {
 			t.Errorf("%s: a bad frame was taken", name)
 		}
 	}
@@ -142,30 +156,32 @@ func TestReadFrame(t *testing.T) {
 
 func TestBindRequest(t *testing.T) {
 	b, err := bindRequest("train-0", 0)
-	if err != nil || len(b) != bindSize || string(b[:8]) != "train-0\x00" {
+	if name, ok := cstring(protocol.MsgBindVGPU(b)); err != nil || len(b) != protocol.MsgBindSize || !ok ||
+		name != "train-0" || protocol.MsgBindPID(b) != 0 {
 		t.Fatalf("BIND %q %v", b, err)
 	}
-	if _, err := bindRequest(strings.Repeat("x", 32), 0); err == nil {
-		t.Error("a name of 32 characters was sent")
+	if _, err := bindRequest(strings.Repeat("x", protocol.VGPU_NAME_LEN), 0); err == nil {
+		t.Error("a name with no room for its NUL was sent")
 	}
-	bound := make([]byte, boundSize)
-	copy(bound, "train-0")
+	bound := make([]byte, protocol.MsgBoundSize)
+	copy(protocol.MsgBoundVGPU(bound), "train-0")
 	if v, cg, err := parseBound(bound); err != nil || v != "train-0" || cg != "" {
 		t.Errorf("BOUND: %q %q %v", v, cg, err)
 	}
-	if _, _, err := parseBound(bound[:100]); err == nil {
+	if _, _, err := parseBound(bound[:len(bound)-1]); err == nil {
 		t.Error("a short BOUND was taken")
 	}
 }
 
 func TestClassesOf(t *testing.T) {
 	c := &cluster{VGPUs: []clusterVGPU{
-		{Name: "train-10", Class: "train", Flags: clusterContainers},
-		{Name: "train-2", Class: "train", Flags: clusterContainers | clusterBound},
-		{Name: "train-3", Class: "train", Flags: clusterContainers | clusterUnhealthy, XID: 79},
-		{Name: "old-0", Class: "old", Flags: clusterContainers | clusterRetired},
+		{Name: "train-10", Class: "train", Flags: protocol.VGPU_CLUSTER_CONTAINERS},
+		{Name: "train-2", Class: "train", Flags: protocol.VGPU_CLUSTER_CONTAINERS | protocol.VGPU_CLUSTER_BOUND},
+		{Name: "train-3", Class: "train", Flags: protocol.VGPU_CLUSTER_CONTAINERS | protocol.VGPU_CLUSTER_UNHEALTHY,
+			XID: 79},
+		{Name: "old-0", Class: "old", Flags: protocol.VGPU_CLUSTER_CONTAINERS | protocol.VGPU_CLUSTER_RETIRED},
 		{Name: "host", Flags: 0},
-		{Name: "vm", Class: "vm", Flags: clusterContainers | clusterGuest},
+		{Name: "vm", Class: "vm", Flags: protocol.VGPU_CLUSTER_CONTAINERS | protocol.VGPU_CLUSTER_GUEST},
 	}}
 	got := classesOf(c, "")
 	if len(got) != 1 || len(got["train"]) != 3 {
@@ -199,5 +215,64 @@ func TestPrefer(t *testing.T) {
 func TestEscapeLabel(t *testing.T) {
 	if got := escapeLabel("a\\b\"c\nd"); got != `a\\b\"c\nd` {
 		t.Errorf("escaped %s", got)
+	}
+}
+
+// unitConsts are the numbers of the protocol code that protocol.h names in
+// words only (units, and COMPUTE's "not on this machine"): the one place
+// mediator_messages.go may write a number.
+var unitConsts = map[string]bool{"percent": true, "permille": true, "noGPU": true}
+
+// TestNoLayoutLiterals: the code that decodes the mediator's messages writes
+// no number of the protocol itself.  Every size, offset, limit, type and flag
+// is the package protocol's, generated from the C headers at build time
+// (tools/generate/gen_go_protocol.py), so that it cannot drift from the C.
+// And no file of the plugin reads bytes but through that package's accessors.
+func TestNoLayoutLiterals(t *testing.T) {
+	for _, name := range []string{"mediator_wire.go", "mediator_messages.go"} {
+		fset := token.NewFileSet()
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			switch n := n.(type) {
+			case *ast.ValueSpec:
+				for _, id := range n.Names {
+					if unitConsts[id.Name] {
+						return false
+					}
+				}
+			case *ast.BasicLit:
+				if v, err := strconv.ParseUint(n.Value, 0, 64); n.Kind == token.INT && (err != nil || v != 0) {
+					t.Errorf("%s: the number %s: name it from package protocol (protocol.h's constants, "+
+						"sizes and field accessors), or add it to protocol.h", fset.Position(n.Pos()), n.Value)
+				}
+			}
+			return true
+		})
+	}
+	files, err := filepath.Glob("*.go")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no Go files here: %v", err)
+	}
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, src, parser.ImportsOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, imp := range f.Imports {
+			if imp.Path.Value == `"encoding/binary"` {
+				t.Errorf("%s imports encoding/binary: read the mediator's messages with package protocol's "+
+					"accessors, whose offsets and widths are the C compiler's", name)
+			}
+		}
 	}
 }
