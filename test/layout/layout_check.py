@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tree's layout, checked (docs/architecture.md, "Layout"):
+"""The tree's layout, checked (docs/design/architecture.md, "Layout"):
 
   layout_check.py SOURCE_ROOT BUILD_ROOT CHECK
 

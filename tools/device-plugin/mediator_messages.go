@@ -2,7 +2,7 @@ package main
 
 // The mediator's answers this plugin reads, decoded and checked: STATUS,
 // CLUSTER, COMPUTE (for the GPUs' indexes) and BOUND.  Sizes and limits are
-// docs/protocol.md's and /tmp's protocol additions (CLUSTER, BIND, BOUND).
+// docs/reference/protocol.md's and /tmp's protocol additions (CLUSTER, BIND, BOUND).
 
 import "fmt"
 

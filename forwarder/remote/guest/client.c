@@ -1,4 +1,4 @@
-/* The guest's connection to its executor (client.h, docs/remote.md). */
+/* The guest's connection to its executor (client.h, docs/design/remote.md). */
 #define _GNU_SOURCE
 #include "forwarder/remote/guest/client.h"
 
@@ -487,7 +487,7 @@ int vgpu_remote_refuse(unsigned slot)
     if (slot < vgpu_remote_library.count && slot < sizeof(refused) &&
         !__atomic_exchange_n(&refused[slot], 1, __ATOMIC_RELAXED))
         vgpu_warn("remote GPU: %s is not carried to the host yet: it is refused as not supported "
-                  "(docs/remote.md)",
+                  "(docs/design/remote.md)",
                   vgpu_remote_library.dispatch->names[slot]);
     return vgpu_remote_library.not_supported;
 }

@@ -1,5 +1,5 @@
 /*
- * The remote driver's wire format (docs/remote.md): every message is a
+ * The remote driver's wire format (docs/reference/remote-protocol.md): every message is a
  * header and len bytes.  A guest sends HELLO once, then CALLs; the
  * executor answers each with a REPLY whose `call` is the CUresult.
  */
@@ -16,7 +16,7 @@
 #define VGPU_REMOTE_CHUNK (16u << 20)
 
 /* Hand-written calls' shapes and bounds, which the guest sends within and
- * the executor checks (docs/remote.md). */
+ * the executor checks (docs/reference/remote-protocol.md). */
 #define VGPU_REMOTE_2D_WORDS 13         /* a 2D copy's words (forwarder/remote/guest/cuda/copy.c) */
 #define VGPU_REMOTE_TENSOR_RANK 5       /* a tensor map's largest rank */
 #define VGPU_REMOTE_JIT_OPTIONS 32      /* cuModuleLoadDataEx's options */
@@ -53,7 +53,7 @@ enum vgpu_remote_type {
                                 * ([32][hash] where [length][image] would be), for the executor's
                                 * cache: REPLY VGPU_REMOTE_MISS asks for it whole */
 
-/* The executor's cache of module images (docs/remote.md, "Images cross
+/* The executor's cache of module images (docs/design/remote.md, "Images cross
  * once"): a REPLY's code when a hash names no image it has, the HELLO
  * reply's flag that it has a cache, and the least image sent by hash. */
 #define VGPU_REMOTE_MISS 0x4d495353u /* "MISS" */

@@ -1,6 +1,6 @@
 /*
  * Stream capture's state, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/capture.c; what crosses: docs/remote.md).  The
+ * forwarder/remote/guest/cuda/capture.c; what crosses: docs/design/remote.md).  The
  * graph and the nodes the capture ends on become the guest's handles.
  */
 #include "forwarder/remote/executor/cuda/calls.h"

@@ -1,6 +1,6 @@
 /*
  * Copies, the executor's side (the guest's: forwarder/remote/guest/cuda/copy.c;
- * what crosses: docs/remote.md).  Every device range is one of the guest's
+ * what crosses: docs/design/remote.md).  Every device range is one of the guest's
  * allocations, every stream one it was given, every length at most a
  * chunk.  The guest's bytes are in the executor's pageable memory, from
  * which the driver has taken them when an asynchronous copy returns, and

@@ -1,6 +1,6 @@
 /*
  * Graphs' node and edge arrays, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/graph.c; what crosses: docs/remote.md).  The
+ * forwarder/remote/guest/cuda/graph.c; what crosses: docs/design/remote.md).  The
  * driver fills arrays of the executor's, at most 4096 entries, which start
  * all ones (no handle's or edge's value) so that the guest writes back only
  * the entries the driver wrote; every node in them becomes the guest's

@@ -1,6 +1,6 @@
 /*
  * Launches, the executor's side (the guest's: forwarder/remote/guest/cuda/launch.c;
- * what crosses: docs/remote.md).  The function or kernel and the stream are
+ * what crosses: docs/design/remote.md).  The function or kernel and the stream are
  * the guest's, the parameters exactly as many and as long as the driver
  * says the kernel's are, and a cuLaunchKernelEx attribute either plain data
  * or an event the guest was given.

@@ -1,6 +1,6 @@
 /*
  * Modules and libraries, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/library.c; what crosses: docs/remote.md).  An image
+ * forwarder/remote/guest/cuda/library.c; what crosses: docs/design/remote.md).  An image
  * is checked against its own headers before the driver reads it; a name is
  * at most 4 KiB; every module, library, function, kernel and global the
  * driver returns becomes the guest's.
@@ -154,7 +154,7 @@ int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const void *req,
     return sent;
 }
 
-/* No options cross: the guest refuses those it cannot drop (docs/remote.md).
+/* No options cross: the guest refuses those it cannot drop (docs/design/remote.md).
  * The image is the executor's copy, freed after the call, so never
  * "preserved". */
 int vgpu_exec_cuLibraryLoadData(struct vgpu_exec *x, void *fn, const void *req, size_t len)

@@ -1,6 +1,6 @@
 /*
  * Error strings and the driver's lookup, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/lookup.c; what crosses: docs/remote.md).  Each
+ * forwarder/remote/guest/cuda/lookup.c; what crosses: docs/design/remote.md).  Each
  * checks its request's length and handles before the driver sees them, and
  * replies itself; a request that does not parse closes the connection.
  */

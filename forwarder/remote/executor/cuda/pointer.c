@@ -1,6 +1,6 @@
 /*
  * Pointers' attributes, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/pointer.c; what crosses: docs/remote.md).  Any
+ * forwarder/remote/guest/cuda/pointer.c; what crosses: docs/design/remote.md).  Any
  * address may be asked about: the driver looks it up and never reads
  * through it.  Each value is written into a zeroed word of the executor's;
  * a context or a pool it names becomes the guest's handle.

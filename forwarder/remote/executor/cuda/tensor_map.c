@@ -1,6 +1,6 @@
 /*
  * Tensor maps, which kernels take, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/tensor_map.c; what crosses: docs/remote.md).
+ * forwarder/remote/guest/cuda/tensor_map.c; what crosses: docs/design/remote.md).
  * A map is encoded from plain values; no address in it is read.
  */
 #include "forwarder/remote/executor/cuda/calls.h"

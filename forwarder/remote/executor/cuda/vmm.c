@@ -1,6 +1,6 @@
 /*
  * Virtual memory management, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/vmm.c; what crosses: docs/remote.md).  The address
+ * forwarder/remote/guest/cuda/vmm.c; what crosses: docs/design/remote.md).  The address
  * ranges a guest reserves are its own (vgpu_exec_device_range accepts them,
  * so that it may map, unmap, grant access to and free them); the executor
  * chooses where they are, never the guest.  Properties cross as bytes,

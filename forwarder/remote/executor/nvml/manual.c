@@ -1,6 +1,6 @@
 /*
  * The remote NVML's hand-written calls, the executor's side (the guest's:
- * forwarder/remote/guest/nvml/manual.c; what crosses: docs/remote.md): a device
+ * forwarder/remote/guest/nvml/manual.c; what crosses: docs/design/remote.md): a device
  * by a string (a PCI bus id, a UUID, a serial) of at most 255 bytes, which
  * becomes the guest's handle; an error's text.
  */

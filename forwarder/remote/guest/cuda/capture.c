@@ -1,6 +1,6 @@
 /*
  * Stream capture's state, the guest's side (forwarder/remote/executor/cuda/capture.c is
- * the other; what crosses: docs/remote.md).  The driver hands out arrays it
+ * the other; what crosses: docs/design/remote.md).  The driver hands out arrays it
  * owns until the thread's next such call; here they are the calling
  * thread's copies of what the executor sent, kept to that call too.
  */

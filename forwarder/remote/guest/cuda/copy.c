@@ -1,6 +1,6 @@
 /*
  * Copies, the guest's side (forwarder/remote/executor/cuda/copy.c is the other; what
- * crosses: docs/remote.md).  The guest's memory crosses in the messages, in
+ * crosses: docs/design/remote.md).  The guest's memory crosses in the messages, in
  * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
  * reply when the copy is asynchronous, from the device always waited for
  * (the guest's buffer is written when the reply comes, as a copy to

@@ -1,6 +1,6 @@
 /*
  * Graphs' node and edge arrays, the guest's side (forwarder/remote/executor/cuda/graph.c
- * is the other; what crosses: docs/remote.md): the caller's room goes to the
+ * is the other; what crosses: docs/design/remote.md): the caller's room goes to the
  * executor, which fills as much of it as the driver does and says the count;
  * entries the driver left (all ones there) are left here too.
  */

@@ -1,6 +1,6 @@
 /*
  * Launches, the guest's side (forwarder/remote/executor/cuda/launch.c is the other;
- * what crosses: docs/remote.md): a kernel's parameters packed by the sizes
+ * what crosses: docs/design/remote.md): a kernel's parameters packed by the sizes
  * the executor's driver gives for it, sent without waiting; and host
  * functions, which run in the guest.
  */
@@ -217,7 +217,7 @@ CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
 }
 
 /* Attributes: each its id and its 64-byte value, as words; the executor
- * takes those whose values are plain data or events it gave (docs/remote.md).
+ * takes those whose values are plain data or events it gave (docs/design/remote.md).
  * How many words they take in prefix, or 0 when they cannot be carried. */
 #define MAX_ATTRS 16
 static size_t pack_attrs(const CUlaunchConfig *config, uint64_t *prefix)

@@ -1,6 +1,6 @@
 /*
  * Modules and libraries, the guest's side (forwarder/remote/executor/cuda/library.c is
- * the other; what crosses: docs/remote.md).  Images travel whole, their
+ * the other; what crosses: docs/design/remote.md).  Images travel whole, their
  * extent read from their own headers, or by their SHA-256 where the
  * executor has a cache of them; names travel as strings.  Options
  * that only tune a library's loading are dropped; those that would give the
@@ -27,7 +27,7 @@
 /* The head's iovecs then [length][image] (n bytes) to slot, the reply
  * read into reply: named by its SHA-256 where the executor keeps a cache
  * of images and the image is large enough to be worth it, whole where the
- * executor has not got it (docs/remote.md, "Images cross once"). */
+ * executor has not got it (docs/design/remote.md, "Images cross once"). */
 static CUresult send_image(unsigned slot, const struct iovec *head, int nhead, const void *image, size_t n,
                            const struct iovec *reply, int nreply, size_t *got)
 {

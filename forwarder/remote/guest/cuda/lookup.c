@@ -1,7 +1,7 @@
 /*
  * Error strings and the driver's lookup (cuGetProcAddress), the guest's
  * side; forwarder/remote/executor/cuda/lookup.c is the other (what crosses:
- * docs/remote.md).
+ * docs/design/remote.md).
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"

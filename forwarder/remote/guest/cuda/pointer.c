@@ -1,6 +1,6 @@
 /*
  * Pointers' attributes, the guest's side (forwarder/remote/executor/cuda/pointer.c is
- * the other; what crosses: docs/remote.md).  A pointer into the guest's own
+ * the other; what crosses: docs/design/remote.md).  A pointer into the guest's own
  * page-locked or registered memory is answered here (host memory, its
  * block's range); any other is asked of the executor's driver.  Only
  * attributes whose values are one integer, pointer or handle are carried,

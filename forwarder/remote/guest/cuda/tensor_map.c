@@ -1,6 +1,6 @@
 /*
  * Tensor maps, the guest's side (the executor's: forwarder/remote/executor/cuda/
- * tensor_map.c; what crosses: docs/remote.md): the descriptors of tensors
+ * tensor_map.c; what crosses: docs/design/remote.md): the descriptors of tensors
  * in device memory that Hopper's TMA units copy tiles of, which kernels
  * take as parameters.  The driver encodes them on the host from plain
  * values and arrays; they cross as words, the 128-byte descriptor back.

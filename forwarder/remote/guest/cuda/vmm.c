@@ -1,7 +1,7 @@
 /*
  * Virtual memory management (cuMemCreate, cuMemAddressReserve and the rest
  * the signature does not describe), the guest's side
- * (forwarder/remote/executor/cuda/vmm.c is the other; what crosses: docs/remote.md).
+ * (forwarder/remote/executor/cuda/vmm.c is the other; what crosses: docs/design/remote.md).
  * cuMemMap, cuMemUnmap, cuMemRelease and cuMemGetAccess carry plain values
  * and are generated.  An allocation's properties cross as their bytes; a
  * Windows handle's metadata has no meaning here and is refused.
