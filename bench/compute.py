@@ -25,13 +25,13 @@ the loop did with it, apart.
 
 A tenant's throughput is taken after its first second (the worker's
 `steady`): a capped tenant that waited for the start brings up to two
-quanta of budget (docs/compute.md, a cap's burst), which is not what a cap
+quanta of budget (docs/design/compute.md, a cap's burst), which is not what a cap
 gives over time.  Where pynvml is there, the GPU's SM clock and power are
 sampled every 100 ms during each case and printed beside it: a GPU that
 rests between a cap's turns runs them at higher clocks than one that is
 never idle, and throughput shows it.
 
-Cases (docs/compute.md says what each mode means):
+Cases (docs/design/compute.md says what each mode means):
   bare          the loop alone, without vgpu (the reference)
   bare pair     two of it at once, without vgpu: what the driver's own
                 time-slicing gives, against which the shares' cases are read
@@ -62,7 +62,7 @@ the same round: what the cap alone takes.
 exist): each run's tenants' stderr (NNN-LOOP-CASE-tI.err, in the order
 run) and each mediator's log (NNN-LOOP-CASE-mediatord.log); with --debug
 the tenants and the mediator log at VGPU_LOG=debug, so that each change of
-holder and why it came is there (docs/compute.md, "Seeing it").
+holder and why it came is there (docs/design/compute.md, "Seeing it").
 """
 import argparse
 import json

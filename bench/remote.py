@@ -1,4 +1,4 @@
-"""What a remote GPU costs a guest (docs/remote.md), beside running natively.
+"""What a remote GPU costs a guest (docs/design/remote.md), beside running natively.
 
     python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
                             [--transports ring,socket,bar]

@@ -1,4 +1,4 @@
-/* The operator's settings; see operator.h and docs/mediator.md. */
+/* The operator's settings; see operator.h and docs/guide/mediator.md. */
 #define _GNU_SOURCE
 #include "common/operator.h"
 

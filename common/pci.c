@@ -34,8 +34,8 @@ static long read_hex(const char *dir, const char *name)
 int vgpu_pci_refused(const char *path, int e, char *err, size_t errlen)
 {
     return vgpu_fail(err, errlen,
-                     "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR (docs/vm.md has "
-                     "a udev rule)",
+                     "cannot open %s (%s): give this user read-write access to the vGPU's PCI BAR (docs/guide/vm.md "
+                     "has a udev rule)",
                      path, strerror(e));
 }
 

@@ -1,5 +1,5 @@
 /*
- * Virtual PCI devices a VM's vgpu looks for (docs/vm.md): each device of
+ * Virtual PCI devices a VM's vgpu looks for (docs/guide/vm.md): each device of
  * $VGPU_PCI_ID (default ivshmem's 1af4:1110) under
  * $VGPU_SYSFS_ROOT/bus/pci/devices (default /sys), in address order.
  * Where the operator's settings are locked (/etc/vgpu/vgpu.conf), the

@@ -33,7 +33,7 @@ struct vgpu_dispatch {
     void *const *stubs;           /* per slot: the lazy (and tracing) stub */
     void **dispatch;              /* per slot: where the trampoline jumps */
     void **real;                  /* per slot: the driver's function or a fallback */
-    void *const *remote;          /* per slot: the remote driver's function (docs/remote.md); NULL: none */
+    void *const *remote;          /* per slot: the remote driver's function (docs/design/remote.md); NULL: none */
 
     /* Runtime state, owned by forwarder/dispatch.c. */
     int state;                    /* enum in dispatch.c; atomic */

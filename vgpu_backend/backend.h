@@ -6,7 +6,7 @@
  *
  * With no vGPU configured every answer is the physical GPU's (pass-through).
  *
- * Behind it (docs/architecture.md): contract/ (what the libraries and the
+ * Behind it (docs/design/architecture.md): contract/ (what the libraries and the
  * mediator share: BAR0, the protocol, settings, the arbiter), join/ (which
  * vGPU this process is in, and which of its devices is current), memory/
  * (the quota), compute/ (the compute share's gate) and nvml/ (what NVML
@@ -60,7 +60,7 @@ int vgpu_backend_nvml_processes(nvmlDevice_t dev, unsigned int *count, void *out
  * the vGPU's, as the _v1 (version 1) or _v2/_v3 entry points return them;
  * -1 when no vGPU shapes the answer. */
 int vgpu_backend_nvml_listed_processes(nvmlDevice_t dev, bool mps, unsigned int *count, void *out, int version);
-/* The vGPU's utilization of dev over the last second (docs/nvml.md); -1
+/* The vGPU's utilization of dev over the last second (docs/reference/nvml.md); -1
  * when no vGPU shapes the answer. */
 int vgpu_backend_nvml_utilization(nvmlDevice_t dev, nvmlUtilization_t *u);
 /* The driver's per-process samples, the vGPU's processes' only, by NVML's

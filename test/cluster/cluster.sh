@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Containers told apart by their cgroups (docs/kubernetes.md): cluster.sh SCENARIO BUILD_DIR.
+# Containers told apart by their cgroups (docs/guide/containers.md): cluster.sh SCENARIO BUILD_DIR.
 # A vGPU's cgroups =, the vGPUs containers = makes, bound by vgpu-cdi-hook
 # (BIND), what the device plugin reads of them (CLUSTER), and the GPUs' health.
 # Needs root and a writable cgroup v2 hierarchy (else skipped, 77).

@@ -1,5 +1,5 @@
 """The mediator's answers to the device plugin's requests, in the raw
-protocol (docs/protocol.md), for test/cluster/cluster.sh:
+protocol (docs/reference/protocol.md), for test/cluster/cluster.sh:
 
   cluster_query.py SOCKET cluster
       CLUSTER as JSON: {"generation": G, "vgpus": [{name, class, flags, xid, ndev, memory, compute}]}

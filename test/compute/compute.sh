@@ -8,7 +8,7 @@
 # (VGPU_BAR0 in the test's temp dir) and arbitrate through this user's page
 # for the fake GPU 0 in /dev/shm/vgpu-UID/; mediated ones are given vGPUs
 # by a vgpu-mediatord started here.  The bounds are wider than the GPU
-# suite's (docs/compute.md): a 2-core CI machine runs this, loaded.
+# suite's (docs/design/compute.md): a 2-core CI machine runs this, loaded.
 set -u
 scenario=$1
 build=$2

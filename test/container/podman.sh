@@ -2,7 +2,7 @@
 # Containers on a real runtime: podman.sh SCENARIO BUILD_DIR
 #
 # Runs Podman (rootful, crun, cgroupfs) with vgpu's CDI devices
-# (docs/install.md, "Containers (CDI)") over the fake driver, and checks what
+# (docs/guide/containers.md, "A vGPU for a container: CDI") over the fake driver, and checks what
 # the container's processes see.  Nothing of the machine's own Podman is
 # used or touched: the script re-runs itself in a private mount namespace
 # where
@@ -273,7 +273,7 @@ copy_with_libs() {
 }
 
 # make_rootfs: busybox, the loader and C library, the libraries vgpu links
-# (an image with glibc and libelf1, docs/install.md), and the test client
+# (an image with glibc and libelf1, docs/guide/containers.md), and the test client
 # at its build path.  vgpu's libraries and the driver are not in it: the
 # CDI devices bring them.
 make_rootfs() {

@@ -44,7 +44,7 @@ unset LD_PRELOAD VGPU_REAL_LIBCUDA VGPU_REAL_NVML VGPU_BAR0 VGPU_MEMORY_LIMIT VG
 # LD_LIBRARY_PATH comes before the ld.so cache: a directory on it that holds
 # the driver (the image's /usr/local/nvidia/lib64, and /usr/local/nvidia/lib,
 # whose libcuda.so.1 is a link to it) keeps the driver under the cache
-# install, as docs/install.md says; the ld.so.conf.d cells run without them.
+# install, as docs/guide/running.md says; the ld.so.conf.d cells run without them.
 cache_llp=
 for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do
     if [ -e "$d/libcuda.so.1" ] || [ -e "$d/libnvidia-ml.so.1" ]; then
@@ -93,7 +93,7 @@ run_cell() {
         env+=(TEST_DRIVER_FIRST="$driver")
         if [ "$client" != chain ] && { [ "$placement" = ld-library-path ] || [ "$placement" = ld-so-cache ]; }; then
             # The loader answers libcuda.so.1 with the driver already loaded
-            # under that SONAME: vgpu is never loaded (docs/install.md).
+            # under that SONAME: vgpu is never loaded (docs/guide/running.md).
             keeps=1
             env=(VGPU_LOG_FILE="$log" TEST_EXPECT_VGPU=0 TEST_EXPECT_COUNT="$gpus" TEST_DRIVER_FIRST="$driver")
         fi

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The gpu suite's check of what NVML shows a vGPU (docs/nvml.md), as root,
+# The gpu suite's check of what NVML shows a vGPU (docs/reference/nvml.md), as root,
 # with pynvml as monitors use it (test/gpu/clients/nvml_clients.py):
 #   (1) standalone: vGPU a runs a PyTorch matmul loop, vGPU b holds 1 GiB and
 #       runs nothing.  a's utilization is a's load, b's is ~0 while the GPU is
 #       busy; per-process samples and compute processes list each vGPU's own;
 #   (2) the driver itself, without vgpu, in a PID namespace of its own
 #       (unshare): which pid it names a process of that namespace by (the
-#       driver translates pids; docs/nvml.md relies on that);
+#       driver translates pids; docs/reference/nvml.md relies on that);
 #   (3) mediated: vgpu-mediatord records host pids; pynvml in the
 #       container's namespace sees its busy neighbour under the namespace's
 #       pid, in the process list and in the utilization samples, and not the
@@ -87,7 +87,7 @@ echo "info without vgpu, in a PID namespace: $(echo "$ns" | tr '\n' ' ')"
 inner=$(echo "$ns" | sed -n 's/^holder //p')
 listed=$(field "$(echo "$ns" | head -1)" compute 2>/dev/null)
 [ "$listed" = "[$inner]" ] && echo "ok the driver names the namespace's process by its pid there ($inner)" ||
-    echo "info the driver lists $listed in the namespace, whose holder is $inner there (docs/nvml.md assumes the driver translates)"
+    echo "info the driver lists $listed in the namespace, whose holder is $inner there (docs/reference/nvml.md assumes the driver translates)"
 
 # (3) mediated
 rm -rf "$out/state"

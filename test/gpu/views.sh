@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpu suite's check of the compute share's views (docs/mediator.md,
+# The gpu suite's check of the compute share's views (docs/guide/mediator.md,
 # "Views"): vgpu-mediatord serves vGPUs of 25% and 75% on GPU 0, each with a
 # PyTorch matmul loop (bench/compute_worker.py); vgpu-smi --json and the
 # metrics show each one's share, its GPU time growing, what it held (25 and
@@ -62,7 +62,7 @@ sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeou
 nvidia-smi pmon -c 1 -s u >"$out/pmon.txt" 2>&1
 wait "$a" "$b"
 # Both tenants wait for their turns: the watch's check of the share
-# (docs/mediator.md, "over share") must find neither using the GPU out of turn.
+# (docs/guide/mediator.md, "over share") must find neither using the GPU out of turn.
 if grep -q "watch: pid" "$out/mediatord.log"; then
     echo "FAIL the watch reported an honest tenant: $(grep 'watch: pid' "$out/mediatord.log" | head -2)"
 else
@@ -100,7 +100,7 @@ for n, share in (("a", 25), ("b", 75)):
           f"pid {proc.get(n, {}).get('pid')} (want {pids[n]}): {got}%")
 # Not compared: on the H100 the driver's one sample a second fell on the
 # same vGPU's turn again and again (a: 53%, b: 32% over ten readings);
-# docs/mediator.md says why held is the figure to read.
+# docs/guide/mediator.md says why held is the figure to read.
 ua, ub = use["a"]["utilization_percent"] or 0, use["b"]["utilization_percent"] or 0
 print(f"info: the driver's samples over the last ten readings: a {ua}%, b {ub}%")
 check("the metrics have the views with DCGM's labels and no device= label",

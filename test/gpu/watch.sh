@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpu suite's check of the mediator's watch (docs/mediator.md, "Watch"),
+# The gpu suite's check of the mediator's watch (docs/guide/mediator.md, "Watch"),
 # as root: vgpu-mediatord with enforce = kill for unadmitted processes, and
 # one vGPU of 4 GiB on GPU 0.
 #   (1) PyTorch with LD_PRELOAD unset allocates 1 GiB: killed within 2 s of
@@ -13,7 +13,7 @@
 #   (3) a PyTorch process admitted to the vGPU, under its quota, runs
 #       through it all and is never reported;
 #   (4) an admitted process whose module declares 6 GiB of __device__
-#       arrays (not counted by vgpu: docs/memory.md), over the vGPU's
+#       arrays (not counted by vgpu: docs/design/memory.md), over the vGPU's
 #       4 GiB: killed (the vGPU's enforce = kill) within 2 s of its holding
 #       them, as over its quota;
 #   (5) an admitted process that loads the driver a second time
@@ -90,7 +90,7 @@ if [ $static_ran = no ] && command -v nvcc >/dev/null; then
 fi
 # A static program that cannot start the driver holds nothing, and there is
 # nothing to catch (r580: cuInit answers 304 in a static glibc's dlopen, and
-# nvcc's fully static build crashes in it: docs/gpu-results.md).
+# nvcc's fully static build crashes in it: bench/results/2026-11-23-9c2504d-compute-llm-nvml-views-watch.md).
 [ $static_ran = yes ] || echo "info no statically linked CUDA program could use the driver here (see the lines above)"
 
 # (2b) The dynamic way around vgpu that a static program cannot take: vgpu

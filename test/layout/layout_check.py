@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""The tree's layout, checked (docs/architecture.md, "Layout"):
+"""The tree's layout, checked (docs/design/architecture.md, "Layout"):
 
   layout_check.py SOURCE_ROOT BUILD_ROOT RULE
   layout_check.py SOURCE_ROOT BUILD_ROOT --list
@@ -47,7 +47,7 @@ SOURCE_EXT = ('.c', '.h', '.S', '.py', '.sh', '.go')
 SKIP_DIRS = {'.git', 'docs', 'shared'}
 
 # Each top area's rank: an area reaches its own rank and below, never above
-# (docs/architecture.md: a call flows one way, interpose -> hooks -> backend
+# (docs/design/architecture.md: a call flows one way, interpose -> hooks -> backend
 # -> forwarder; common/, with common/contract/, below them all; the
 # programs above the libraries; the tests and benchmarks above everything).
 # include/ is vgpu's declarations of the driver APIs: below everything.

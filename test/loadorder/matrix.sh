@@ -39,7 +39,7 @@ if [ "$driver" = driver-loaded ]; then
     if [ -n "${TEST_CUDA_LIB:-}" ] && { [ "$placement" = ld-library-path ] || [ "$placement" = ld-so-cache ]; }; then
         # The loader answers dlopen("libcuda.so.1") with the driver already
         # loaded under that SONAME, so vgpu is never loaded: what the symlink
-        # install cannot reach, and LD_PRELOAD can (docs/install.md).
+        # install cannot reach, and LD_PRELOAD can (docs/guide/running.md).
         export TEST_EXPECT_VGPU=0
         unset TEST_EXPECT_QUOTA TEST_NVML_LIB
     fi

@@ -1,5 +1,5 @@
 """What a hostile tenant does to vgpu-mediatord, in the raw protocol
-(docs/protocol.md), for test/mediator/mediator.sh:
+(docs/reference/protocol.md), for test/mediator/mediator.sh:
 
   mediator_tenant.py SOCKET truncate
       admitted, tries to resize or write what it was given (every way a

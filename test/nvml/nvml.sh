@@ -112,7 +112,7 @@ mediated-pids-named-as-each-caller-sees-them)
     # neighbour there under its own pid for it, and not the host's process,
     # which its namespace does not hold; a caller on the host sees both under
     # the host's pids.  (Standalone vGPUs must not span PID namespaces: their
-    # processes reap each other by pid, docs/memory.md.)
+    # processes reap each other by pid, docs/design/memory.md.)
     need_pid_ns
     config "[vgpu.a]" "devices = 0" "memory = 4G" "uids = $me"
     start_mediator

@@ -69,7 +69,7 @@ root=$tmp/root
 vgpu_dir=$root$VGPU_LIBDIR/vgpu # the symlink install's directory
 
 # ldconfig_cache [DIR]: /etc/ld.so.cache becomes one that lists DIR first
-# (as /etc/ld.so.conf.d/000-vgpu.conf would, docs/install.md), then the
+# (as /etc/ld.so.conf.d/000-vgpu.conf would, docs/guide/running.md), then the
 # driver's directory, then the machine's own directories.
 ldconfig_cache() {
     { printf '%s\n' "$@" "$FAKE_DIR"; echo "include /etc/ld.so.conf"; } >"$tmp/ld.so.conf"

@@ -8,7 +8,7 @@
  * cuMemCreate, 2D, 3D and mipmapped arrays, graphs' allocation nodes and the
  * device's graph memory trims, further contexts, frees of any of them) with
  * sizes up to past the quota, and after every step checks
- * what the accounting promises (docs/memory.md, "Invariants"):
+ * what the accounting promises (docs/design/memory.md, "Invariants"):
  *
  * - free never underflows, and used never passes total: cuMemGetInfo's free
  *   is at most its total, NVML's used at most its total, and NVML's

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Remote GPUs over channels (docs/vm.md, "A remote vGPU in a VM") on the
+# Remote GPUs over channels (docs/guide/vm.md, "A remote vGPU in a VM") on the
 # fake driver: channels.sh SCENARIO BUILD_DIR
 #
 # vgpu-executor --bar serves a file as a VM's ivshmem BAR; a fake sysfs
@@ -11,7 +11,7 @@ scenario=$1
 build=$2
 client=$build/test/remote/remote_client
 # On tmpfs: the executor registers the file's pages with the driver, which
-# pins no page of a disk's file (docs/vm.md).
+# pins no page of a disk's file (docs/guide/vm.md).
 tmp=$(mktemp -d /dev/shm/vgpu-channels.XXXXXX) || exit 1
 suppid=
 cleanup() {

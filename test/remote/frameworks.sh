@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpu suite's check of real clients on a remote GPU (docs/remote.md):
+# The gpu suite's check of real clients on a remote GPU (docs/design/remote.md):
 # PyTorch (a training step in fp32 and one in bf16, inference with a pinned
 # copy, a CUDA graph, the quota's torch.OutOfMemoryError), CuPy, cuda-python
 # (NVRTC, the driver API, a 2D copy), JAX, pynvml and nvidia-smi, each run
@@ -28,7 +28,7 @@ where=$out/sock
 serve=(--listen "$out/sock")
 if [ "${REMOTE_TRANSPORT:-}" = bar ]; then
     # 8 channels of 256 MiB (streams of 4 MiB, the rest page-locked memory) on a tmpfs of its own: the
-    # driver pins no file of a disk's file system (docs/vm.md).
+    # driver pins no file of a disk's file system (docs/guide/vm.md).
     mkdir -p "$out/bar-fs" && mount -t tmpfs -o size=3g none "$out/bar-fs" || { echo "FAIL: no tmpfs for the BAR"; exit 1; }
     bar=$out/bar-fs/vm.bar
     truncate -s 2G "$bar"
@@ -46,7 +46,7 @@ for _ in $(seq 1 100); do [ -S "$out/sock" ] || grep -q serving "$out/executor.e
 # container without the GPU has; the CUDA toolkit's libraries (libcudart,
 # which JAX's plugin loads) are not the driver's and stay.  /dev/nvidiactl
 # is /dev/null that cannot be opened, as a remote vGPU's CDI device has it
-# (docs/install.md).
+# (docs/guide/containers.md).
 hidden() {
     unshare -m --propagation private bash -c '
         set -e

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The gpu suite's check of remote GPUs (docs/remote.md): a guest with
+# The gpu suite's check of remote GPUs (docs/design/remote.md): a guest with
 # VGPU_REMOTE and only libvgpu-cuda.so runs test/compute/compute_client (a
 # PTX loop of 200 us kernels, and one of 1 us kernels bound by launches)
 # through an executor under an 8 GiB vGPU; its kernels are correct and its

@@ -1,6 +1,6 @@
 /*
  * The threads of one process share its BAR0 slot, and so its busy word
- * (docs/bar0.md, "Rebuild").  One thread is paused between its two updates:
+ * (docs/reference/bar0.md, "Rebuild").  One thread is paused between its two updates:
  * it has moved the vGPU's memory_used, not yet its slot's held word.
  * Meanwhile another thread of the process takes and gives memory, and a
  * rebuild runs (as every reap does, after a refused allocation): it must

@@ -1,4 +1,4 @@
-"""vgpu-mediatord under load, in the raw protocol (docs/protocol.md), for
+"""vgpu-mediatord under load, in the raw protocol (docs/reference/protocol.md), for
 test/stress/mediator_load.sh.  The mediator's config has vGPU a, which
 admits this user, and b, which does not.
 

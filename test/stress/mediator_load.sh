@@ -12,7 +12,7 @@
 # them, end with the descriptors it started with, and keep its config
 # through every broken reload.  What test/mediator/mediator.sh already proves (caps,
 # clients that never read, running out of descriptors, a truncated window)
-# is not repeated here: docs/reliability.md lists both.
+# is not repeated here: docs/design/reliability.md lists both.
 set -u
 scenario=mediator-load
 build=$1
@@ -86,7 +86,7 @@ wait "$reloader"
 cat "$tmp/probe"
 # A client among 500 that come at once is served in its turn, as fast as the
 # machine lets the mediator serve them all (the crowd's line above).  How
-# fast is a figure, printed (docs/reliability.md has a run's): on a machine
+# fast is a figure, printed (bench/results/2026-11-23-d65a0d7-stress.md has a run's): on a machine
 # busy with something else it is that machine's.  What is asserted is that
 # no client waits on another: a blocked loop would keep a client waiting
 # for the 10 s a stalled connection is given, or for ever.

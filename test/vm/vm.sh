@@ -10,7 +10,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 client=$build/test/remote/remote_client
 command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&1 && command -v busybox >/dev/null ||
     { echo "SKIP: no qemu-system-x86_64, /boot/vmlinuz-* or busybox (apt-get install qemu-system-x86 linux-image-amd64 busybox-static)"; exit 77; }
-# On tmpfs, as the BAR's file is to be (docs/vm.md).
+# On tmpfs, as the BAR's file is to be (docs/guide/vm.md).
 tmp=$(mktemp -d /dev/shm/vgpu-vm.XXXXXX) || exit 1
 chmod 755 "$tmp"
 suppid=

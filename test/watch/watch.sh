@@ -70,7 +70,7 @@ EOF
 }
 
 # within_2s WHAT MS: the watch's promise is 2 s on a machine that is not
-# busy with something else (docs/reliability.md has the figures); the time
+# busy with something else (docs/design/reliability.md has the figures); the time
 # is printed, and a suite that may run on a loaded machine asserts that it
 # came at all, within 10 s (a reading lost or a rule broken never comes).
 within_2s() {

@@ -3,9 +3,9 @@
  * createRuntime hook, to give a vGPU made for containers to the
  * container being created.  It reads the OCI state on standard input (the
  * container's pid) and asks the mediator to bind the vGPU to that
- * process's cgroup (BIND, docs/protocol.md): from the container's first
+ * process's cgroup (BIND, docs/reference/protocol.md): from the container's first
  * process on, its processes are admitted to that vGPU, and only to it,
- * whatever user they run as (docs/kubernetes.md).
+ * whatever user they run as (docs/guide/containers.md).
  *
  *   vgpu-cdi-hook bind --vgpu NAME [--socket PATH] [--pid PID]
  *

@@ -1,6 +1,6 @@
 package main
 
-// The mediator's frames (docs/protocol.md): a header, little-endian, then
+// The mediator's frames (docs/reference/protocol.md): a header, little-endian, then
 // the payload.  Everything read is checked as the C side checks it
 // (common/contract/protocol/protocol.c) before any of it is used.
 

@@ -1,13 +1,13 @@
 /*
  * vgpu-executor: runs the CUDA calls of remote guests on this host's GPU
- * (docs/remote.md).
+ * (docs/guide/remote.md).
  *
  *   vgpu-executor --listen SOCKET   serves each connection to SOCKET in a
  *                                   process of its own, until killed
  *   vgpu-executor --fd N            serves the connection on descriptor N
  *   vgpu-executor --bar FILE [--channels N] [--timeout S]
  *                                   serves the channels of FILE, a VM's
- *                                   ivshmem memory (docs/vm.md), until
+ *                                   ivshmem memory (docs/guide/vm.md), until
  *                                   killed or FILE is removed
  *   vgpu-executor --bar-fd N [...]  the same of the file open on N (as
  *                                   vgpu-mediatord hands it over)

@@ -16,7 +16,7 @@ real library by tools/generate/vgpu-symdump) and the list of names vgpu implemen
                     loader entry points vgpu interposes) are global.
 
 Data symbols (the driver's cudbg* debugger variables) are not exported: see
-docs/architecture.md.  Only x86-64 is generated today.
+docs/design/architecture.md.  Only x86-64 is generated today.
 """
 import argparse
 import sys

@@ -149,7 +149,7 @@ int main(int argc, char **argv)
         if (dump_library(argv[i], prefix, &list) < 0)
             return 1;
     qsort(list.v, list.n, sizeof(*list.v), by_name);
-    printf("# Exported API surface; refresh with tools/vgpu-symdump (see docs/architecture.md).\n");
+    printf("# Exported API surface; refresh with tools/vgpu-symdump (see docs/design/architecture.md).\n");
     for (size_t k = 0; k < list.n; k++)
         printf("%s %s\n", list.v[k].name, list.v[k].kind);
     return 0;

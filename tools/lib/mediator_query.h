@@ -1,6 +1,6 @@
 /*
  * A tool's side of vgpu-mediatord's STATUS, WATCH and COMPUTE
- * (docs/protocol.md): the vGPUs the asking user may see, their use and
+ * (docs/reference/protocol.md): the vGPUs the asking user may see, their use and
  * processes, the processes the mediator's watch found outside them, and
  * the compute share's views.  vgpu-smi shows it;
  * vgpu-doctor asks it whether a user is admitted anywhere.

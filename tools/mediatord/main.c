@@ -2,7 +2,7 @@
  * vgpu-mediatord: owns the GPUs, creates each vGPU's BAR0, admits processes
  * over a Unix socket by their credentials, returns what a process held the
  * moment its connection closes, and serves vgpu-smi and Prometheus.
- * docs/mediator.md is its manual.
+ * docs/guide/mediator.md is its manual.
  *
  * One thread, one epoll loop: the listening socket, every connection, the
  * metrics socket and its scrapes, and a signalfd (SIGHUP reloads the config,
@@ -99,7 +99,7 @@ static void usage(FILE *to)
                 "  --version, --help\n"
                 "\n"
                 "Without --foreground it returns once it serves (or 1, having said why it cannot).\n"
-                "SIGHUP reloads the configuration.  docs/mediator.md describes it all.\n",
+                "SIGHUP reloads the configuration.  docs/guide/mediator.md describes it all.\n",
             DEFAULT_CONFIG);
 }
 

@@ -312,7 +312,7 @@ static int check_program(const char *command, const char *path, bool allow_stati
             say(L_ERROR,
                 "%s is statically linked, so LD_PRELOAD cannot load vgpu into it and it would run without "
                 "vGPU limits. Use a dynamically linked build, or install vgpu in place of libcuda.so.1 "
-                "(docs/install.md).",
+                "(docs/guide/running.md).",
                 what);
             return EXIT_CANNOT_RUN;
         }
@@ -334,7 +334,7 @@ static int check_program(const char *command, const char *path, bool allow_stati
             "environment on, as Ollama does (os.Environ() plus its library directories); a child whose "
             "environment it builds from scratch loses them and runs outside the vGPU, on the whole GPU. For such "
             "a server, list vgpu's library directory in /etc/ld.so.conf.d and run vgpu-mediatord "
-            "(docs/install.md): together they reach children whatever their environment.", what);
+            "(docs/guide/running.md): together they reach children whatever their environment.", what);
     return CONTINUE;
 }
 

@@ -1,5 +1,5 @@
 /*
- * Stream captures under way in this process (docs/compute.md, "CUDA
+ * Stream captures under way in this process (docs/design/compute.md, "CUDA
  * graphs").  A capture records launches into a graph instead of running
  * them; while one in the global mode (PyTorch's and vLLM's) is under way, a
  * query or a synchronisation from any thread of the process in that mode

@@ -1,5 +1,5 @@
 /*
- * Work queued ahead, bounded (docs/compute.md).  A launch returns before its
+ * Work queued ahead, bounded (docs/design/compute.md).  A launch returns before its
  * kernel runs, and a framework can queue hundreds of milliseconds of work:
  * a vGPU whose turn ended would go on running all of it, in the next
  * holder's turn.  So each stream of a scheduled process may have at most

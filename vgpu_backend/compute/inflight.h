@@ -1,4 +1,4 @@
-/* Work queued ahead, bounded per stream; see inflight.c and docs/compute.md. */
+/* Work queued ahead, bounded per stream; see inflight.c and docs/design/compute.md. */
 #pragma once
 
 #include <cuda.h>

@@ -1,5 +1,5 @@
 /*
- * The compute share's gate (docs/compute.md): every launch path (kernels,
+ * The compute share's gate (docs/design/compute.md): every launch path (kernels,
  * cuLaunchKernelEx, cooperative kernels, graphs) asks here first.  A GPU
  * time-slices between processes, so what decides a vGPU's share is when its
  * processes may put work on the GPU: the arbiter (sched_arbiter.h) gives a
@@ -266,7 +266,7 @@ void vgpu_backend_launch_done(CUresult r)
         return;
     /* What this vGPU has queued, for the arbiter to charge it when its
      * turn ends, and what the GPU is certainly behind on, for its fill
-     * (docs/compute.md): of this stream, as its marker saw it, the last
+     * (docs/design/compute.md): of this stream, as its marker saw it, the last
      * word of any of its processes. */
     struct gate *g = gated_by;
     uint64_t behind_ns = behind ? queued : 0;

@@ -1,7 +1,7 @@
 /*
  * In a VM, a vGPU's BAR0 is the shared-memory BAR of a virtual PCI device:
  * QEMU's ivshmem-plain backed by the host mediator's guest window file
- * (docs/vm.md).  The guest finds it by scanning $VGPU_SYSFS_ROOT/bus/pci/
+ * (docs/guide/vm.md).  The guest finds it by scanning $VGPU_SYSFS_ROOT/bus/pci/
  * devices (default /sys) for $VGPU_PCI_ID (default ivshmem's 1af4:1110)
  * and maps the device's memory BAR (resource2).
  */

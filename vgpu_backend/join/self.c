@@ -186,7 +186,7 @@ static int find_vgpu(const struct vgpu_real_nvml **nvml)
         return -1;
     }
     if (vgpu_remote_wanted()) {
-        /* A remote GPU (docs/remote.md): the executor is in the vGPU, and
+        /* A remote GPU (docs/design/remote.md): the executor is in the vGPU, and
          * holds this process to it; this process has no GPU of its own.
          * On a machine whose operator requires a source, only the
          * mediator may give it an executor. */

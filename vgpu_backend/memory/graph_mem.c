@@ -1,5 +1,5 @@
 /*
- * Graphs' memory nodes (docs/memory.md).  A CUDA graph may allocate device
+ * Graphs' memory nodes (docs/design/memory.md).  A CUDA graph may allocate device
  * memory itself: allocation nodes, from cuGraphAddMemAllocNode or from a
  * stream-ordered allocation captured into the graph (what PyTorch's and
  * JAX's graphs do).  The driver serves them from a reserve of its own per

@@ -9,7 +9,7 @@
  * refuses one past the GPU (CUDA_ERROR_OUT_OF_MEMORY), and settled to the
  * values the driver really set (it rounds them).  The driver also grows
  * the stack by itself when a kernel needs more: that growth is counted
- * the next time the context sets a limit (docs/memory.md).
+ * the next time the context sets a limit (docs/design/memory.md).
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"

@@ -1,7 +1,7 @@
 /*
  * Device memory accounting: every allocation takes its bytes from the
  * vGPU's quota in BAR0 before the driver call, and gives them back when it
- * fails or is freed.  See docs/memory.md for what is counted how.
+ * fails or is freed.  See docs/design/memory.md for what is counted how.
  */
 #include "common/log.h"
 #include "forwarder/dispatch.h"

@@ -173,7 +173,7 @@ int vgpu_backend_nvml_utilization(nvmlDevice_t dev, nvmlUtilization_t *u)
         r = vgpu_samples(dev, info, since, &kept, &n);
     }
     if (r == NVML_ERROR_FUNCTION_NOT_FOUND)
-        r = NVML_ERROR_NOT_SUPPORTED; /* docs/nvml.md: the GPU's figure would be other tenants' load */
+        r = NVML_ERROR_NOT_SUPPORTED; /* docs/reference/nvml.md: the GPU's figure would be other tenants' load */
     if (r != NVML_SUCCESS)
         return r;
     /* A process's samples over the second, averaged (a driver that samples

@@ -1,4 +1,4 @@
-/* The compute share's arbiter; see sched_arbiter.h and docs/compute.md. */
+/* The compute share's arbiter; see sched_arbiter.h and docs/design/compute.md. */
 #include "common/contract/arbiter/sched_arbiter.h"
 
 #include "common/contract/settings/settings.h"

@@ -1,5 +1,5 @@
 /*
- * The compute share's arbiter (docs/compute.md): who holds a GPU for the
+ * The compute share's arbiter (docs/design/compute.md): who holds a GPU for the
  * next quantum.  Pure: state in, state out, time given, so that the
  * mediator (for its vGPUs, tools/mediatord/compute/sched.c) and standalone
  * processes (over a file they share, sched_page.c) run the same rules, and

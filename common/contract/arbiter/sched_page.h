@@ -1,5 +1,5 @@
 /*
- * Standalone vGPUs share a GPU through a page of their own (docs/compute.md):
+ * Standalone vGPUs share a GPU through a page of their own (docs/design/compute.md):
  * /dev/shm/vgpu-UID/sched-<GPU UUID>.v<VERSION>, in the user's private
  * directory, one per GPU (and layout: processes of an older vgpu keep theirs).  It holds the arbiter's state (sched_arbiter.h) for every vGPU of
  * that user with a compute share on the GPU, and the processes themselves

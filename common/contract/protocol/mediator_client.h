@@ -1,5 +1,5 @@
 /*
- * The client side of vgpu-mediatord (docs/mediator.md, docs/protocol.md):
+ * The client side of vgpu-mediatord (docs/guide/mediator.md, docs/reference/protocol.md):
  * a process connects to the mediator's socket on first use, is admitted by
  * its credentials (SO_PEERCRED, never anything it claims) and receives its
  * vGPU's BAR0; the connection stays open for the life of the process, so

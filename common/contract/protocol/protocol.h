@@ -1,5 +1,5 @@
 /*
- * The mediator protocol (docs/protocol.md): versioned, length-prefixed
+ * The mediator protocol (docs/reference/protocol.md): versioned, length-prefixed
  * binary messages on vgpu-mediatord's Unix stream socket.
  *
  *   frame    u32 magic "VGPM", u16 version, u16 type, u32 payload length
@@ -50,7 +50,7 @@ enum vgpu_msg_type {
     VGPU_MSG_COMPUTE = 11,       /* mediator: each vGPU device's share, GPU time and utilization, and
                                     each process's utilization */
     VGPU_MSG_REMOTE = 12,        /* client with no GPU: carry my CUDA calls to an executor of my vGPU
-                                    (docs/remote.md); payload as HELLO's, flags 0 */
+                                    (docs/design/remote.md); payload as HELLO's, flags 0 */
     VGPU_MSG_REMOTE_READY = 13,  /* mediator: an executor serves this connection from here on, in the
                                     remote driver's protocol; payload as ADMIT's */
     VGPU_MSG_BIND = 14,          /* a container runtime's hook, the device plugin (root, the host's
@@ -141,7 +141,7 @@ struct vgpu_cluster_vgpu {
     uint32_t reserved2;
 };
 
-/* The wire contract (docs/protocol.md), which the device plugin's Go reads too. */
+/* The wire contract (docs/reference/protocol.md), which the device plugin's Go reads too. */
 _Static_assert(sizeof(struct vgpu_msg_bind) == 40, "BIND is 40 bytes");
 _Static_assert(sizeof(struct vgpu_msg_bound) == 512, "BOUND is 512 bytes");
 _Static_assert(sizeof(struct vgpu_cluster_header) == 16, "CLUSTER's header is 16 bytes");

@@ -44,7 +44,7 @@ struct vgpu_settings {
     char bar0_dir[64];
 };
 
-/* How a vGPU's compute share holds (docs/compute.md). */
+/* How a vGPU's compute share holds (docs/design/compute.md). */
 enum vgpu_compute_mode {
     VGPU_COMPUTE_SHARE_MODE = 0, /* work-conserving: the share is guaranteed, idle time is lent out */
     VGPU_COMPUTE_CAP = 1,        /* a hard cap: never more than the share, even on an idle GPU */

@@ -1,7 +1,7 @@
 /*
  * BAR0 layout v3, the window itself: initialise, validate, account, claim
  * and free process slots, reap.  Mapping it from files is bar0_attach.c's
- * job.  See bar0.h and docs/bar0.md.
+ * job.  See bar0.h and docs/reference/bar0.md.
  */
 #define _GNU_SOURCE
 #include "common/contract/window/bar0.h"

@@ -1,5 +1,5 @@
 /*
- * BAR0: the vGPU's shared register window, layout version 4 (docs/bar0.md).
+ * BAR0: the vGPU's shared register window, layout version 4 (docs/reference/bar0.md).
  *
  * Mapped by every process of the vGPU.  Three regions, each on its own page
  * (the first page holds two parts):
@@ -76,7 +76,7 @@ struct vgpu_bar0_config {
 };
 
 /*
- * The compute share's turn on one device (docs/compute.md), on the first
+ * The compute share's turn on one device (docs/design/compute.md), on the first
  * page: in a mediated window only the mediator writes it (its processes map
  * that page read-only), so no tenant can hand its vGPU the GPU.  Counters,
  * not times: a VM's clock is not the host's.
@@ -94,7 +94,7 @@ struct vgpu_bar0_device_status {
     _Atomic uint64_t context_overhead; /* bytes a process's first context takes on this device; 0 = not measured */
     _Atomic uint64_t refusals;         /* allocations refused for the quota */
     _Atomic uint64_t context_extra;    /* bytes each further context of a process takes; 0 = not measured */
-    /* The compute share's demand (docs/compute.md).  Counters, not times:
+    /* The compute share's demand (docs/design/compute.md).  Counters, not times:
      * a VM's clock is not the host's. */
     uint32_t reserved1;                /* version 3's grant, now in the turns */
     _Atomic uint32_t sched_waiting;    /* threads of its processes waiting for the GPU */

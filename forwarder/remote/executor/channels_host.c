@@ -1,6 +1,6 @@
 /*
  * vgpu-executor --bar FILE: the host's supervisor of a VM's channels
- * (forwarder/remote/transport/channels.h, docs/vm.md).  It lays the file
+ * (forwarder/remote/transport/channels.h, docs/guide/vm.md).  It lays the file
  * out, moves the header's heartbeat, and starts an executor process for
  * each channel a guest claims, which lays out the channel's ring, says it
  * serves and serves the guest there until the guest releases the channel,
@@ -228,7 +228,7 @@ int vgpu_exec_serve_channels(int fd, const char *path, unsigned count, uint64_t 
     if (!bulk_ok)
         vgpu_warn("executor: %s is not on tmpfs, whose pages the driver may pin for good as a disk's it may not: the "
                   "guests' page-locked memory stays their own, copies of it cross in messages, and no kernel reaches "
-                  "it; keep the file on tmpfs (/dev/shm, or the mediator's state_dir there; docs/vm.md)",
+                  "it; keep the file on tmpfs (/dev/shm, or the mediator's state_dir there; docs/guide/vm.md)",
                   path);
     vgpu_info("executor: serving %u channels of %llu KiB in %s%s%s", count,
               (unsigned long long)(c.channel_bytes >> 10), path, name ? " for vGPU " : "", name ? name : "");

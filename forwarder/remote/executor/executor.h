@@ -1,5 +1,5 @@
 /*
- * The executor: the host's side of a remote GPU (docs/remote.md).  It
+ * The executor: the host's side of a remote GPU (docs/design/remote.md).  It
  * serves one guest process's library (CUDA or NVML, as its HELLO says) over
  * one connection, calling the host's library (vgpu's own, when it runs
  * under vgpu, so the vGPU's quota and share hold) for it, and trusts

@@ -1,5 +1,5 @@
 /*
- * The executor's cache of module images (docs/remote.md, "Images cross
+ * The executor's cache of module images (docs/design/remote.md, "Images cross
  * once"): the images guests sent whole, in files named by the SHA-256 the
  * executor computed of each, in a directory of the executor's user alone,
  * so that a later guest (another process, another container or VM of the

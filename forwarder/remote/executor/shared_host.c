@@ -1,6 +1,6 @@
 /*
  * The guest's page-locked memory shared with the executor (executor.h,
- * docs/remote.md): a block the guest maps from a memfd sealed against
+ * docs/design/remote.md): a block the guest maps from a memfd sealed against
  * shrinking, which the executor maps too and registers with its driver
  * (cuMemHostRegister, portable and mapped), so that a copy between it and
  * the device is the driver's own DMA from or to it, asynchronous as on a

@@ -51,7 +51,8 @@ static int map(const char *path, char *err, size_t errlen)
         if (e == EROFS)
             return vgpu_fail(err, errlen,
                              "%s is on a read-only file system (a systemd sandbox's ProtectKernelTunables= or "
-                             "ProtectSystem=strict makes /sys so): give the service ReadWritePaths=%s (docs/vm.md)",
+                             "ProtectSystem=strict makes /sys so): give the service ReadWritePaths=%s "
+                             "(docs/guide/vm.md)",
                              path, path);
         if (e == EACCES || e == EPERM)
             return vgpu_pci_refused(path, e, err, errlen);
@@ -143,7 +144,7 @@ static int find(const char *where, char *err, size_t errlen)
     char dir[4096];
     return vgpu_fail(err, errlen,
                      "no PCI device under %s holds a remote vGPU's channels%s%s%s: does the VM have the vGPU's "
-                     "ivshmem device, and does the host's mediator serve its file (docs/vm.md)?",
+                     "ivshmem device, and does the host's mediator serve its file (docs/guide/vm.md)?",
                      vgpu_pci_devices_dir(dir, sizeof(dir)), s.want ? " (of vGPU \"" : "", s.want ? s.want : "",
                      s.want ? "\")" : "");
 }

@@ -1,4 +1,4 @@
-/* The guest's connection to its executor (client.h, docs/remote.md). */
+/* The guest's connection to its executor (client.h, docs/design/remote.md). */
 #define _GNU_SOURCE
 #include "forwarder/remote/guest/client.h"
 

@@ -1,5 +1,5 @@
 /*
- * The guest's side of the remote driver (docs/remote.md): a process with no
+ * The guest's side of the remote driver (docs/design/remote.md): a process with no
  * GPU whose CUDA (and NVML) calls an executor on the host makes.
  * VGPU_REMOTE names the executor's socket, or the mediator; each library's
  * dispatch table then holds its remote driver's functions
@@ -24,7 +24,7 @@ const char *vgpu_remote_where(void);
 /* Whether the operator lets this process have the remote GPU it asks for:
  * on a machine whose operator requires a source, only the mediator's.  A
  * process it does not is given no remote driver; the backend refuses it,
- * saying why (docs/remote.md). */
+ * saying why (docs/design/remote.md). */
 bool vgpu_remote_allowed(void);
 
 struct vgpu_dispatch;
@@ -52,7 +52,7 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 
 /* An asynchronous call (a launch, an event record, an asynchronous
  * memset): sent, not waited for; 0 once sent.  Its error, if
- * any, is returned by the next synchronizing call (docs/remote.md). */
+ * any, is returned by the next synchronizing call (docs/reference/remote-protocol.md). */
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq);
 int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin);
 

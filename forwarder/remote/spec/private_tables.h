@@ -2,7 +2,7 @@
  * The drivers' private tables whose functions cross to the host (the
  * guest's answers: forwarder/remote/guest/cuda/private/export_tables.c and
  * forwarder/remote/guest/nvml/manual.c; the executor's: the same files under
- * forwarder/remote/executor/; docs/remote.md, "The runtime's private tables").  Requests on the slot of cuGetExportTable (nvmlInternalGetExportTable):
+ * forwarder/remote/executor/; docs/design/remote.md, "The runtime's private tables").  Requests on the slot of cuGetExportTable (nvmlInternalGetExportTable):
  * [the table's UUID, 16 bytes][the function's index, 8 bytes] (NVML's: the UUID only).
  */
 #pragma once

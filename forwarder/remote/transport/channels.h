@@ -1,6 +1,6 @@
 /*
  * Channels: remote GPUs through memory a guest and the host share with no
- * socket between them (docs/vm.md, "A remote vGPU in a VM"): the BAR of a
+ * socket between them (docs/guide/vm.md, "A remote vGPU in a VM"): the BAR of a
  * VM's ivshmem device, backed on the host by a file, or that file itself.
  *
  * The memory is a header page (the host's), then channels, each a control

@@ -1,4 +1,4 @@
-/* How long a module image is, by its own headers (docs/remote.md). */
+/* How long a module image is, by its own headers (docs/design/remote.md). */
 #pragma once
 
 #include <stddef.h>

@@ -1,5 +1,5 @@
 /*
- * The shared-memory ring (docs/remote.md): the remote driver's messages
+ * The shared-memory ring (docs/design/remote.md): the remote driver's messages
  * between a guest and its executor through memory both map, not through
  * the socket.  Two byte streams, one each way, each a single producer's
  * and a single consumer's: a message is written where the stream's head

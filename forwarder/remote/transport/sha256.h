@@ -1,6 +1,6 @@
 /*
  * SHA-256 (FIPS 180-4), by which module images are named to the
- * executor's cache (docs/remote.md, "Images cross once"): a guest names an
+ * executor's cache (docs/design/remote.md, "Images cross once"): a guest names an
  * image by the hash of its bytes, and the executor stores only what it
  * hashed itself.  The x86 SHA extensions where the CPU has them.
  */

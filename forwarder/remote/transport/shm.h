@@ -1,5 +1,5 @@
 /*
- * Memory a guest and its executor share (docs/remote.md): sealed memfds
+ * Memory a guest and its executor share (docs/design/remote.md): sealed memfds
  * (the ring, page-locked blocks) and address ranges reserved exactly where
  * asked (the executor's window for page-locked blocks, on both sides).
  */

@@ -1,5 +1,5 @@
 /*
- * The remote driver's wire format (docs/remote.md): every message is a
+ * The remote driver's wire format (docs/design/remote.md): every message is a
  * header and len bytes.  A guest sends HELLO once, then CALLs; the
  * executor answers each with a REPLY whose `call` is the CUresult.
  */
@@ -45,7 +45,7 @@ enum vgpu_remote_type {
                                 * ([32][hash] where [length][image] would be), for the executor's
                                 * cache: REPLY VGPU_REMOTE_MISS asks for it whole */
 
-/* The executor's cache of module images (docs/remote.md, "Images cross
+/* The executor's cache of module images (docs/design/remote.md, "Images cross
  * once"): a REPLY's code when a hash names no image it has, the HELLO
  * reply's flag that it has a cache, and the least image sent by hash. */
 #define VGPU_REMOTE_MISS 0x4d495353u /* "MISS" */

@@ -1,7 +1,7 @@
 /*
  * An admitted process over its vGPU's quota, for test/gpu/watch.sh: its
  * module declares GIB GiB of __device__ arrays, which the driver allocates
- * when it loads the module and which vgpu does not count (docs/memory.md,
+ * when it loads the module and which vgpu does not count (docs/design/memory.md,
  * "What is counted").  It starts through libcuda.so.1 (vgpu, when
  * preloaded: admitted, 256 MiB counted), loads a PTX module of GIB arrays
  * of 1 GiB, and waits to be killed; only the mediator's watch, which reads

@@ -3,7 +3,7 @@
     python3 llm_clients.py CHECK QUOTA_BYTES
 
 Each check prints `ok ...` or `FAIL ...` lines and, after every step, checks
-the accounting's invariants as the process sees them (docs/memory.md,
+the accounting's invariants as the process sees them (docs/design/memory.md,
 "Invariants"): cuMemGetInfo's total is the quota and its free at most that;
 NVML's total is the quota, its used at most that, free + used = total; and
 the driver's own count of this process (nvidia-smi without vgpu, read by

@@ -115,7 +115,7 @@ elif client == "cudapy":
 elif client == "contexts":
     # Each further context, and the memory a
     # context's stack limit reserves, counted as the driver counts them.
-    # BAR0's device 0 memory_used is at 0x1040 (docs/bar0.md).
+    # BAR0's device 0 memory_used is at 0x1040 (docs/reference/bar0.md).
     import struct
     from cuda.bindings import driver as cu
 

@@ -80,6 +80,6 @@ void doc_check_record(struct doc_ctx *c)
         doc_fix(doc_add(&c->report, DOC_WARNING, "vgpu",
                         "vgpu is loaded but the process is in no vGPU (no mediator, no VM window, no VGPU_* "
                         "settings): it forwards every call, with no limits"),
-                "give it a vGPU: start vgpu-mediatord (docs/mediator.md), or set VGPU_MEMORY_LIMIT and "
+                "give it a vGPU: start vgpu-mediatord (docs/guide/mediator.md), or set VGPU_MEMORY_LIMIT and "
                 "VGPU_VISIBLE_DEVICES in its environment (vgpu-run --memory 8G --devices 0 -- COMMAND)");
 }

@@ -1,5 +1,5 @@
 /*
- * A remote GPU (docs/remote.md): a process with VGPU_REMOTE set has no GPU
+ * A remote GPU (docs/guide/remote.md): a process with VGPU_REMOTE set has no GPU
  * of its own; an executor on the host makes its calls, in a vGPU.  Says
  * where its calls go and whether that socket is there, in the process's
  * own file system; a driver mapped beside vgpu in such a process is one it

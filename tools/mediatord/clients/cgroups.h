@@ -1,6 +1,6 @@
 /*
- * A connection's cgroup, and what it decides (docs/mediator.md,
- * "Admission"; docs/kubernetes.md): which vGPU's cgroup rule holds a
+ * A connection's cgroup, and what it decides (docs/guide/mediator.md,
+ * "Admission"; docs/guide/containers.md): which vGPU's cgroup rule holds a
  * process, whether the mediator could tell its cgroup at all, and BIND,
  * by which a container runtime's hook gives a vGPU made for containers to
  * a container.

@@ -1,4 +1,4 @@
-/* The mediator's connections; see clients.h and docs/protocol.md. */
+/* The mediator's connections; see clients.h and docs/reference/protocol.md. */
 #define _GNU_SOURCE
 #include "tools/mediatord/clients/clients.h"
 
@@ -260,7 +260,7 @@ static bool hello(struct med_client *c, struct med_world *w, const struct vgpu_m
     return true;
 }
 
-/* A process with no GPU asks for an executor of its vGPU (docs/remote.md):
+/* A process with no GPU asks for an executor of its vGPU (docs/guide/remote.md):
  * told REMOTE_READY, its connection goes to an executor started as its
  * user, which is admitted to that vGPU by HELLO like any process.  The
  * mediator then lets the connection go (false: closed here, kept there). */

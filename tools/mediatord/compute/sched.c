@@ -1,4 +1,4 @@
-/* The mediator's side of the compute share; see sched.h and docs/compute.md. */
+/* The mediator's side of the compute share; see sched.h and docs/design/compute.md. */
 #define _GNU_SOURCE
 #include "tools/mediatord/compute/sched.h"
 

@@ -1,5 +1,5 @@
 /*
- * The mediator's side of the compute share (docs/compute.md): for each
+ * The mediator's side of the compute share (docs/design/compute.md): for each
  * physical GPU that one of its vGPUs has a share of, it runs the arbiter
  * (common/contract/arbiter/sched_arbiter.h) over the vGPUs on that GPU, about every
  * millisecond, and writes the outcome into their BAR0s: which may launch
@@ -63,7 +63,7 @@ void med_sched_tick(struct med_sched *s);
 /* GPU i is arbitrated, and v's device d holds it now (for vgpu-smi). */
 bool med_sched_holds(const struct med_sched *s, int i, const struct med_vgpu *v, int d);
 /* Whether device d of v may launch beside the holder of GPU i now: the
- * holder leaves the GPU open (docs/compute.md), and d's share is no cap. */
+ * holder leaves the GPU open (docs/design/compute.md), and d's share is no cap. */
 bool med_sched_beside(const struct med_sched *s, int i, const struct med_vgpu *v, int d);
 
 /* Ticks further apart than this are a gap in the arbitration (a process

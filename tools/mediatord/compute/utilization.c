@@ -108,7 +108,7 @@ static uint16_t permille_of(const struct pid_use *u, unsigned n, pid_t pid)
  * readings gave it.  On a GPU that time-slices between processes the
  * driver samples about once a second, each sample for the process whose
  * context was running at that moment (nvidia-smi pmon shows "-" for the
- * others; measured on the H100, docs/gpu-results.md): one reading says
+ * others; measured on the H100, bench/results/2026-11-23-9c2504d-compute-llm-nvml-views-watch.md): one reading says
  * little of a process that ran a quarter of the time, and the mean of ten
  * is its share of them. */
 static uint16_t smoothed(struct med_compute_use *use, uint16_t now)

@@ -1,5 +1,5 @@
 /*
- * The compute share's views (docs/mediator.md, "Views"): what each vGPU
+ * The compute share's views (docs/guide/mediator.md, "Views"): what each vGPU
  * device and each admitted process used of its GPU over the last interval
  * (MED_VIEWS_INTERVAL_MS), for vgpu-smi (COMPUTE) and the metrics.
  *

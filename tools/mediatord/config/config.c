@@ -1,4 +1,4 @@
-/* vgpu-mediatord's configuration file; see config.h and docs/mediator.md. */
+/* vgpu-mediatord's configuration file; see config.h and docs/reference/mediator.md. */
 #define _GNU_SOURCE
 #include "tools/mediatord/config/config.h"
 

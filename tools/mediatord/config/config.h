@@ -1,5 +1,5 @@
 /*
- * vgpu-mediatord's configuration: an INI file (docs/mediator.md), parsed
+ * vgpu-mediatord's configuration: an INI file (docs/reference/mediator.md), parsed
  * with inih.  Every error names the file, the line and the reason; nothing
  * unknown or malformed is ignored.
  */
@@ -15,7 +15,7 @@
 
 #define MED_MAX_VGPUS 64
 #define MED_MAX_IDS 64
-/* A VM's channels at most (vm_channels, docs/vm.md). */
+/* A VM's channels at most (vm_channels, docs/guide/vm.md). */
 #define MED_MAX_VM_CHANNELS 256
 #define MED_DEFAULT_VM_PINNED (64ull << 20)
 /* cgroups = at most this many paths a vGPU. */
@@ -28,7 +28,7 @@
 #define MED_DEFAULT_CONNECTIONS_PER_UID 1024
 /* The watch (watch.h): a reading of the driver every half second finds a
  * process in two, within a second; the tolerance covers what the driver
- * counts beyond what vgpu does (docs/mediator.md, "Watch"). */
+ * counts beyond what vgpu does (docs/guide/mediator.md, "Watch"). */
 #define MED_DEFAULT_WATCH_INTERVAL_MS 500
 #define MED_MAX_WATCH_INTERVAL_MS 60000
 #define MED_DEFAULT_WATCH_TOLERANCE_BYTES (64ull << 20)
@@ -56,7 +56,7 @@ struct med_vgpu_conf {
     int enforce_line;
     bool remote;                  /* remote = yes: processes with no GPU may have an executor of it */
     int remote_line;
-    unsigned vm_channels;         /* vm_channels = N: a VM's channels file of N, served (docs/vm.md); 0 none */
+    unsigned vm_channels;         /* vm_channels = N: a VM's channels file of N, served (docs/guide/vm.md); 0 none */
     int vm_channels_line;
     uint64_t vm_pinned;           /* vm_pinned = SIZE: each channel's page-locked memory (default 64 MiB) */
     int vm_pinned_line;
@@ -69,7 +69,7 @@ struct med_vgpu_conf {
     gid_t executor_groups[MED_MAX_IDS];
     int executor_user_line;
     /* cgroups = PATH, ...: processes in these cgroup v2 paths, or below
-     * them, are admitted, and only here (docs/mediator.md, "Admission") */
+     * them, are admitted, and only here (docs/guide/mediator.md, "Admission") */
     int ncgroups;
     char cgroups[MED_MAX_CGROUPS][VGPU_CGROUP_LEN];
     int cgroups_line;

@@ -2,7 +2,7 @@
  * The GPUs' health, as the device plugin reports it to the kubelet: a
  * thread waits on the driver's critical XID events (NVML), and a GPU that
  * had one that is not an application's own fault, or is lost, is unhealthy
- * until the mediator restarts (the GPU needs a reset; docs/kubernetes.md).
+ * until the mediator restarts (the GPU needs a reset; docs/guide/kubernetes.md).
  */
 #pragma once
 

@@ -1,5 +1,5 @@
 /*
- * The mediator's side of remote GPUs (docs/remote.md): an executor started
+ * The mediator's side of remote GPUs (docs/guide/remote.md): an executor started
  * for a process that asked for one (REMOTE), serving its connection.
  */
 #pragma once

@@ -78,7 +78,7 @@ static int open_file(int dir, const char *dir_path, const struct med_vgpu_conf *
         if (fd >= 0 && fstatfs(fd, &f) == 0 && f.f_type != 0x01021994 /* TMPFS_MAGIC */)
             vgpu_warn("vGPU %s: state_dir %s is not on tmpfs: the driver cannot pin the VM's page-locked memory "
                       "in %s, whose copies then cross in messages and which no kernel reaches; put state_dir on "
-                      "tmpfs (/run/vgpu; docs/vm.md)",
+                      "tmpfs (/run/vgpu; docs/guide/vm.md)",
                       v->name, dir_path, file);
     }
     return fd < 0 ? -1 : fd;

@@ -1,5 +1,5 @@
 /*
- * A remote vGPU's channels for a VM (vm_channels = N, docs/vm.md):
+ * A remote vGPU's channels for a VM (vm_channels = N, docs/guide/vm.md):
  * state_dir/NAME.channels, a file the size of an ivshmem BAR holding N
  * channels (forwarder/remote/transport/channels.h), which QEMU maps into
  * the VM and `vgpu-executor --bar-fd` serves, started by the mediator as

@@ -1,6 +1,6 @@
 /*
  * A VM's vGPU window: state_dir/NAME.bar0, one file the size of an
- * ivshmem BAR (256 KiB) that QEMU maps into the guest (docs/vm.md).  The
+ * ivshmem BAR (256 KiB) that QEMU maps into the guest (docs/guide/vm.md).  The
  * mediator writes its config; the guest's processes write the rest.  It
  * is trusted like the other files in state_dir (state_dir.h), except that
  * its group, QEMU's, may write it, and so may also resize it: the mapping

@@ -401,7 +401,7 @@ struct med_vgpu *med_vgpus_find(struct med_vgpus *all, const char *name)
 
 /*
  * The smallest size of a process's first context on gpu that a vGPU's
- * processes measured (docs/memory.md), and which vGPU's; 0 when none has.
+ * processes measured (docs/design/memory.md), and which vGPU's; 0 when none has.
  * Written by processes, so only a reason to refuse a quota that could never
  * hold one, named with where it came from.
  */

@@ -27,7 +27,7 @@
  * come and go within a reading do not escape.  One log line an episode;
  * vgpu-smi (WATCH) and the metrics list it while it lasts.  Where the
  * config says enforce = kill it is sent SIGKILL (watch_kill.h), once.
- * docs/mediator.md, "Watch", is the manual.
+ * docs/guide/mediator.md, "Watch", is the manual.
  */
 #pragma once
 

@@ -1,5 +1,5 @@
 /*
- * The watch's check of the compute share (docs/mediator.md, "Watch"): on
+ * The watch's check of the compute share (docs/guide/mediator.md, "Watch"): on
  * a GPU the mediator arbitrates, a vGPU's processes may put work on it
  * only in the vGPU's turns, and a process that goes around vgpu's gate
  * (the device files, a driver of its own) does not wait for them.  At each
@@ -18,7 +18,7 @@
  *
  * Only intervals in which the vGPU was given nothing are judged: the
  * driver's per-process samples may be one a second, of whichever context
- * runs at that instant (docs/gpu-results.md), so time used beyond a
+ * runs at that instant (bench/results/2026-11-23-9c2504d-compute-llm-nvml-views-watch.md), so time used beyond a
  * vGPU's turns in intervals where it had some cannot be told from its
  * turns; an interval with none can.  The arbitration must have run
  * throughout, with no gap in its ticks (processes stop waiting for a

@@ -132,7 +132,7 @@ static int from_config(const struct setup_ctx *c, struct med_config *conf, struc
     }
     if (*ndev == 0)
         return vgpu_fail(err, errlen, "%s has no vGPU for this host's containers%s; add a [vgpu.NAME] section "
-                         "(docs/mediator.md)", path, conf->nvgpus ? " (all are a VM's)" : "");
+                         "(docs/reference/mediator.md)", path, conf->nvgpus ? " (all are a VM's)" : "");
     return 0;
 }
 
@@ -171,8 +171,8 @@ static char *spec_text(const struct setup_ctx *c, const struct setup_cdi_opts *o
     snprintf(nvml, sizeof(nvml), "%s/%s", c->libdir, SETUP_NVML_LIB);
     snprintf(preload, sizeof(preload), "%s %s", cuda, nvml);
     setup_text_add(&t,
-                   "# Container Device Interface spec for vgpu: one device per vGPU (docs/install.md,\n"
-                   "# \"Containers (CDI)\"), written by vgpu-setup cdi%s%s.\n"
+                   "# Container Device Interface spec for vgpu: one device per vGPU (docs/guide/containers.md,\n"
+                   "# \"A vGPU for a container: CDI\"), written by vgpu-setup cdi%s%s.\n"
                    "# Run it again after changing %s.  With the NVIDIA Container Toolkit's spec:\n"
                    "#   docker run --device nvidia.com/gpu=all --device %s=%s ...\n"
                    "# A remote vGPU's device (remote = yes) goes alone: its containers hold no GPU, and its\n"

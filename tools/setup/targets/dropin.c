@@ -65,7 +65,7 @@ char *setup_dropin_text(const struct setup_ctx *c, const struct setup_unit *u, c
 {
     struct setup_text t = { 0 };
     setup_text_add(&t, "# Written by vgpu-setup: `vgpu-setup disable --service %s` puts back what\n"
-            "# was here before.  Runs the service's CUDA programs in a vGPU (docs/install.md).\n", u->name);
+            "# was here before.  Runs the service's CUDA programs in a vGPU (docs/guide/install.md).\n", u->name);
     setup_text_add(&t, "[Unit]\n"
             "# With vgpu-mediatord on this host, start once it admits processes (its\n"
             "# unit is Type=notify); without it, this ordering does nothing.\n"

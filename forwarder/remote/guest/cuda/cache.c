@@ -2,7 +2,7 @@
  * What the guest keeps of the executor's answers (cache.h).
  *
  * The executor makes every call of a guest process on one thread, so its
- * current context is the guest process's (docs/remote.md, "Limits"): one
+ * current context is the guest process's (docs/design/remote.md, "Limits"): one
  * answer serves every thread of the guest until a call changes it.  Each
  * kept answer carries the generation it was asked in; a change (a context
  * made current, pushed, popped, created or destroyed, a primary context

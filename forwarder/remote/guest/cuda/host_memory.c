@@ -5,7 +5,7 @@
  * executor maps and registers with its driver: vgpu_remote_share), so that
  * copies to and from it are the driver's DMA, as asynchronous as on a
  * local driver and allowed into graphs; else plain memory here, which the
- * copies carry as they carry any (docs/remote.md).  A block asked for as
+ * copies carry as they carry any (docs/design/remote.md).  A block asked for as
  * mapped (CU_MEMHOSTALLOC_DEVICEMAP, which the runtime asks for whenever
  * addresses are unified) is given, and its "device address" is its own, as
  * with unified addressing; but no kernel can read guest memory: one that

@@ -240,7 +240,7 @@ CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
 }
 
 /* A launch's attributes cross as they are; the executor takes those whose
- * values are plain data or events it gave (docs/remote.md). */
+ * values are plain data or events it gave (docs/design/remote.md). */
 static bool attributes_carried(const CUlaunchConfig *config, unsigned slot, CUresult *r)
 {
     if (!config || (config->numAttrs && !config->attrs)) {

@@ -27,7 +27,7 @@
 /* A load's image sent by the call send (its message's own, with *image set
  * by it), named by its SHA-256 where the executor keeps a cache of images
  * and the image is large enough to be worth it, whole where the executor
- * has not got it (docs/remote.md, "Images cross once"). */
+ * has not got it (docs/design/remote.md, "Images cross once"). */
 typedef CUresult (*image_call)(unsigned slot, uint32_t flags, const void *image, size_t n, void *ctx);
 
 static CUresult send_image(unsigned slot, const void *image, size_t n, image_call send, void *ctx)

@@ -131,7 +131,7 @@ nvmlReturn_t vgpu_remote_guest_nvmlInternalGetExportTable(const void **table, co
         return NVML_ERROR_INVALID_ARGUMENT;
     if (memcmp(id, smi, sizeof(smi)) != 0) {
         if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
-            vgpu_warn("remote NVML: a private table other than nvidia-smi's is not supported (docs/remote.md)");
+            vgpu_warn("remote NVML: a private table other than nvidia-smi's is not supported (docs/design/remote.md)");
         return NVML_ERROR_NOT_SUPPORTED;
     }
     void *t = __atomic_load_n(&kept, __ATOMIC_ACQUIRE);

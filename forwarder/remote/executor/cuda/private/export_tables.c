@@ -1,7 +1,7 @@
 /*
  * The driver's private tables, the executor's side: the functions of them
  * whose answers only the host's driver has (the guest's side:
- * forwarder/remote/guest/cuda/private/device_layout.c; what crosses: docs/remote.md,
+ * forwarder/remote/guest/cuda/private/device_layout.c; what crosses: docs/design/remote.md,
  * "The runtime's private tables").  One is served: cuBLASLt's device
  * layout (function 4 of table 1734dc26-...).
  *
@@ -136,7 +136,7 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release, const st
             return vgpu_exec_reply(x, r, NULL, 0);
         if (!n)
             vgpu_warn("executor: the driver's device layout (cuBLASLt's private table) cannot be measured with this "
-                      "allocator: refused to the guest (docs/remote.md)");
+                      "allocator: refused to the guest (docs/design/remote.md)");
         x->layout_length[dev] = n ? (int)n : -1;
     }
     if (x->layout_length[dev] < 0)

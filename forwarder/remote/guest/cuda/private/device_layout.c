@@ -2,7 +2,7 @@
  * cuBLASLt's private table (1734dc26-...), which its Hopper GEMMs ask the
  * driver for: the guest's side (the executor's: forwarder/remote/executor/
  * cuda/private/export_tables.c; the message: forwarder/remote/spec/
- * cuda.remote; docs/remote.md, "The runtime's private tables").
+ * cuda.remote; docs/design/remote.md, "The runtime's private tables").
  *
  * Function 4 gives two descriptions of the current context's device
  * (bytes the driver keeps per device and copies into memory it takes with
@@ -65,7 +65,7 @@ static CUresult refuse_unknown(void)
     static int said;
     if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
         vgpu_warn("remote GPU: a function of the private table 1734dc26-... (cuBLASLt's) is not known: refused as "
-                  "not supported (docs/remote.md)");
+                  "not supported (docs/design/remote.md)");
     return CUDA_ERROR_NOT_SUPPORTED;
 }
 

@@ -9,7 +9,7 @@
  * take guest pointers (callbacks, buffers, the runtime's own structures),
  * so no table can be carried to the host as it stands; each table the
  * runtimes of CUDA 12 and 13 use is emulated here with the public driver
- * calls the remote driver carries (docs/remote.md, "The runtime's private
+ * calls the remote driver carries (docs/design/remote.md, "The runtime's private
  * tables").  The layouts are the runtime's, as open driver
  * reimplementations document them: slot 0 of most tables holds the table's
  * size in bytes.
@@ -474,7 +474,7 @@ static void note_unknown(const uint8_t *id)
         memcpy(unknown[unknown_count++], id, 16);
     pthread_mutex_unlock(&unknown_lock);
     vgpu_info("remote GPU: no private table %02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x "
-              "in the guest: not found (docs/remote.md)",
+              "in the guest: not found (docs/design/remote.md)",
               id[0], id[1], id[2], id[3], id[4], id[5], id[6], id[7], id[8], id[9], id[10], id[11], id[12], id[13],
               id[14], id[15]);
 }
