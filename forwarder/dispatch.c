@@ -4,7 +4,7 @@
 #include "common/log.h"
 #include "common/operator.h"
 #include "forwarder/pathfinder.h"
-#include "forwarder/remote/guest/client.h"
+#include "forwarder/remote/guest/mode.h"
 
 #include <dlfcn.h>
 #include <stdint.h>

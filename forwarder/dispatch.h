@@ -9,20 +9,11 @@
  */
 #pragma once
 
+#include "forwarder/specs.h"
+
 #include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
-
-/* What a library is, for the pathfinder and for the fallbacks. */
-struct vgpu_driver_spec {
-    const char *what;             /* "CUDA driver", for messages */
-    const char *soname;           /* "libcuda.so.1" */
-    const char *file_prefix;      /* "libcuda.so": names a real copy may carry */
-    const char *init_symbol;      /* a function every real copy defines */
-    const char *override_env;     /* "VGPU_REAL_LIBCUDA" */
-    void *(*missing_fn)(void);    /* returns the "function not found" code */
-    void *(*nodriver_fn)(void);   /* returns the "no driver" code */
-};
 
 struct vgpu_dispatch {
     /* Generated (tools/generate/gen_dispatch.py), constant. */
@@ -42,10 +33,6 @@ struct vgpu_dispatch {
     char path[4096];              /* where it was found */
     struct vgpu_revmap *revmap;   /* real function address -> slot */
 };
-
-/* What each real library is (forwarder/specs.c). */
-extern const struct vgpu_driver_spec vgpu_cuda_spec;
-extern const struct vgpu_driver_spec vgpu_nvml_spec;
 
 /* The generated instances. */
 extern struct vgpu_dispatch vgpu_cuda;

@@ -1,7 +1,7 @@
 /* Is this file a real driver library?  Read with libelf, never loaded. */
 #pragma once
 
-#include "forwarder/dispatch.h"
+#include "forwarder/specs.h"
 
 #include <stdbool.h>
 

@@ -1,7 +1,7 @@
 /* Finding the real driver library behind vgpu. */
 #pragma once
 
-#include "forwarder/dispatch.h"
+#include "forwarder/specs.h"
 
 #include <stddef.h>
 

@@ -3,7 +3,7 @@
  * without them.  Both libraries carry both specs: libvgpu-cuda opens the
  * driver's NVML too, for what the vGPU backend must know of the GPUs.
  */
-#include "forwarder/dispatch.h"
+#include "forwarder/specs.h"
 
 #include <cuda.h>
 

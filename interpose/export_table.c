@@ -2,12 +2,12 @@
  * cuGetExportTable: the driver's private tables (the CUDA runtime asks for
  * 8-9 of them) pass through untouched.  One id is vgpu's own: the table
  * through which libvgpu-nvml reaches this library's vGPU backend
- * (vgpu_backend/join/peer.h).
+ * (vgpu_backend/join/peer/peer.h).
  */
 #include "common/export.h"
 #include "common/log.h"
 #include "forwarder/dispatch.h"
-#include "vgpu_backend/join/peer.h"
+#include "vgpu_backend/join/peer/peer.h"
 #include "vgpu_cuda_slots.h"
 
 #include <cuda.h>

@@ -18,7 +18,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The process's vGPU, owned by libvgpu-cuda's copy of this file (peer.h):
+/* The process's vGPU, owned by libvgpu-cuda's copy of this file (peer/peer.h):
  * written once under join_lock (and by the fork handler in a child), read
  * lock-free once published. */
 static struct vgpu_self self;

@@ -5,7 +5,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/contract/window/status_page.h"
-#include "vgpu_backend/join/self.h"
+#include "vgpu_backend/join/joined.h"
 
 #include <errno.h>
 #include <fcntl.h>

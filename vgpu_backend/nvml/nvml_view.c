@@ -6,7 +6,7 @@
  */
 #include "forwarder/dispatch.h"
 #include "vgpu_backend/backend.h"
-#include "vgpu_backend/join/peer.h"
+#include "vgpu_backend/join/peer/peer.h"
 #include "vgpu_backend/nvml/nvml_view.h"
 #include "vgpu_nvml_slots.h"
 

@@ -17,15 +17,7 @@
 #include <stdint.h>
 #include <sys/uio.h>
 
-/* Whether this process drives a remote GPU (VGPU_REMOTE is set). */
-bool vgpu_remote_wanted(void);
-/* The executor's socket, for messages. */
-const char *vgpu_remote_where(void);
-/* Whether the operator lets this process have the remote GPU it asks for:
- * on a machine whose operator requires a source, only the mediator's.  A
- * process it does not is given no remote driver; the backend refuses it,
- * saying why (docs/design/remote.md). */
-bool vgpu_remote_allowed(void);
+#include "forwarder/remote/guest/mode.h"
 
 struct vgpu_dispatch;
 

@@ -1,5 +1,5 @@
-/* Whether this process drives a remote GPU (forwarder/remote/guest/client.h). */
-#include "forwarder/remote/guest/client.h"
+/* Whether this process drives a remote GPU (mode.h). */
+#include "forwarder/remote/guest/mode.h"
 
 #include "common/operator.h"
 

@@ -1,6 +1,6 @@
 /* libvgpu-nvml's side of the peer table; see peer.h. */
 #define _GNU_SOURCE
-#include "vgpu_backend/join/peer.h"
+#include "vgpu_backend/join/peer/peer.h"
 
 #include "common/identity.h"
 #include "common/log.h"

@@ -1,5 +1,5 @@
 /* libvgpu-cuda's side of the peer table; see peer.h. */
-#include "vgpu_backend/join/peer.h"
+#include "vgpu_backend/join/peer/peer.h"
 
 #include <string.h>
 
