@@ -28,6 +28,10 @@ if the tree breaks it, saying what to do.  The areas of the tree have ranks
                    lie above it
   sources          no meson.build compiles a source file of another folder by
                    a '../' path: what is shared is a library
+  word-indexes     the remote code reads and writes what crosses by named
+                   fields (forwarder/remote/spec/ declares them): no array of
+                   64-bit words indexed by a literal, no word read by
+                   position (vgpu_exec_word)
 
 A new rule is a function decorated with @rule below (its name, what it
 checks, what to do when it fails) returning the breaches it found, and a
@@ -242,9 +246,6 @@ def one_circle(graph, comp):
 
 
 # ---- the rules: one function each, in the order --list gives them ----
-#
-# A rule on the remote code's text (the literal word indexes to come) reads
-# tree.sources under REMOTE and returns 'path:line: what' for each breach.
 
 @rule('folders', fix='split the folder by concern into sub-folders, each with its own meson.build')
 def check_folders(tree):
@@ -412,6 +413,36 @@ def check_sources(tree):
                     bad.append("%s:%d compiles %s of another folder" %
                                (os.path.normpath(os.path.join(rel, 'meson.build')), n, s))
     print("meson.build files compiling another folder's sources: %s" % (len(bad) or "none"))
+    return bad
+
+
+WORDS_DECLARED = re.compile(r'\buint64_t\b([^;{]*)')
+LITERAL_INDEX = re.compile(r'\b(\w+)\s*\[\s*(\d+)\s*\]')
+
+
+@rule('word-indexes', fix="declare the message's fields in forwarder/remote/spec/LIB.remote and read them by name "
+      "(struct vgpu_in_CALL, vgpu_out_CALL), or give what is not a message a struct of its own")
+def check_word_indexes(tree):
+    bad = []
+    files = [p for p in tree.sources if p.startswith(REMOTE) and p.endswith(('.c', '.h'))]
+    for path in files:
+        with open(os.path.join(tree.root, path), errors='replace') as f:
+            lines = f.read().splitlines()
+        arrays = set()
+        for line in lines:
+            for m in WORDS_DECLARED.finditer(line):
+                arrays.update(re.findall(r'(\w+)\s*\[', m.group(1)))
+        for n, line in enumerate(lines, 1):
+            code = line.split('//', 1)[0]
+            if 'vgpu_exec_word(' in code:
+                bad.append("%s:%d: a word read by position: %s" % (path, n, line.strip()))
+            for m in LITERAL_INDEX.finditer(code):
+                declared = re.search(r'\buint64_t\b[^;{]*\b%s\s*\[' % re.escape(m.group(1)), code)
+                if m.group(1) in arrays and not declared:
+                    bad.append("%s:%d: %s[%s], a word by its index: %s" % (path, n, m.group(1), m.group(2),
+                                                                          line.strip()))
+    print("the remote code's %d files read what crosses by name: %s" %
+          (len(files), "all" if not bad else "%d literal word indexes" % len(bad)))
     return bad
 
 
