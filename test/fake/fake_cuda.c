@@ -4,12 +4,12 @@
  * Device pointers are real host addresses (anonymous MAP_NORESERVE mappings),
  * so kernels and copies are plain memory operations and a test can "allocate"
  * many GiB without touching RAM. Device memory accounting goes through
- * fakegpu_state (shared with the fake NVML, and with other processes when
+ * gpu/ (shared with the fake NVML, and with other processes when
  * FAKEGPU_STATE names a file). Every exported cu* function has the exact
  * cuda.h prototype (built with -D__CUDA_API_VERSION_INTERNAL, so versioned and
  * legacy names are declared literally). See README.md for the model.
  *
- * Kernels run later, on the device timeline of fake_timeline.c; streams,
+ * Kernels run later, on the device timeline of gpu/timeline.c; streams,
  * events, stream capture and graphs are in fake_streams.c.
  */
 #define _GNU_SOURCE

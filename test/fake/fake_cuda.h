@@ -1,7 +1,7 @@
 /*
  * What the parts of the fake libcuda share: fake_cuda.c (devices, contexts,
  * memory, modules, launches), fake_streams.c (streams, events, stream
- * capture, graphs) and fake_timeline.c (the device side).  Hidden: the
+ * capture, graphs) and gpu/timeline.c (the device side).  Hidden: the
  * library exports only cu* names and the fakegpu_* test helpers.
  */
 #ifndef FAKE_CUDA_H
@@ -9,8 +9,8 @@
 
 #include <cuda.h>
 
-#include "fake_timeline.h"
-#include "fakegpu_state.h"
+#include "test/fake/gpu/timeline.h"
+#include "test/fake/gpu/fakegpu.h"
 
 /* Counts an entry-point call; CUDA_ERROR_NOT_INITIALIZED before cuInit. */
 FAKEGPU_HIDDEN CUresult fake_enter(void);

@@ -1,12 +1,12 @@
 /*
- * Fake libnvidia-ml.so.1: the devices of fakegpu_state, seen through NVML.
+ * Fake libnvidia-ml.so.1: the devices of gpu/, seen through NVML.
  * Memory "used" is what every process sharing FAKEGPU_STATE holds, and
  * utilization the device time they used in the last second, as the real
  * NVML reports them.  Prototypes come from include/vgpu/nvml_abi.h.
  */
 #define _GNU_SOURCE
-#include "fakegpu_busy.h"
-#include "fakegpu_state.h"
+#include "test/fake/gpu/busy.h"
+#include "test/fake/gpu/fakegpu.h"
 #include "vgpu/nvml_abi.h"
 
 #include <pthread.h>

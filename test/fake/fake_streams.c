@@ -1,6 +1,6 @@
 /*
  * Streams, events, stream capture and graphs of the fake libcuda, on the
- * device timeline of fake_timeline.c.
+ * device timeline of gpu/timeline.c.
  *
  * A device runs this process's work in submission order, across its streams
  * (for compute-bound kernels a real device's throughput is the same as if
