@@ -10,12 +10,12 @@
  * legacy names are declared literally). See README.md for the model.
  *
  * Kernels run later, on the device timeline of gpu/timeline.c; streams,
- * events, stream capture and graphs are in fake_streams.c.
+ * events, stream capture and graphs are in cuda/streams/ and cuda/graphs/.
  */
 #define _GNU_SOURCE
 #include <cuda.h>
 
-#include "fake_cuda.h"
+#include "test/fake/cuda/fake_cuda.h"
 
 #include <dlfcn.h>
 #include <errno.h>
