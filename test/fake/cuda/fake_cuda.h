@@ -298,6 +298,6 @@ FAKEGPU_HIDDEN struct CUgraph_st *fake_graph_new(void);
 FAKEGPU_HIDDEN CUresult fake_graph_add_node(CUgraph g, CUgraphNode *out, struct CUgraphNode_st *n);
 
 /* graph_memory.c: grows dev's graph memory reserve to bytes; -1 when the device is full */
-int fake_graph_mem_reserve(int dev, unsigned long long bytes);
+FAKEGPU_HIDDEN int fake_graph_mem_reserve(int dev, unsigned long long bytes);
 
 #endif /* FAKE_CUDA_H */
