@@ -60,6 +60,7 @@ static const struct versioned_name g_versions[] = {
     { "cuEventElapsedTime", 12080, "cuEventElapsedTime_v2" },
 };
 
+/* Owned by this file: this library's own handle, set once (g_self_once). */
 static void *g_self;
 static pthread_once_t g_self_once = PTHREAD_ONCE_INIT;
 

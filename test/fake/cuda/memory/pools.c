@@ -25,6 +25,8 @@ struct CUmemPoolHandle_st {
     struct CUmemPoolHandle_st *next;
 };
 
+/* Owned by this file, under fake_lock: each device's default pool, the
+ * pool its stream-ordered allocations come from, and the created pools. */
 static struct CUmemPoolHandle_st g_default_pools[FAKEGPU_MAX_DEVICES];
 static struct CUmemPoolHandle_st *g_device_pool[FAKEGPU_MAX_DEVICES]; /* NULL = default */
 static struct CUmemPoolHandle_st *g_pools;                            /* created ones */

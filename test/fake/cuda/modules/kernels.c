@@ -44,6 +44,8 @@ static void run_fill_u32(const unsigned long long *args)
         p[i] = ARG(args, 1, unsigned);
 }
 
+/* Owned by this file, never written: a kernel's CUfunction (and CUkernel)
+ * is its entry's address. */
 static struct CUfunc_st g_kernels[] = {
     { KERNEL_MAGIC, "add_one", 2, { sizeof(CUdeviceptr), sizeof(int) }, check_add_one, run_add_one, 0 },
     { KERNEL_MAGIC,
