@@ -1,15 +1,15 @@
 /*
  * Device time used, in time buckets: what the fake NVML's utilization
  * queries report.  One ring per device (all processes) and one per process
- * and device, kept in the shared state (fakegpu_state.c).
+ * and device, kept in the shared state (state.c).
  *
  * Times are CLOCK_MONOTONIC nanoseconds, the clock of the device timeline
- * (fake_timeline.c), which every process of a machine shares.
+ * (timeline.c), which every process of a machine shares.
  */
 #ifndef FAKEGPU_BUSY_H
 #define FAKEGPU_BUSY_H
 
-#include "fakegpu_state.h"
+#include "test/fake/gpu/fakegpu.h"
 
 #include <stdint.h>
 

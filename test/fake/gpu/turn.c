@@ -1,6 +1,6 @@
 /*
  * The time-slicing of a physical device between processes: a FIFO ticket
- * lock in the shared state (see fakegpu_turn.h).
+ * lock in the shared state (see turn.h).
  *
  * serving holds the ticket whose turn it is, shifted left by one; its low
  * bit says that the owner took the turn.  Both a release and a skip are a
@@ -13,7 +13,7 @@
  * was skipped meanwhile queues again.
  */
 #define _GNU_SOURCE
-#include "fakegpu_turn.h"
+#include "test/fake/gpu/turn.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -83,8 +83,7 @@ static int await(struct fakegpu_turn *t, uint32_t ticket)
         if (word >> 1 == ticket) {
             if (word & 1)
                 return 0; /* taken under this number: the ticket circle wrapped */
-            if (__atomic_compare_exchange_n(&t->serving, &word, word | 1, 0, __ATOMIC_SEQ_CST,
-                                            __ATOMIC_SEQ_CST))
+            if (__atomic_compare_exchange_n(&t->serving, &word, word | 1, 0, __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
                 return 1;
             continue;
         }
@@ -147,7 +146,7 @@ int fakegpu_turn_await_wanted(struct fakegpu_turn *t, uint32_t ticket, uint64_t 
 void fakegpu_turn_give(struct fakegpu_turn *t, uint32_t ticket)
 {
     uint32_t held = ticket << 1 | 1;
-    if (__atomic_compare_exchange_n(&t->serving, &held, ((ticket + 1) & TICKET_MASK) << 1, 0,
-                                    __ATOMIC_SEQ_CST, __ATOMIC_SEQ_CST))
+    if (__atomic_compare_exchange_n(&t->serving, &held, ((ticket + 1) & TICKET_MASK) << 1, 0, __ATOMIC_SEQ_CST,
+                                    __ATOMIC_SEQ_CST))
         wake_waiters(t);
 }

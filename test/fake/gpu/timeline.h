@@ -4,7 +4,7 @@
  *
  * One queue per CUdevice; an executor thread per queue, started by its first
  * operation, runs kernels while it holds the physical device's turn
- * (fakegpu_turn.h), which it shares with every process of the same
+ * (turn.h), which it shares with every process of the same
  * FAKEGPU_STATE.  A kernel of ns nanoseconds occupies the device from
  * max(when it was queued, when the device's previous kernel ended) for ns of
  * wall time; an operation counts as done only once that time has passed.
@@ -12,7 +12,7 @@
 #ifndef FAKE_TIMELINE_H
 #define FAKE_TIMELINE_H
 
-#include "fakegpu_state.h"
+#include "test/fake/gpu/fakegpu.h"
 
 #include <cuda.h>
 

@@ -2,7 +2,7 @@
  * Whose turn it is on a physical device: the time-slicing of a GPU between
  * processes (without MPS, a GPU runs the kernels of one process at a time).
  *
- * A FIFO ticket lock in the shared state (fakegpu_state.c), so every process
+ * A FIFO ticket lock in the shared state (state.c), so every process
  * sharing FAKEGPU_STATE queues for the same device and processes with work
  * queued alternate turn by turn.  It survives its holders: a process that
  * dies holding or awaiting a turn (or forgets it, by exec) is skipped.
@@ -11,7 +11,7 @@
 #ifndef FAKEGPU_TURN_H
 #define FAKEGPU_TURN_H
 
-#include "fakegpu_state.h"
+#include "test/fake/gpu/fakegpu.h"
 
 #include <stdint.h>
 
@@ -20,11 +20,11 @@
 #define FAKEGPU_TURN_RING 256
 
 struct fakegpu_turn {
-    uint32_t next;     /* the next ticket to hand out */
-    uint32_t serving;  /* futex word: ticket whose turn it is << 1 | 1 once its owner took it */
-    uint32_t waiters;  /* threads asleep on serving: only then does a release call futex_wake */
+    uint32_t next;         /* the next ticket to hand out */
+    uint32_t serving;      /* futex word: ticket whose turn it is << 1 | 1 once its owner took it */
+    uint32_t waiters;      /* threads asleep on serving: only then does a release call futex_wake */
     uint32_t holder_waits; /* the holder sleeps on next until someone else asks for a turn */
-    uint64_t clock_ns; /* device time (CLOCK_MONOTONIC): when the last kernel run here ends */
+    uint64_t clock_ns;     /* device time (CLOCK_MONOTONIC): when the last kernel run here ends */
     struct {
         uint32_t ticket;     /* the ticket this entry describes */
         int32_t pid;         /* its owner */

@@ -1,5 +1,5 @@
-/* Device time used per 100 ms bucket, and the last second of it (see fakegpu_busy.h). */
-#include "fakegpu_busy.h"
+/* Device time used per 100 ms bucket, and the last second of it (see busy.h). */
+#include "test/fake/gpu/busy.h"
 
 void fakegpu_busy_add(struct fakegpu_busy *b, uint64_t start_ns, uint64_t end_ns)
 {

@@ -1,8 +1,9 @@
 /*
  * Device model shared by the fake libcuda and the fake libnvidia-ml.
  *
- * Both libraries compile fakegpu_state.c in; its functions are hidden so
- * each library keeps its own copy bound locally.
+ * Both libraries compile this folder's model in (config.c, identity.c,
+ * processes.c, state.c, usage.c, busy.c); its functions are hidden so each
+ * library keeps its own copy bound locally.
  *
  * Configuration comes from the environment:
  *   FAKEGPU_DEVICES       number of devices (default 2, at most 16)
@@ -17,8 +18,8 @@
  *   FAKEGPU_TIMESLICE_NS  device time a process keeps the device for while
  *                         others wait (default 200000)
  */
-#ifndef FAKEGPU_STATE_H
-#define FAKEGPU_STATE_H
+#ifndef FAKEGPU_H
+#define FAKEGPU_H
 
 #include <stddef.h>
 
@@ -58,7 +59,7 @@ FAKEGPU_HIDDEN unsigned fakegpu_device_pci_bus(int dev);
  * "01:00.0", ...) to a device index, or -1. */
 FAKEGPU_HIDDEN int fakegpu_device_from_pci_bus_id(const char *bus_id);
 
-/* Device memory accounting, shared by every process using the same state.
+/* usage.c: device memory accounting, shared by every process using the same state.
  * fakegpu_state_charge fails (returns -1) when the device would exceed its
  * memory or the state is unusable. */
 FAKEGPU_HIDDEN int fakegpu_state_charge(int dev, unsigned long long bytes);
@@ -74,8 +75,7 @@ struct fakegpu_proc_figure {
 
 /* Lists live processes using the device. Fills at most cap entries and
  * returns how many there are in total. */
-FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out,
-                                                unsigned cap);
+FAKEGPU_HIDDEN unsigned fakegpu_state_processes(int dev, struct fakegpu_proc_figure *out, unsigned cap);
 
 /* Whether the process pid that started at start_time (clock ticks since
  * boot, /proc/PID/stat field 22) still runs; a zombie does not. */
@@ -84,25 +84,23 @@ FAKEGPU_HIDDEN int fakegpu_process_alive(int pid, unsigned long long start_time)
 FAKEGPU_HIDDEN int fakegpu_self_pid(void);
 FAKEGPU_HIDDEN unsigned long long fakegpu_self_start_time(void);
 
-/* The time-slicing lock and clock of a physical device (fakegpu_turn.h),
+/* The time-slicing lock and clock of a physical device (turn.h),
  * shared like the memory accounting; NULL when the state is unusable. */
 struct fakegpu_turn;
 FAKEGPU_HIDDEN struct fakegpu_turn *fakegpu_state_turn(int dev);
 
 /* The device ran this process's kernels from start_ns to end_ns
  * (CLOCK_MONOTONIC): counted for the device and for the process. */
-FAKEGPU_HIDDEN void fakegpu_state_record_busy(int dev, unsigned long long start_ns,
-                                              unsigned long long end_ns);
+FAKEGPU_HIDDEN void fakegpu_state_record_busy(int dev, unsigned long long start_ns, unsigned long long end_ns);
 
 /* Device time used on dev in the second before now_ns: by all processes
  * (*device_ns) and by each live process that used some (at most cap
  * entries; returns how many there are). */
-FAKEGPU_HIDDEN unsigned fakegpu_state_busy(int dev, unsigned long long now_ns,
-                                           unsigned long long *device_ns,
+FAKEGPU_HIDDEN unsigned fakegpu_state_busy(int dev, unsigned long long now_ns, unsigned long long *device_ns,
                                            struct fakegpu_proc_figure *out, unsigned cap);
 
 /* Export-table rule shared by cuGetExportTable and nvmlInternalGetExportTable:
  * any id whose first byte is 0xfa names the fake's table. */
 FAKEGPU_HIDDEN const void *fakegpu_export_table(const unsigned char *id);
 
-#endif /* FAKEGPU_STATE_H */
+#endif /* FAKEGPU_H */

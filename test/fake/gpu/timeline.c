@@ -1,6 +1,6 @@
 /*
  * Each device's queue in this process and the executor thread that runs it
- * on the device timeline (see fake_timeline.h).
+ * on the device timeline (see timeline.h).
  *
  * Device time is virtual but never ahead of the wall clock: a kernel starts
  * at max(when it was queued, when the device's last kernel ended) and the
@@ -10,15 +10,15 @@
  * ended.  So the device does exactly the work it was given, at most 100% of
  * the time, however loaded the machine running the tests is.
  *
- * The executor holds the physical device's turn (fakegpu_turn.h) while its
+ * The executor holds the physical device's turn (turn.h) while its
  * kernels run.  When another process waits for the device, the turn ends
  * after FAKEGPU_TIMESLICE_NS of device time, preempting a kernel still
  * running (it resumes at the next turn), and the executor queues for it
  * again: processes with work alternate, whatever their kernels' lengths.
  */
 #define _GNU_SOURCE
-#include "fake_timeline.h"
-#include "fakegpu_turn.h"
+#include "test/fake/gpu/timeline.h"
+#include "test/fake/gpu/turn.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -49,9 +49,9 @@ enum executor_state {
 
 struct queue {
     pthread_mutex_t lock;
-    pthread_cond_t work; /* the executor waits here for operations */
-    pthread_cond_t done; /* waiters, and launchers of a full queue, wait here */
-    struct fake_op *ring; /* QUEUE_DEPTH entries; operation seq is at seq % QUEUE_DEPTH */
+    pthread_cond_t work;          /* the executor waits here for operations */
+    pthread_cond_t done;          /* waiters, and launchers of a full queue, wait here */
+    struct fake_op *ring;         /* QUEUE_DEPTH entries; operation seq is at seq % QUEUE_DEPTH */
     unsigned long long submitted; /* operations 1..submitted were queued */
     unsigned long long completed; /* operations 1..completed are done */
     enum executor_state executor;
@@ -273,9 +273,8 @@ static void run_turn(struct queue *q, const struct fake_op *op)
             break;
         pthread_mutex_lock(&q->lock);
         complete_locked(q, op->seq);
-        int more = q->completed < q->submitted &&
-                   (!fakegpu_turn_wanted(turn.shared, turn.ticket) ||
-                    (turn.clock < turn.slice_end && ops < TURN_MAX_OPS));
+        int more = q->completed < q->submitted && (!fakegpu_turn_wanted(turn.shared, turn.ticket) ||
+                                                   (turn.clock < turn.slice_end && ops < TURN_MAX_OPS));
         op = more ? &q->ring[(q->completed + 1) % QUEUE_DEPTH] : NULL;
         pthread_mutex_unlock(&q->lock);
         if (!op)
@@ -291,8 +290,7 @@ static void wait_for_work_locked(struct queue *q)
     if (q->completed == q->submitted) {
         q->executor = EXECUTOR_LINGER;
         struct timespec until = timespec_of(fake_now_ns() + LINGER_NS);
-        while (q->completed == q->submitted &&
-               pthread_cond_timedwait(&q->work, &q->lock, &until) != ETIMEDOUT)
+        while (q->completed == q->submitted && pthread_cond_timedwait(&q->work, &q->lock, &until) != ETIMEDOUT)
             ;
     }
     while (q->completed == q->submitted) {

@@ -1,0 +1,108 @@
+/*
+ * Modules: an image is a NUL-terminated string starting with "fakegpu";
+ * every module holds the same built-in kernels (kernels.c).
+ */
+#define _GNU_SOURCE
+#include "test/fake/cuda/fake_cuda.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define IMAGE_TAG "fakegpu"
+
+int fake_image_ok(const void *image)
+{
+    return image && strncmp((const char *)image, IMAGE_TAG, strlen(IMAGE_TAG)) == 0;
+}
+
+static int module_valid(CUmodule m)
+{
+    return m && m->magic == MODULE_MAGIC && __atomic_load_n(&m->alive, __ATOMIC_ACQUIRE);
+}
+
+static CUresult module_load(CUmodule *module, const void *image)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fake_current_device() < 0)
+        return CUDA_ERROR_INVALID_CONTEXT;
+    if (!fake_image_ok(image))
+        return CUDA_ERROR_INVALID_IMAGE;
+    struct CUmod_st *m = calloc(1, sizeof *m);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    m->magic = MODULE_MAGIC;
+    m->alive = 1;
+    *module = m;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+    ENTER();
+    return module_load(module, image);
+}
+
+/* The JIT's options as a driver answers them: the info log says what was
+ * loaded, the error log why an image was not; the logs' sizes become what
+ * was written, the wall time 1.5 ms, the threads a block 128. */
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions, CUjit_option *options,
+                            void **optionValues)
+{
+    ENTER();
+    if (numOptions && (!options || !optionValues))
+        return CUDA_ERROR_INVALID_VALUE;
+    CUresult r = module_load(module, image);
+    char *info = NULL, *error = NULL;
+    size_t info_size = 0, error_size = 0;
+    for (unsigned i = 0; i < numOptions; i++) {
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER)
+            info = optionValues[i];
+        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER)
+            error = optionValues[i];
+        else if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+            info_size = (size_t)(uintptr_t)optionValues[i];
+        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            error_size = (size_t)(uintptr_t)optionValues[i];
+    }
+    int wrote_info = 0, wrote_error = 0;
+    if (info && info_size)
+        wrote_info = snprintf(info, info_size, "fakegpu jit: %s", r == CUDA_SUCCESS ? "loaded" : "nothing");
+    if (error && error_size && r != CUDA_SUCCESS)
+        wrote_error = snprintf(error, error_size, "fakegpu jit: not an image (%d)", (int)r);
+    for (unsigned i = 0; i < numOptions; i++) {
+        if (options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
+            optionValues[i] = (void *)(uintptr_t)(wrote_info > 0 ? (size_t)wrote_info + 1 : 0);
+        else if (options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
+            optionValues[i] = (void *)(uintptr_t)(wrote_error > 0 ? (size_t)wrote_error + 1 : 0);
+        else if (options[i] == CU_JIT_WALL_TIME) {
+            float ms = 1.5f;
+            memcpy(&optionValues[i], &ms, sizeof(ms));
+        } else if (options[i] == CU_JIT_THREADS_PER_BLOCK)
+            optionValues[i] = (void *)(uintptr_t)128;
+    }
+    return r;
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+    ENTER();
+    if (!module_valid(hmod) || !__atomic_exchange_n(&hmod->alive, 0, __ATOMIC_ACQ_REL))
+        return CUDA_ERROR_INVALID_HANDLE;
+    return CUDA_SUCCESS; /* kept allocated: stale handles are detected */
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+    ENTER();
+    if (!hfunc || !name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(hmod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct CUfunc_st *k = fake_kernel_by_name(name);
+    if (!k)
+        return CUDA_ERROR_NOT_FOUND;
+    *hfunc = k;
+    return CUDA_SUCCESS;
+}
