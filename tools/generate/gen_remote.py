@@ -33,7 +33,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
 from remote_carried import carried, declaration  # noqa: E402
 from remote_messages import Lib, Message  # noqa: E402
-from remote_spec import Spec, SpecError  # noqa: E402
+from remote_spec import Spec, SpecError, read_functions  # noqa: E402
 
 # Each library: its id in HELLO, its header, and its codes for a handle this
 # guest was not given, a call not carried, an entry point the driver lacks,
@@ -90,13 +90,7 @@ def main():
         spec = Spec(a.spec)
     except SpecError as e:
         sys.exit("gen_remote: %s" % e)
-    funcs = []
-    with open(a.symbols) as f:
-        for line in f:
-            p = line.split("#", 1)[0].split()
-            if len(p) == 2 and p[1] == "func":
-                funcs.append(p[0])
-    funcs.sort()
+    funcs = sorted(read_functions(a.symbols))
     missing = [n for n in funcs if n not in spec.calls]
     if missing:
         sys.exit("gen_remote: %s lacks %s: run tools/generate/gen_remote_abi.py again" % (a.spec, ", ".join(missing)))

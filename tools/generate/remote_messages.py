@@ -271,59 +271,35 @@ class Message:
 
     # ---- the guest's side ----
     def guest_call(self, asyncable):
-        lib = self.lib
+        """vgpu_remote_call_NAME, and vgpu_remote_send_NAME where a call of the
+        message may be sent without waiting: the request checked and packed,
+        then waited for and unpacked, or only sent."""
         name = self.name
-        out = []
-        has_reply = bool(self.outs)
-        out.append("int vgpu_remote_call_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in, "
-                   "struct vgpu_out_%s *out)" % (name, name, name))
-        out.append("{")
-        out.extend("    " + l for l in self.guest_request_checks())
-        out.append("    bool host_shared = (flags & VGPU_REMOTE_SHARED) != 0;")
-        out.append("    (void)host_shared;")
         pack, small_max = self.pack(self.ins, "in", "guest", "flags")
-        out.append("    unsigned char small[%d];" % max(8, small_max))
-        out.append("    struct iovec q[8];")
-        out.extend("    " + l for l in pack)
-        if not has_reply:
+        request = list(self.guest_request_checks())
+        request += ["bool host_shared = (flags & VGPU_REMOTE_SHARED) != 0;", "(void)host_shared;",
+                    "unsigned char small[%d];" % max(8, small_max), "struct iovec q[8];"] + pack
+        out = ["int vgpu_remote_call_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in, "
+               "struct vgpu_out_%s *out)" % (name, name, name), "{"]
+        out.extend("    " + line for line in request)
+        if self.outs:
+            out.extend("    " + line for line in self.guest_receive())
+        else:
             out.append("    (void)out;")
             out.append("    return vgpu_remote_call_flagged(slot, flags, q, nq, NULL, 0, NULL);")
-            out.append("}")
-            out.append("")
-        else:
-            out.extend("    " + l for l in self.guest_receive())
-            out.append("}")
-            out.append("")
-        if asyncable and self.out_hosts():
+        out += ["}", ""]
+        if not asyncable:
+            return out
+        if self.out_hosts():  # a shared block takes the reply's bytes: where it is, in out
             out.append("int vgpu_remote_send_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in, "
                        "void *shared_host)" % (name, name))
-            out.append("{")
-            out.append("    struct vgpu_out_%s o;" % name)
-            out.append("    memset(&o, 0, sizeof(o));")
-            out.append("    o.%s = shared_host;" % self.out_hosts()[0].name)
-            out.append("    struct vgpu_out_%s *out = &o;" % name)
-            out.extend("    " + l for l in self.guest_request_checks())
-            out.append("    bool host_shared = (flags & VGPU_REMOTE_SHARED) != 0;")
-            out.append("    (void)host_shared;")
-            out.append("    unsigned char small[%d];" % max(8, small_max))
-            out.append("    struct iovec q[8];")
-            out.extend("    " + l for l in pack)
-            out.append("    return vgpu_remote_send_flagged(slot, flags, q, nq);")
-            out.append("}")
-            out.append("")
-        elif asyncable:
-            out.append("int vgpu_remote_send_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in)"
-                       % (name, name))
-            out.append("{")
-            out.extend("    " + l for l in self.guest_request_checks())
-            out.append("    bool host_shared = (flags & VGPU_REMOTE_SHARED) != 0;")
-            out.append("    (void)host_shared;")
-            out.append("    unsigned char small[%d];" % max(8, small_max))
-            out.append("    struct iovec q[8];")
-            out.extend("    " + l for l in pack)
-            out.append("    return vgpu_remote_send_flagged(slot, flags, q, nq);")
-            out.append("}")
-            out.append("")
+            out += ["{", "    struct vgpu_out_%s o;" % name, "    memset(&o, 0, sizeof(o));",
+                    "    o.%s = shared_host;" % self.out_hosts()[0].name, "    struct vgpu_out_%s *out = &o;" % name]
+        else:
+            out += ["int vgpu_remote_send_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in)"
+                    % (name, name), "{"]
+        out.extend("    " + line for line in request)
+        out += ["    return vgpu_remote_send_flagged(slot, flags, q, nq);", "}", ""]
         return out
 
     def guest_request_checks(self):

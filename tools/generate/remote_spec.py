@@ -312,3 +312,14 @@ class Spec:
                 if f.kind == "host" and f.dir == "out" and any(g.fixed_size() is None for g in c.ins):
                     fail("%s: a reply's guest memory needs a request of fixed fields alone" % f.name)
                 seen[f.name] = f
+
+
+def read_functions(path):
+    """The function names of a symbol list (interpose/LIB.symbols: NAME KIND lines), in its order."""
+    out = []
+    with open(path) as f:
+        for line in f:
+            p = line.split("#", 1)[0].split()
+            if len(p) == 2 and p[1] == "func":
+                out.append(p[0])
+    return out

@@ -17,9 +17,8 @@ int vgpu_exec_cuStreamGetCaptureInfo_v3(struct vgpu_exec *x, void *fn,
     const CUgraphNode *deps = NULL;
     const CUgraphEdgeData *edges = NULL;
     int r = ((CUresult(*)(CUstream, CUstreamCaptureStatus *, cuuint64_t *, CUgraph *, const CUgraphNode **,
-                          const CUgraphEdgeData **, size_t *))fn)(in->hStream, &out.captureStatus_out, &out.id_out,
-                                                                  &out.graph_out, &deps, &edges,
-                                                                  &out.numDependencies_out);
+                          const CUgraphEdgeData **, size_t *))fn)(
+        in->hStream, &out.captureStatus_out, &out.id_out, &out.graph_out, &deps, &edges, &out.numDependencies_out);
     if (r == CUDA_SUCCESS && out.numDependencies_out > VGPU_OUT_cuStreamGetCaptureInfo_v3_numDependencies_out_MAX)
         r = CUDA_ERROR_NOT_SUPPORTED; /* more than a guest's reply carries */
     if (r != CUDA_SUCCESS)

@@ -99,8 +99,7 @@ int vgpu_exec_cuMemcpyHtoDAsync_v2(struct vgpu_exec *x, void *fn, const struct v
 static int to_host(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpyDtoHAsync_v2 *in, bool async,
                    const char *call)
 {
-    const struct copy c = { in->srcDevice, in->ByteCount, async ? in->hStream : NULL, async, NULL,
-                            in->dstHost_shared };
+    const struct copy c = { in->srcDevice, in->ByteCount, async ? in->hStream : NULL, async, NULL, in->dstHost_shared };
     if (x->shared_host)
         return shared(x, fn, &c, false, call);
     if (c.n > VGPU_REMOTE_CHUNK)

@@ -74,8 +74,7 @@ int vgpu_exec_cuGraphNodeGetDependencies(struct vgpu_exec *x, void *fn, const st
     return arrays(x, fn, in, ONE, "cuGraphNodeGetDependencies");
 }
 
-int vgpu_exec_cuGraphNodeGetDependencies_v2(struct vgpu_exec *x, void *fn,
-                                            const struct vgpu_in_cuGraphGetEdges_v2 *in)
+int vgpu_exec_cuGraphNodeGetDependencies_v2(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGraphGetEdges_v2 *in)
 {
     return arrays(x, fn, in, ONE_EDGES, "cuGraphNodeGetDependencies_v2");
 }

@@ -90,6 +90,17 @@ static bool attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
     }
 }
 
+/* The launch config of a message that carries one's fields (designated
+ * initializers), with the attributes copied out of it. */
+#define CONFIG_OF(in, copied)                                                                                          \
+    (CUlaunchConfig)                                                                                                   \
+    {                                                                                                                  \
+        .gridDimX = (in)->gridDimX, .gridDimY = (in)->gridDimY, .gridDimZ = (in)->gridDimZ,                            \
+        .blockDimX = (in)->blockDimX, .blockDimY = (in)->blockDimY, .blockDimZ = (in)->blockDimZ,                      \
+        .sharedMemBytes = (in)->sharedMemBytes, .hStream = (in)->hStream, .attrs = (in)->numAttrs ? (copied) : NULL,   \
+        .numAttrs = (in)->numAttrs                                                                                     \
+    }
+
 /* The attributes, each a copy (the driver may read them after the request
  * buffer is reused), refused (*r) unless each may be passed on. */
 static void attributes_of(const struct vgpu_exec *x, uint32_t n, const CUlaunchAttribute *in, CUlaunchAttribute *attrs,
@@ -116,18 +127,7 @@ int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const struct vgpu_
     if (r == 0)
         r = q;
     if (r == 0) {
-        CUlaunchConfig c = {
-            .gridDimX = in->gridDimX,
-            .gridDimY = in->gridDimY,
-            .gridDimZ = in->gridDimZ,
-            .blockDimX = in->blockDimX,
-            .blockDimY = in->blockDimY,
-            .blockDimZ = in->blockDimZ,
-            .sharedMemBytes = in->sharedMemBytes,
-            .hStream = in->hStream,
-            .attrs = in->numAttrs ? attrs : NULL,
-            .numAttrs = in->numAttrs,
-        };
+        CUlaunchConfig c = CONFIG_OF(in, attrs);
         r = ((CUresult(*)(const CUlaunchConfig *, CUfunction, void **, void **))fn)(&c, in->f, p.p, NULL);
     }
     return vgpu_exec_reply(x, r, NULL, 0);
@@ -142,18 +142,7 @@ int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn,
     attributes_of(x, in->numAttrs, in->attrs, attrs, &r);
     struct vgpu_out_cuOccupancyMaxActiveClusters out = { 0 };
     if (r == 0) {
-        CUlaunchConfig c = {
-            .gridDimX = in->gridDimX,
-            .gridDimY = in->gridDimY,
-            .gridDimZ = in->gridDimZ,
-            .blockDimX = in->blockDimX,
-            .blockDimY = in->blockDimY,
-            .blockDimZ = in->blockDimZ,
-            .sharedMemBytes = in->sharedMemBytes,
-            .hStream = in->hStream,
-            .attrs = in->numAttrs ? attrs : NULL,
-            .numAttrs = in->numAttrs,
-        };
+        CUlaunchConfig c = CONFIG_OF(in, attrs);
         r = ((CUresult(*)(int *, CUfunction, const CUlaunchConfig *))fn)(&out.numClusters, in->func, &c);
     }
     return vgpu_exec_reply_cuOccupancyMaxActiveClusters(x, r, in, &out);

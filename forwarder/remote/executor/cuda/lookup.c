@@ -37,10 +37,10 @@ static int proc_address(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGe
 {
     void *p = NULL;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
-    CUresult r = v2 ? ((CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))fn)(
-                          in->symbol, &p, in->cudaVersion, in->flags, &status)
-                    : ((CUresult(*)(const char *, void **, int, cuuint64_t))fn)(in->symbol, &p, in->cudaVersion,
-                                                                                 in->flags);
+    CUresult r =
+        v2 ? ((CUresult(*)(const char *, void **, int, cuuint64_t, CUdriverProcAddressQueryResult *))fn)(
+                 in->symbol, &p, in->cudaVersion, in->flags, &status)
+           : ((CUresult(*)(const char *, void **, int, cuuint64_t))fn)(in->symbol, &p, in->cudaVersion, in->flags);
     Dl_info info;
     const char *name = "";
     if (r == CUDA_SUCCESS && p) {

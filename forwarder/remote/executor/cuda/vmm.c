@@ -83,7 +83,7 @@ int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const struct vgpu_in
 {
     if (!vgpu_exec_device_range(x, in->ptr, in->size ? in->size : 1, "cuMemSetAccess"))
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
-    int r = ((CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))fn)(in->ptr, in->size, in->desc,
-                                                                                    in->count);
+    int r =
+        ((CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))fn)(in->ptr, in->size, in->desc, in->count);
     return vgpu_exec_reply(x, r, NULL, 0);
 }

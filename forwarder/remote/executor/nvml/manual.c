@@ -25,9 +25,9 @@ static int processes(struct vgpu_exec *x, void *fn, const struct vgpu_in_nvmlDev
     int r = ((int (*)(nvmlDevice_t, unsigned *, void *))fn)(in->device, &count, count ? infos : NULL);
     if (r == 0 && count > in->room)
         r = NVML_ERROR_UNKNOWN; /* the driver wrote past the room it was given: cannot be */
-    struct vgpu_out_nvmlDeviceGetComputeRunningProcesses_v3 out = {
-        .count = count, .infos = infos, .infos_size = r == 0 ? count * entry : 0
-    };
+    struct vgpu_out_nvmlDeviceGetComputeRunningProcesses_v3 out = { .count = count,
+                                                                    .infos = infos,
+                                                                    .infos_size = r == 0 ? count * entry : 0 };
     return vgpu_exec_reply_nvmlDeviceGetComputeRunningProcesses_v3(x, r, in, &out);
 }
 
@@ -55,20 +55,20 @@ int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses(struct vgpu_exec *x, void *f
     return processes(x, fn, in, sizeof(nvmlProcessInfo_v1_t), "nvmlDeviceGetGraphicsRunningProcesses");
 }
 
-int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses_v2(
-    struct vgpu_exec *x, void *fn, const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
+int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses_v2(struct vgpu_exec *x, void *fn,
+                                                       const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
 {
     return processes(x, fn, in, sizeof(nvmlProcessInfo_v2_t), "nvmlDeviceGetGraphicsRunningProcesses_v2");
 }
 
-int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses_v3(
-    struct vgpu_exec *x, void *fn, const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
+int vgpu_exec_nvmlDeviceGetGraphicsRunningProcesses_v3(struct vgpu_exec *x, void *fn,
+                                                       const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
 {
     return processes(x, fn, in, sizeof(nvmlProcessInfo_t), "nvmlDeviceGetGraphicsRunningProcesses_v3");
 }
 
-int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses(
-    struct vgpu_exec *x, void *fn, const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
+int vgpu_exec_nvmlDeviceGetMPSComputeRunningProcesses(struct vgpu_exec *x, void *fn,
+                                                      const struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 *in)
 {
     return processes(x, fn, in, sizeof(nvmlProcessInfo_v1_t), "nvmlDeviceGetMPSComputeRunningProcesses");
 }

@@ -34,9 +34,9 @@ static CUresult arrays(unsigned slot, void *h, CUgraphNode *a, CUgraphNode *b, C
         .secondRoom = b ? room : 0,
         .edgeRoom = edges ? room : 0,
     };
-    struct vgpu_out_cuGraphGetEdges_v2 out = {
-        .first = buf, .second = buf ? buf + room : NULL, .edges = buf ? (CUgraphEdgeData *)(buf + 2 * room) : NULL
-    };
+    struct vgpu_out_cuGraphGetEdges_v2 out = { .first = buf,
+                                               .second = buf ? buf + room : NULL,
+                                               .edges = buf ? (CUgraphEdgeData *)(buf + 2 * room) : NULL };
     CUresult r = (CUresult)vgpu_remote_call_cuGraphGetEdges_v2(slot, 0, &in, &out);
     if (r == CUDA_SUCCESS && room && out.count > room)
         r = CUDA_ERROR_UNKNOWN;

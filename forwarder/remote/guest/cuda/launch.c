@@ -239,6 +239,13 @@ CUresult vgpu_remote_guest_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned
                                                        params);
 }
 
+/* A launch's grid, block, shared memory and stream from its config, as the
+ * messages that take a config name them (designated initializers). */
+#define LAUNCH_SHAPE(c)                                                                                                \
+    .gridDimX = (c)->gridDimX, .gridDimY = (c)->gridDimY, .gridDimZ = (c)->gridDimZ, .blockDimX = (c)->blockDimX,      \
+    .blockDimY = (c)->blockDimY, .blockDimZ = (c)->blockDimZ, .sharedMemBytes = (c)->sharedMemBytes,                   \
+    .hStream = (c)->hStream
+
 /* A launch's attributes cross as they are; the executor takes those whose
  * values are plain data or events it gave (docs/design/remote.md). */
 static bool attributes_carried(const CUlaunchConfig *config, unsigned slot, CUresult *r)
@@ -266,14 +273,7 @@ CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunc
         .numAttrs = config->numAttrs,
         .attrs = config->attrs,
         .f = f,
-        .gridDimX = config->gridDimX,
-        .gridDimY = config->gridDimY,
-        .gridDimZ = config->gridDimZ,
-        .blockDimX = config->blockDimX,
-        .blockDimY = config->blockDimY,
-        .blockDimZ = config->blockDimZ,
-        .sharedMemBytes = config->sharedMemBytes,
-        .hStream = config->hStream,
+        LAUNCH_SHAPE(config),
         .count = p.count,
         .sizes = p.sizes,
         .params = p.bytes,
@@ -296,14 +296,7 @@ CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
         .numAttrs = config->numAttrs,
         .attrs = config->attrs,
         .func = f,
-        .gridDimX = config->gridDimX,
-        .gridDimY = config->gridDimY,
-        .gridDimZ = config->gridDimZ,
-        .blockDimX = config->blockDimX,
-        .blockDimY = config->blockDimY,
-        .blockDimZ = config->blockDimZ,
-        .sharedMemBytes = config->sharedMemBytes,
-        .hStream = config->hStream,
+        LAUNCH_SHAPE(config),
     };
     struct vgpu_out_cuOccupancyMaxActiveClusters out = { 0 };
     r = (CUresult)vgpu_remote_call_cuOccupancyMaxActiveClusters(SLOT(cuOccupancyMaxActiveClusters), 0, &in, &out);

@@ -28,14 +28,14 @@ static nvmlReturn_t processes(unsigned slot, nvmlDevice_t device, unsigned *coun
     if (!count || (*count && !infos))
         return NVML_ERROR_INVALID_ARGUMENT;
     unsigned room = *count < MAX_PROCESSES ? *count : MAX_PROCESSES;
-    struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 in = {
-        .device = device, .room = room, .entry = (uint32_t)entry
-    };
+    struct vgpu_in_nvmlDeviceGetComputeRunningProcesses_v3 in = { .device = device,
+                                                                  .room = room,
+                                                                  .entry = (uint32_t)entry };
     /* The count comes back whatever the call returned (how many there
      * are, for a room too small), or, with no reply, stays. */
-    struct vgpu_out_nvmlDeviceGetComputeRunningProcesses_v3 out = {
-        .count = *count, .tail = infos, .tail_size = room * entry
-    };
+    struct vgpu_out_nvmlDeviceGetComputeRunningProcesses_v3 out = { .count = *count,
+                                                                    .tail = infos,
+                                                                    .tail_size = room * entry };
     int r = vgpu_remote_call_nvmlDeviceGetComputeRunningProcesses_v3(slot, 0, &in, &out);
     if (r == NVML_SUCCESS && (out.count > room || out.infos_size != out.count * entry))
         return NVML_ERROR_UNKNOWN;
