@@ -38,9 +38,12 @@ seeds = {
                carried("cuStreamSynchronize", [0xdead0000]),
     "module": msg("cuModuleLoadData", words(8) + b"fakegpu\0") +
               msg("cuModuleGetFunction", words(h) + b"add_one"),
-    "copies": msg("cuMemcpyHtoD_v2", words(0x5000, 16) + bytes(16)) + msg("cuMemcpyDtoH_v2", words(0x5000, 16)),
-    "launch": msg("cuLaunchKernel", words(h, 1, 1, 1, 32, 1, 1, 0, 0, 2, 8, 4) + words(0x5000) + words(7),
-                  flags=1) + carried("cuCtxSynchronize", []),
+    # the messages as forwarder/remote/spec/cuda.remote declares them: a copy's device address, length,
+    # stream (0: a synchronous one), bytes; a launch's function, grid, block, shared memory, stream,
+    # its parameters' count, their sizes (4 bytes each, padded to 8), their bytes (each padded to 8)
+    "copies": msg("cuMemcpyHtoD_v2", words(0x5000, 16, 0) + bytes(16)) + msg("cuMemcpyDtoH_v2", words(0x5000, 16, 0)),
+    "launch": msg("cuLaunchKernel", words(h, 1, 1, 1, 32, 1, 1, 0, 0, 2) + struct.pack("<II", 8, 4) +
+                  words(0x5000) + words(7), flags=1) + carried("cuCtxSynchronize", []),
     "strings": msg("cuGetErrorString", words(1)) + msg("cuDeviceGetName", words(64, 0)) +
                msg("cuGetProcAddress_v2", words(13000, 0) + b"cuMemAlloc"),
     "events": carried("cuEventRecord", [h + 2, h + 1]) + carried("cuEventQuery", [h + 2]),

@@ -303,7 +303,7 @@ class Spec:
                     if ref is None or not ref.scalar():
                         fail("%s: counted by %s, which is no earlier integer of the %s" % (
                             f.name, f.count.text, "request" if f.count.of_request or f.dir == "in" else "reply"))
-                    if f.dir == "in" and ref.bound is None and f.kind not in ("bytes", "host"):
+                    if ref.bound is None and f.kind not in ("bytes", "host") and (f.dir == "in" or f.elem()[1] > 1):
                         fail("%s: counted by %s, which has no bound (<= N)" % (f.name, f.count.field))
                 if "always" in f.opts and any("always" not in g.opts for g in fields[:i]):
                     fail("%s: always fields lead the reply" % f.name)
