@@ -24,6 +24,7 @@ struct pointer_attributes { /* cudaPointerAttributes */
     int type;               /* 1 host, 2 device */
     int device;
     void *device_pointer, *host_pointer;
+    long reserved[8]; /* the runtime writes these too */
 };
 
 static void *rt;
@@ -156,7 +157,7 @@ int main(int argc, char **argv)
     float *pinned = NULL;
     check("cudaMallocHost", RT(cudaError_t, cudaMallocHost, void **, size_t)((void **)&pinned, N * sizeof(float)));
     /* What the runtime knows of a pointer: the device's, and the guest's page-locked memory. */
-    struct pointer_attributes pa = { -1, -1, NULL, NULL };
+    struct pointer_attributes pa = { .type = -1, .device = -1 };
     cudaError_t (*attributes)(struct pointer_attributes *, const void *) =
         RT(cudaError_t, cudaPointerGetAttributes, struct pointer_attributes *, const void *);
     check("cudaPointerGetAttributes of device memory", attributes(&pa, d));
