@@ -72,7 +72,7 @@ load malformed "$tmp/seeds" "$seed" || fail "the malformed inputs"
 alive "the malformed inputs"
 stranger() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 py3=$(command -v /usr/bin/python3 python3 | head -n 1)
-if [ "$me" = 0 ] && command -v setpriv >/dev/null && stranger "$py3" -c "import sys; sys.path[:0] = ['$here']; import mediator_tenant; open('$stress/mediator_load.py')" 2>/dev/null; then
+if [ "$me" = 0 ] && command -v setpriv >/dev/null && stranger "$py3" -c "import sys; sys.path[:0] = ['$here/mediator']; import mediator_tenant; open('$stress/mediator_load.py')" 2>/dev/null; then
     chmod 755 "$tmp"
     stranger env -u LD_PRELOAD "$py3" "$stress/mediator_load.py" "$tmp/sock" stranger 200 || fail "another user's clients"
     alive "another user's clients"
