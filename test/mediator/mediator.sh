@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
 # vgpu-mediatord end to end: mediator.sh SCENARIO BUILD_DIR
 # (the scenarios' shared steps: mediator_lib.sh)
-set -u
-scenario=$1
-build=$2
-here=$(dirname "$(realpath "$0")")
+scenario=$1 build=$2
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/mediator_lib.sh"
+. "$(dirname "$(realpath "$0")")/mediator_lib.sh"
 
 case $scenario in
 admit-by-uid)
@@ -959,4 +956,4 @@ removes-an-older-mediators-window-files)
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok
