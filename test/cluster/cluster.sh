@@ -3,34 +3,26 @@
 # A vGPU's cgroups =, the vGPUs containers = makes, bound by vgpu-cdi-hook
 # (BIND), what the device plugin reads of them (CLUSTER), and the GPUs' health.
 # Needs root and a writable cgroup v2 hierarchy (else skipped, 77).
-set -u
-scenario=$1
-build=$2
-here=$(dirname "$(realpath "$0")")
+scenario=$1 build=$2
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/../mediator/mediator_lib.sh"
-hook=$build/tools/vgpu-cdi-hook
+. "$(dirname "$(realpath "$0")")/../mediator/mediator_lib.sh"
+hook=$vgpu_cdi_hook
 
+need_root "the test makes cgroups"
 cg_mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
 own=$(sed -n 's/^0:://p' /proc/self/cgroup)
-if [ "$me" != 0 ] || [ -z "$cg_mount" ] || [ "$own" = "" ]; then
-    echo "# needs root and a cgroup v2 hierarchy: skipped"
-    exit 77
-fi
+[ -n "$cg_mount" ] && [ -n "$own" ] || skip "no cgroup v2 hierarchy"
 # Test cgroups beside ours, as /proc/PID/cgroup names them.
 base=/vgpu-test.$$
-if ! mkdir "$cg_mount$base" 2>/dev/null; then
-    echo "# cannot make a cgroup in $cg_mount: skipped"
-    exit 77
-fi
-cleanup_cgroups() {
-    for p in $pids; do kill -9 "$p" 2>/dev/null; done
-    for p in $pids; do wait "$p" 2>/dev/null; done
+mkdir "$cg_mount$base" 2>/dev/null || skip "cannot make a cgroup in $cg_mount"
+# At exit, the processes in the test cgroups end before the cgroups go.
+remove_cgroups() {
+    for p in $pids; do kill -9 "$p"; done
+    for p in $pids; do wait "$p"; done
     pids=
-    for d in "$cg_mount$base"/*/ "$cg_mount$base"; do [ -d "$d" ] && rmdir "$d" 2>/dev/null; done
-    cleanup
+    for d in "$cg_mount$base"/*/ "$cg_mount$base"; do [ -d "$d" ] && rmdir "$d"; done
 }
-trap cleanup_cgroups EXIT
+at_exit remove_cgroups
 
 # cgroup NAME: makes $base/NAME; prints its path.
 cgroup() { mkdir -p "$cg_mount$base/$1" && echo "$base/$1"; }
@@ -256,7 +248,7 @@ mediator-in-its-own-cgroup-namespace)
     # From a cgroup namespace of its own the mediator reads other cgroups
     # as paths with "..": it cannot tell a container, so it admits no one
     # while a vGPU admits by cgroup, and says why.
-    command -v unshare >/dev/null && unshare --cgroup true 2>/dev/null || { echo "# no unshare --cgroup: skipped"; exit 77; }
+    command -v unshare >/dev/null && unshare --cgroup true 2>/dev/null || skip "no unshare --cgroup"
     config "[vgpu.train]" "devices = 0" "memory = 1G" "compute = 30" "containers = 1" \
            "[vgpu.host]" "devices = 1" "memory = 3G" "uids = $me"
     med_cg=$(cgroup mediator); c1=$(cgroup c1)

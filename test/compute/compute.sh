@@ -9,40 +9,30 @@
 # for the fake GPU 0 in /dev/shm/vgpu-UID/; mediated ones are given vGPUs
 # by a vgpu-mediatord started here.  The bounds are wider than the GPU
 # suite's (docs/design/compute.md): a 2-core CI machine runs this, loaded.
-set -u
-scenario=$1
-build=$2
+scenario=$1 build=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+use_build "$build"
 workload=$build/test/compute/compute_client
 tool=$build/test/compute/sched_page_test
-med=$build/tools/vgpu-mediatord
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-compute.XXXXXX") || exit 1
-pids=
+med=$vgpu_mediatord
+temp_dir vgpu-compute
 medpid=
-cleanup() {
-    exec 2>/dev/null
-    [ -n "$medpid" ] && kill -CONT "$medpid"
-    for p in $pids $medpid; do kill -9 "$p"; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+at_exit '[ -n "$medpid" ] && kill -CONT "$medpid" && kill -9 "$medpid"'
+fail_logs="$tmp/*.out $tmp/*.err $tmp/med.log"
+fail_lines=20
 
-unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_COMPUTE_MODE
-unset VGPU_MEDIATOR_SOCKET VGPU_LOG_FILE FAKEGPU_LAUNCH_NS FAKEGPU_KERNEL_NS FAKEGPU_TIMESLICE_NS FAKEGPU_DEVICES
-export FAKEGPU_STATE=$tmp/fake.state # one fake GPU for every process of the test
+fake_gpu shared # one fake GPU for every process of the test
+unset VGPU_MEDIATOR_SOCKET
 export VGPU_LOG=${COMPUTE_TEST_LOG:-info} # COMPUTE_TEST_LOG=debug: the arbiter's every turn
 
 page() { # this user's page for the fake GPU 0 (once a tenant made it)
     ls /dev/shm/vgpu-$(id -u)/sched-GPU-fa4e0000-0000-0000-0000-000000000000.v* 2>/dev/null | tail -n 1
 }
 
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err "$tmp/med.log"; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 20 "$f"; } >&2
-    done
-    [ -n "$(page)" ] && "$tool" show "$(page)" >&2
-    exit 1
+# A failure shows the page too.
+on_fail() {
+    [ -n "$(page)" ] && "$tool" show "$(page)"
 }
 
 field() { # FILE KEY: the value of KEY in a workload's line
@@ -606,4 +596,4 @@ sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeou
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok

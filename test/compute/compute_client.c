@@ -89,11 +89,11 @@ static void die(const char *what, CUresult r)
     exit(1);
 }
 
-#define MUST(call)                           \
-    do {                                     \
-        CUresult must_r_ = (call);           \
-        if (must_r_ != CUDA_SUCCESS)         \
-            die(#call, must_r_);             \
+#define MUST(call)                                                                                                     \
+    do {                                                                                                               \
+        CUresult must_r_ = (call);                                                                                     \
+        if (must_r_ != CUDA_SUCCESS)                                                                                   \
+            die(#call, must_r_);                                                                                       \
     } while (0)
 
 static void usage(void)
@@ -152,31 +152,30 @@ static struct options parse(int argc, char **argv)
 
 /* On a real GPU: a fixed amount of work per thread (so that it takes longer
  * when it has to share the GPU), kept alive by a store it never makes. */
-static const char busy_ptx[] =
-    ".version 7.0\n"
-    ".target sm_70\n"
-    ".address_size 64\n"
-    ".global .f32 sink;\n"
-    ".visible .entry busy(.param .u64 iterations)\n"
-    "{\n"
-    "  .reg .pred %p;\n"
-    "  .reg .u64 %i, %n;\n"
-    "  .reg .f32 %x;\n"
-    "  ld.param.u64 %n, [iterations];\n"
-    "  mov.u64 %i, 0;\n"
-    "  mov.f32 %x, 0f3F800000;\n"
-    "  setp.eq.u64 %p, %n, 0;\n"
-    "  @%p bra DONE;\n"
-    "LOOP:\n"
-    "  fma.rn.f32 %x, %x, 0f3F7FFFF0, 0f3A83126F;\n"
-    "  add.u64 %i, %i, 1;\n"
-    "  setp.lt.u64 %p, %i, %n;\n"
-    "  @%p bra LOOP;\n"
-    "DONE:\n"
-    "  setp.eq.f32 %p, %x, 0f00000000;\n"
-    "  @%p st.global.f32 [sink], %x;\n"
-    "  ret;\n"
-    "}\n";
+static const char busy_ptx[] = ".version 7.0\n"
+                               ".target sm_70\n"
+                               ".address_size 64\n"
+                               ".global .f32 sink;\n"
+                               ".visible .entry busy(.param .u64 iterations)\n"
+                               "{\n"
+                               "  .reg .pred %p;\n"
+                               "  .reg .u64 %i, %n;\n"
+                               "  .reg .f32 %x;\n"
+                               "  ld.param.u64 %n, [iterations];\n"
+                               "  mov.u64 %i, 0;\n"
+                               "  mov.f32 %x, 0f3F800000;\n"
+                               "  setp.eq.u64 %p, %n, 0;\n"
+                               "  @%p bra DONE;\n"
+                               "LOOP:\n"
+                               "  fma.rn.f32 %x, %x, 0f3F7FFFF0, 0f3A83126F;\n"
+                               "  add.u64 %i, %i, 1;\n"
+                               "  setp.lt.u64 %p, %i, %n;\n"
+                               "  @%p bra LOOP;\n"
+                               "DONE:\n"
+                               "  setp.eq.f32 %p, %x, 0f00000000;\n"
+                               "  @%p st.global.f32 [sink], %x;\n"
+                               "  ret;\n"
+                               "}\n";
 
 struct kernel {
     CUfunction fn;
@@ -272,93 +271,137 @@ static void go_around_the_gate(void)
     drv.graph_launch = (__typeof__(drv.graph_launch))graph_launch;
 }
 
-int main(int argc, char **argv)
+/* What the loop runs: the kernel, its stream and parameter, the graph of a
+ * batch (--graph), and the events of the two batches in flight. */
+struct loop {
+    const struct options *o;
+    struct kernel k;
+    CUstream s;
+    unsigned long long units;
+    void *params[1];
+    CUgraphExec exec;
+    CUevent start[2], end[2];
+};
+
+/* Device o->device's primary context, current; the loop's calls through vgpu. */
+static void start_on_the_device(const struct options *o, struct loop *l)
 {
-    struct options o = parse(argc, argv);
-    (void)nvml_handle; /* client_util.h's: this program needs no NVML */
     drv.launch = F(cuLaunchKernel);
     drv.record = F(cuEventRecord);
     drv.event_sync = F(cuEventSynchronize);
     drv.elapsed = F(cuEventElapsedTime);
     drv.graph_launch = F(cuGraphLaunch);
-
     MUST(F(cuInit)(0));
     CUdevice dev;
     CUcontext ctx;
-    MUST(F(cuDeviceGet)(&dev, o.device));
+    MUST(F(cuDeviceGet)(&dev, o->device));
     MUST(F(cuDevicePrimaryCtxRetain)(&ctx, dev));
     MUST(F(cuCtxSetCurrent)(ctx));
-    CUstream s = NULL;
-    if (o.stream)
-        MUST(F(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING));
+    l->o = o;
+    l->s = NULL;
+    if (o->stream)
+        MUST(F(cuStreamCreate)(&l->s, CU_STREAM_NON_BLOCKING));
+    l->k = load_kernel(dev, l->s, o->units_per_us);
+}
 
-    struct kernel k = load_kernel(dev, s, o.units_per_us);
-    if (o.around_the_gate)
-        go_around_the_gate();
-    unsigned long long units = (unsigned long long)(o.kernel_us * k.units_per_us + 0.5);
-    void *params[] = { &units };
-
-    CUgraphExec exec = NULL;
-    if (o.graph) {
+static void prepare_the_loop(struct loop *l)
+{
+    l->units = (unsigned long long)(l->o->kernel_us * l->k.units_per_us + 0.5);
+    l->params[0] = &l->units;
+    l->exec = NULL;
+    if (l->o->graph) {
         CUgraph g;
-        MUST(F(cuStreamBeginCapture_v2)(s, CU_STREAM_CAPTURE_MODE_GLOBAL));
-        launch_batch(&o, &k, s, params);
-        MUST(F(cuStreamEndCapture)(s, &g));
-        MUST(F(cuGraphInstantiateWithFlags)(&exec, g, 0));
+        MUST(F(cuStreamBeginCapture_v2)(l->s, CU_STREAM_CAPTURE_MODE_GLOBAL));
+        launch_batch(l->o, &l->k, l->s, l->params);
+        MUST(F(cuStreamEndCapture)(l->s, &g));
+        MUST(F(cuGraphInstantiateWithFlags)(&l->exec, g, 0));
     }
-    /* Two batches in flight: the host waits for the one before the one it
-     * just queued, so the device never waits for the host to wake up. */
-    CUevent start[2], end[2];
     for (int i = 0; i < 2; i++) {
-        MUST(F(cuEventCreate)(&start[i], CU_EVENT_DEFAULT));
-        MUST(F(cuEventCreate)(&end[i], CU_EVENT_DEFAULT));
+        MUST(F(cuEventCreate)(&l->start[i], CU_EVENT_DEFAULT));
+        MUST(F(cuEventCreate)(&l->end[i], CU_EVENT_DEFAULT));
     }
+}
 
-    for (double w0 = now_s(); (now_s() - w0) * 1e3 < o.warm_up_ms;) {
-        if (exec)
-            MUST(drv.graph_launch(exec, s));
-        else
-            launch_batch(&o, &k, s, params);
-        MUST(drv.record(end[0], s));
-        MUST(drv.event_sync(end[0]));
+static void run_batch(struct loop *l)
+{
+    if (l->exec)
+        MUST(drv.graph_launch(l->exec, l->s));
+    else
+        launch_batch(l->o, &l->k, l->s, l->params);
+}
+
+/* --warm-up-ms: batches, each waited for. */
+static void warm_up(struct loop *l)
+{
+    for (double w0 = now_s(); (now_s() - w0) * 1e3 < l->o->warm_up_ms;) {
+        run_batch(l);
+        MUST(drv.record(l->end[0], l->s));
+        MUST(drv.event_sync(l->end[0]));
     }
-    if (o.start_at_ms >= 0)
-        wait_until_epoch_ms(o.start_at_ms);
-    double t0 = now_s(), cpu0 = thread_cpu_s(), t1 = t0, device_ms = 0;
-    unsigned long long kernels = 0;
+}
+
+/* What the measured loop did: its kernels, their device time, and when it
+ * began and last saw a batch end. */
+struct measured {
+    unsigned long long kernels;
+    double device_ms, t0, t1, cpu0;
+};
+
+/* Batch b's end waited for, and counted. */
+static void count_batch(struct loop *l, int b, struct measured *m)
+{
+    MUST(drv.event_sync(l->end[b]));
+    m->device_ms += elapsed_ms(l->start[b], l->end[b]);
+    m->kernels += l->o->batch_kernels;
+    m->t1 = now_s();
+}
+
+/* Two batches in flight: the host waits for the one before the one it just
+ * queued, so the device never waits for the host to wake up (--sync-each:
+ * each batch waited for before the next). */
+static struct measured measure(struct loop *l)
+{
+    struct measured m = { .t0 = now_s(), .cpu0 = thread_cpu_s() };
+    m.t1 = m.t0;
     for (unsigned long long batch = 0;; batch++) {
         int b = (int)(batch % 2), prev = 1 - b;
-        int last = t1 - t0 >= o.seconds;
+        int last = m.t1 - m.t0 >= l->o->seconds;
         if (!last) {
-            MUST(drv.record(start[b], s));
-            if (exec)
-                MUST(drv.graph_launch(exec, s));
-            else
-                launch_batch(&o, &k, s, params);
-            MUST(drv.record(end[b], s));
+            MUST(drv.record(l->start[b], l->s));
+            run_batch(l);
+            MUST(drv.record(l->end[b], l->s));
         }
-        if (o.sync_each) { /* nothing else in flight: this batch is the whole queue */
+        if (l->o->sync_each) { /* nothing else in flight: this batch is the whole queue */
             if (last)
                 break;
-            MUST(drv.event_sync(end[b]));
-            device_ms += elapsed_ms(start[b], end[b]);
-            kernels += o.batch_kernels;
-            t1 = now_s();
+            count_batch(l, b, &m);
             continue;
         }
-        if (batch > 0) {
-            MUST(drv.event_sync(end[prev]));
-            device_ms += elapsed_ms(start[prev], end[prev]);
-            kernels += o.batch_kernels;
-            t1 = now_s();
-        }
+        if (batch > 0)
+            count_batch(l, prev, &m);
         if (last)
             break;
     }
-    double seconds = t1 - t0, busy_s = (double)kernels * o.kernel_us / 1e6;
+    return m;
+}
+
+int main(int argc, char **argv)
+{
+    struct options o = parse(argc, argv);
+    (void)nvml_handle; /* client_util.h's: this program needs no NVML */
+    struct loop l;
+    start_on_the_device(&o, &l);
+    if (o.around_the_gate)
+        go_around_the_gate();
+    prepare_the_loop(&l);
+    warm_up(&l);
+    if (o.start_at_ms >= 0)
+        wait_until_epoch_ms(o.start_at_ms);
+    struct measured m = measure(&l);
+    double seconds = m.t1 - m.t0, busy_s = (double)m.kernels * o.kernel_us / 1e6;
     printf("workload mode=%s pid=%d kernels=%llu seconds=%.3f kernels_per_s=%.1f busy_s=%.4f device_s=%.4f "
            "share=%.3f launch_cpu_s=%.3f units_per_us=%.3f\n",
-           o.mode, (int)getpid(), kernels, seconds, (double)kernels / seconds, busy_s, device_ms / 1000.0,
-           busy_s / seconds, thread_cpu_s() - cpu0, k.units_per_us);
+           o.mode, (int)getpid(), m.kernels, seconds, (double)m.kernels / seconds, busy_s, m.device_ms / 1000.0,
+           busy_s / seconds, thread_cpu_s() - m.cpu0, l.k.units_per_us);
     return 0;
 }

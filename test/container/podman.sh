@@ -36,15 +36,11 @@
 # name; ctr_run / ctr_start run containers; ctr_pid and cgroup_of give a
 # container's host pid and its cgroup v2 path; start_mediator runs
 # vgpu-mediatord on the host with its socket's directory $tmp/med.
-set -u
 scenario=$1
-build=$(realpath "$2")
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+use_build "$(realpath "$2")"
 self=$(realpath "$0")
-
-skip() {
-    echo "SKIP: $*"
-    exit 77
-}
 
 # Every hierarchy's directory of cgroup $1 (cgroup v2, or each v1 one and the unified one).
 cgroup_dirs() {
@@ -76,9 +72,9 @@ kill_cgroup() {
 # Outside: checks, the temp dir, the private mount namespace, cleanup.
 # ======================================================================
 if [ -z "${VGPU_PODMAN_TMP:-}" ]; then
-    command -v podman >/dev/null || skip "no podman (Debian: apt-get install podman)"
-    [ "$(id -u)" = 0 ] || skip "not root: the test runs rootful Podman in a private mount namespace"
-    unshare --mount --propagation private true 2>/dev/null || skip "cannot make a private mount namespace (unshare)"
+    need_command podman "Debian: apt-get install podman"
+    need_root "the test runs rootful Podman in a private mount namespace"
+    need_private_mounts
     bb=$(command -v busybox) || skip "no busybox (Debian: busybox-static) to make the container's root file system"
     ldd "$bb" >/dev/null 2>&1 && skip "$bb is not static (Debian: busybox-static)"
     case ${VGPU_TEST_SANITIZE:-none} in
@@ -152,13 +148,8 @@ if [ -n "${VGPU_TEST_SANITIZE:-}" ]; then
     [ -n "$supp" ] && san_args+=(-v "$(dirname "$supp"):$(dirname "$supp"):ro")
 fi
 
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err "$tmp"/med.log; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 40 "$f"; } >&2
-    done
-    exit 1
-}
+fail_logs="$tmp/*.out $tmp/*.err $tmp/med.log"
+fail_lines=40
 
 # This script and all it starts (podman, the mediator) in $base/script, so
 # that the outer script's cleanup finds them: in the unified hierarchy (cgroup
@@ -351,7 +342,7 @@ setup_libdir() {
 # $cdi/vgpu.yaml.
 vgpu_setup_cdi() {
     [ -d "$tmp/lib/vgpu" ] || setup_libdir
-    "$build/tools/vgpu-setup" cdi --libdir "$tmp/lib" --output "$cdi/vgpu.yaml" "$@" >"$tmp/setup.out" 2>&1 ||
+    "$vgpu_setup" cdi --libdir "$tmp/lib" --output "$cdi/vgpu.yaml" "$@" >"$tmp/setup.out" 2>&1 ||
         fail "vgpu-setup cdi $* failed"
 }
 
@@ -398,10 +389,10 @@ start_mediator() {
         printf '[mediator]\nsocket = %s\nstate_dir = %s\n' "$tmp/med/sock" "$tmp/med-state"
         printf '%s\n' "$@"
     } >"$tmp/med.conf"
-    env VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$tmp/med.conf" --foreground >>"$tmp/med.log" 2>&1 &
+    env VGPU_LOG=info "$vgpu_mediatord" --config "$tmp/med.conf" --foreground >>"$tmp/med.log" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do
-        "$build/tools/vgpu-smi" --socket "$tmp/med/sock" >/dev/null 2>&1 && return 0
+        "$vgpu_smi" --socket "$tmp/med/sock" >/dev/null 2>&1 && return 0
         kill -0 "$medpid" 2>/dev/null || fail "the mediator exited"
         sleep 0.02
     done
@@ -410,14 +401,9 @@ start_mediator() {
 
 # smi_py EXPR: EXPR over vgpu-smi --json (as s), printed.
 smi_py() {
-    "$build/tools/vgpu-smi" --socket "$tmp/med/sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
+    "$vgpu_smi" --socket "$tmp/med/sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print($1)"
 }
 
-# wait_file PATH: until it exists (30 s at most).
-wait_file() {
-    for _ in $(seq 1 3000); do [ -e "$1" ] && return 0; sleep 0.01; done
-    fail "timed out waiting for $1"
-}
 
 # ======================================================================
 sandbox
@@ -496,7 +482,7 @@ vgpu-setup-spec-gives-each-container-its-vgpu)
     start_mediator "[vgpu.small]" "devices = 0" "memory = 1G" "compute = 40" "containers = 1" \
                    "[vgpu.large]" "devices = 0" "memory = 3G" "compute = 40" "containers = 1"
     fake_nvidia_nodes 0
-    vgpu_setup_cdi --config "$tmp/med.conf" --hook "$build/tools/vgpu-cdi-hook"
+    vgpu_setup_cdi --config "$tmp/med.conf" --hook "$vgpu_cdi_hook"
     grep -q 'hookName: createRuntime' "$cdi/vgpu.yaml" || fail "the spec has no hook: $(cat "$cdi/vgpu.yaml")"
     share=(--device fake.vgpu.dev/gpu=all -v "$tmp/fake:$tmp/fake" --env FAKEGPU_STATE="$FAKEGPU_STATE")
     ctr_run "${share[@]}" --device vgpu.dev/vgpu=small-0 -- "$client" admitted 1G >"$tmp/small.out" 2>&1 ||
@@ -570,7 +556,7 @@ mediator-admits-a-container-by-its-cgroup)
     grep "admitted pid $host_pid .*to vGPU ctr" "$tmp/med.log" ||
         fail "the mediator did not log the admission of host pid $host_pid to vGPU ctr"
     [ "$(smi_py "[(p['vgpu'], p['pid']) for p in s['processes']]")" = "[('ctr', $host_pid)]" ] ||
-        fail "vgpu-smi does not list host pid $host_pid in vGPU ctr: $("$build/tools/vgpu-smi" --socket "$tmp/med/sock")"
+        fail "vgpu-smi does not list host pid $host_pid in vGPU ctr: $("$vgpu_smi" --socket "$tmp/med/sock")"
     touch "$tmp/sync/go"
     [ "$(podman wait held)" = 0 ] || fail "the client in the container failed: $(podman logs held 2>&1 | tail -20)"
     ;;
@@ -579,4 +565,4 @@ mediator-admits-a-container-by-its-cgroup)
     fail "no scenario $scenario"
     ;;
 esac
-exit 0
+ok

@@ -7,33 +7,20 @@
 # fault and the command that fixes it.  The live scenarios run a real
 # process under vgpu on the fake driver (the meson test environment) and
 # inspect it.
-set -u
-scenario=$1
-build=$2
-doctor=$build/tools/vgpu-doctor
+scenario=$1 build=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+use_build "$build"
+doctor=$vgpu_doctor
 doctor_client=$build/test/doctor/doctor_client
-here=$(cd "$(dirname "$0")" && pwd)
 fake=$build/test/fake
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-doctor-test.XXXXXX") || exit 1
+temp_dir vgpu-doctor-test
 root=$tmp/root
-pids=
-cleanup() {
-    exec 2>/dev/null
-    for p in $pids; do kill -9 "$p"; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+fail_logs="$tmp/out $tmp/err" # vgpu-doctor's output
+fail_lines=all
 
 # The live processes get their settings from each scenario only.
-unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_LOG_FILE FAKEGPU_STATE
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    echo "---- vgpu-doctor's output ----" >&2
-    cat "$tmp/out" "$tmp/err" >&2 2>/dev/null
-    exit 1
-}
+fake_gpu
 
 lib=/usr/lib/x86_64-linux-gnu       # the "driver's" directory
 vlib=/usr/local/lib/x86_64-linux-gnu # vgpu's install libdir
@@ -127,7 +114,8 @@ finding() {
 problem() { finding problem "$@"; }
 warning() { finding warning "$@"; }
 
-wait_file() {
+# written FILE: until FILE has something in it (30 s at most).
+written() {
     for _ in $(seq 1 3000); do [ -s "$1" ] && return 0; sleep 0.01; done
     fail "timed out waiting for $1"
 }
@@ -138,7 +126,7 @@ live() {
     "$doctor_client" "$tmp/$1.ready" "$2" >"$tmp/$1.log" 2>&1 &
     live=$!
     pids="$pids $live"
-    wait_file "$tmp/$1.ready"
+    written "$tmp/$1.ready"
 }
 
 case $scenario in
@@ -304,7 +292,7 @@ socket-without-mediator)
 operator-requires-mediator)
     # /etc/vgpu/vgpu.conf requires the mediator: the process's
     # VGPU_MEDIATOR_SOCKET=none is ignored, and the operator's socket is missing.
-    [ "$(id -u)" = 0 ] || { echo "SKIP: the operator's file must be root's: run as root"; exit 77; }
+    need_root "the operator's file must be root's"
     make_root
     mkdir -p "$root/etc/vgpu"
     printf '[vgpu]\nrequire = mediator\nmediator_socket = /run/vgpu/op.sock\n' >"$root/etc/vgpu/vgpu.conf"
@@ -321,13 +309,13 @@ operator-requires-mediator)
 user-not-admitted)
     # Root and the mediator's own user see every vGPU in STATUS: the process
     # must be someone else, which only root can arrange.
-    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root, to run the mediator and ask as another user"; exit 77; }
+    need_root "to run the mediator and ask as another user"
     make_root
     mkdir -p "$root/run/vgpu" "$tmp/state"
     chmod 755 "$tmp" # a root doctor asks as the process's user, who must reach the socket
     printf '[mediator]\nsocket = %s\nsocket_mode = 0666\nstate_dir = %s\n[vgpu.train]\ndevices = 0\nmemory = 1G\nuids = 4242\n' \
         "$root/run/vgpu/mediator.sock" "$tmp/state" >"$tmp/med.conf"
-    env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$tmp/med.conf" --foreground >"$tmp/med.log" 2>&1 &
+    env -u LD_PRELOAD "$vgpu_mediatord" --config "$tmp/med.conf" --foreground >"$tmp/med.log" 2>&1 &
     pids="$pids $!"
     for _ in $(seq 1 500); do [ -S "$root/run/vgpu/mediator.sock" ] && break; sleep 0.02; done
     uid=65534
@@ -438,7 +426,7 @@ remote-socket-missing)
 
 remote-guest-of-live-process)
     # A live remote guest (no driver, only libvgpu-cuda.so) of an executor on the fake GPU.
-    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$build/tools/vgpu-executor" --listen "$tmp/sock" \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$vgpu_executor" --listen "$tmp/sock" \
         >"$tmp/exec.log" 2>&1 &
     pids="$pids $!"
     for _ in $(seq 1 500); do [ -S "$tmp/sock" ] && break; sleep 0.02; done
@@ -448,7 +436,7 @@ remote-guest-of-live-process)
         VGPU_REMOTE="$tmp/sock" "$doctor_client" "$tmp/remote.ready" 60 >"$tmp/remote.log" 2>&1 &
     live=$!
     pids="$pids $live"
-    wait_file "$tmp/remote.ready"
+    written "$tmp/remote.ready"
     [ "$(cat "$tmp/remote.ready")" = 0 ] || fail "the guest's cuInit returned $(cat "$tmp/remote.ready")"
     doc 0 "$live"
     says "[ok]      remote: a remote GPU: the process's CUDA calls go to the executor at $tmp/sock" \

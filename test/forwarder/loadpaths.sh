@@ -3,7 +3,8 @@
 # Usage: loadpaths.sh CASE BUILD_DIR FAKE_DIR CLIENT LINKED_CLIENT CHAIN_PROGRAM HIDE_DLOPEN_LIB
 set -euo pipefail
 case_name=$1 build=$2 fake_dir=$3 client=$4 linked=$5 chain=$6 hide_dlopen=$7
-. "$(dirname "$0")/../loadorder/common.sh"
+# shellcheck source=test/loadorder/common.sh
+. "$(dirname "$(realpath "$0")")/../loadorder/common.sh"
 
 case $case_name in
 symlink-install)
@@ -91,7 +92,7 @@ refuses-stub)
     ;;
 no-driver)
     if ldconfig -p 2>/dev/null | grep -q 'libcuda.so'; then
-        echo "SKIP: this machine has a CUDA driver"; exit 77
+        skip "this machine has a CUDA driver"
     fi
     LD_PRELOAD=$vgpu "$client" no-driver || fail "missing driver"
     grep -q "Set VGPU_REAL_LIBCUDA" "$tmp/log" || fail "the log line does not say what to do"
@@ -103,4 +104,4 @@ bad-override)
 *)
     echo "unknown case $case_name"; exit 2 ;;
 esac
-echo "ok - $case_name"
+ok

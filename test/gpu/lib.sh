@@ -1,21 +1,42 @@
-# Shared by the gpu suite's scripts (sourced, not run).
+# What the gpu suite's scripts share; sourced first by each, as
+#     . "$(dirname "$(realpath "$0")")/../lib.sh"
+# from a folder of test/gpu/ (after test/common/lib.sh, which it sources).
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../common/lib.sh"
+set -o pipefail
+gpu_dir=$tests_dir/gpu
+clients_dir=$gpu_dir/clients # the real clients the checks run
 
-# Exits 77 (meson's skip) where there is no NVIDIA GPU to run on.
+# gpu_or_skip: exits 77 (meson's skip) where there is no NVIDIA GPU to run on.
 gpu_or_skip() {
-    if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-        echo "SKIP: no NVIDIA GPU"; exit 77
-    fi
+    command -v nvidia-smi >/dev/null && nvidia-smi -L >/dev/null 2>&1 || skip "no NVIDIA GPU"
 }
 
-# start_mediator BUILD_DIR CONF SOCKET LOG: vgpu-mediatord in the
-# foreground, in the background (its pid in $med), once vgpu-smi gets an
-# answer on SOCKET; failing that, prints FAIL with the log's end, ends it
-# and exits 1.
+# gpu_check BUILD_DIR [OUT_DIR]: what a check starts from: skipped without a
+# GPU; $build (resolved) and its programs; $out, OUT_DIR made (a new
+# temporary directory without it); $preload, vgpu's two libraries.
+gpu_check() {
+    gpu_or_skip
+    use_build "$(realpath "$1")"
+    out=${2:-$(mktemp -d)}
+    mkdir -p "$out"
+    preload="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
+}
+
+# result_lines FILE: what a client of clients/clients.sh printed as its
+# results, the MiB figures (which vary from run to run) masked.
+result_lines() {
+    grep -E '^(ok|dev|GPU|name|NVIDIA|\[Cuda)' "$1" | sed -E 's/[0-9]+ MiB/N MiB/g' || true
+}
+
+# start_mediator CONF SOCKET LOG: vgpu-mediatord in the foreground, in the
+# background (its pid in $med), once vgpu-smi gets an answer on SOCKET;
+# failing that, prints FAIL with the log's end, ends it and exits 1.
 start_mediator() {
-    local build=$1 conf=$2 sock=$3 log=$4
-    VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$conf" --foreground >"$log" 2>&1 &
+    local conf=$1 sock=$2 log=$3
+    VGPU_LOG=info "$vgpu_mediatord" --config "$conf" --foreground >"$log" 2>&1 &
     med=$!
-    for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && return 0; sleep 0.05; done
+    for _ in $(seq 1 200); do "$vgpu_smi" --socket "$sock" >/dev/null 2>&1 && return 0; sleep 0.05; done
     echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$log" | tr '\n' ' ')"
     kill -9 "$med" 2>/dev/null
     exit 1

@@ -4,26 +4,22 @@
 # (with VGPU_TRACE=1), and under the symlink install; their results must be
 # the same and the trace must show their calls.  Skips (77) without a GPU.
 # Usage: run_clients.sh BUILD_DIR [OUT_DIR] [CLIENT...]
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}; shift 2 || shift $#
-here=$(dirname "$(realpath "$0")")
-clients=${*:-torch jax cupy triton cudapy smi pynvml}
+# shellcheck source=test/gpu/lib.sh
 . "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out" "$out/symlink"
+gpu_check "$@"
+shift 2 || shift $#
+clients=${*:-torch jax cupy triton cudapy smi pynvml}
+mkdir -p "$out/symlink"
 ln -sf "$build/libvgpu-cuda.so" "$out/symlink/libcuda.so.1"
 ln -sf "$build/libvgpu-nvml.so" "$out/symlink/libnvidia-ml.so.1"
-preload="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
 failed=0
 
-result_lines() { grep -E '^(ok|dev|GPU|name|NVIDIA|\[Cuda)' "$1" | sed -E 's/[0-9]+ MiB/N MiB/g' || true; }
-
 for c in $clients; do
-    timeout 180 "$here/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
+    timeout 180 "$clients_dir/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
     timeout 180 env LD_PRELOAD="$preload" VGPU_TRACE=1 VGPU_LOG=info VGPU_LOG_FILE="$out/$c.trace.log" \
-        "$here/clients.sh" "$c" >"$out/$c.preload.txt" 2>&1
+        "$clients_dir/clients.sh" "$c" >"$out/$c.preload.txt" 2>&1
     timeout 180 env LD_LIBRARY_PATH="$out/symlink${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" VGPU_LOG=info \
-        VGPU_LOG_FILE="$out/$c.symlink.log" "$here/clients.sh" "$c" >"$out/$c.symlink.txt" 2>&1
+        VGPU_LOG_FILE="$out/$c.symlink.log" "$clients_dir/clients.sh" "$c" >"$out/$c.symlink.txt" 2>&1
     verdict=ok
     for mode in preload symlink; do
         if ! diff <(result_lines "$out/$c.plain.txt") <(result_lines "$out/$c.$mode.txt") >"$out/$c.$mode.diff"; then

@@ -2,8 +2,12 @@
 # dir removed at exit, an environment holding only what each case sets, and
 # the directories a load path is built from.  Needs $case_name, $build and
 # $fake_dir.
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-load.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../common/lib.sh"
+scenario=$case_name
+temp_dir vgpu-load
+fail_logs=$tmp/log
+fail_lines=all
 fake=$(realpath "$fake_dir/libcuda.so.1")
 vgpu=$(realpath "$build/libvgpu-cuda.so")
 vgpu_nvml=$(realpath "$build/libvgpu-nvml.so")
@@ -14,8 +18,6 @@ unset VGPU_REAL_LIBCUDA VGPU_REAL_NVML LD_PRELOAD LD_LIBRARY_PATH CUDA_HOME CUDA
     VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME TEST_EXPECT_VGPU TEST_EXPECT_COUNT TEST_EXPECT_QUOTA \
     TEST_DRIVER_FIRST TEST_CUDA_LIB TEST_NVML_LIB
 export VGPU_MEDIATOR_SOCKET=none VGPU_SYSFS_ROOT=$tmp/no-sysfs
-
-fail() { echo "FAIL $case_name: $*"; echo "--- log"; cat "$tmp/log" 2>/dev/null || true; exit 1; }
 
 # A copy of the fake driver in DIR; prints its real path.
 copy_fake() { mkdir -p "$1"; cp "$fake" "$1/libcuda.so.1"; realpath "$1/libcuda.so.1"; }

@@ -8,9 +8,10 @@ set -euo pipefail
 placement=$1 consumer=$2 driver=$3 build=$4 fake_dir=$5 python=$6 python_load=$7 client=$8 linked=$9
 chain=${10} cgo=${11}
 case_name="$placement $consumer $driver"
-. "$(dirname "$0")/common.sh"
-. "$(dirname "$0")/private_etc.sh"
-. "$(dirname "$0")/../sanitizers/sanitized.sh"
+# shellcheck source=test/loadorder/common.sh
+. "$(dirname "$(realpath "$0")")/common.sh"
+# shellcheck source=test/loadorder/private_etc.sh
+. "$here/private_etc.sh"
 
 drv=$tmp/driver
 driver_dir "$drv"
@@ -26,7 +27,7 @@ dlopen-local) cmd=("$client" load-order-local) ;;
 dlopen-global) cmd=("$client" load-order-global) ;;
 ctypes | ctypes-global | cffi) cmd=("$python" "$python_load" "$consumer" "$cuda_lib") ;;
 cgo)
-    if [ ! -x "$cgo" ]; then echo "SKIP: no Go toolchain built the cgo consumer (apt-get install golang-go)"; exit 77; fi
+    [ -x "$cgo" ] || skip "no Go toolchain built the cgo consumer (apt-get install golang-go)"
     # Preloaded, vgpu brings the ASan runtime in before the Go runtime starts.
     case $placement in preload | ld-so-preload) ;; *) asan_cannot "$ASAN_IN_GO" ;; esac
     cmd=("$cgo") ;;
@@ -70,4 +71,4 @@ if [ "${TEST_EXPECT_VGPU:-}" = 1 ]; then
     grep -q "forwarding to the CUDA driver at $(realpath "$drv")/libcuda.so.1 " "$tmp/log" ||
         fail "vgpu did not forward to the driver behind it"
 fi
-echo "ok - $case_name"
+ok

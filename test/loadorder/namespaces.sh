@@ -6,8 +6,8 @@
 # are deep.c bound lazily, and at load time (the deepbind-* scenarios).
 set -euo pipefail
 case_name=$1 build=$2 fake_dir=$3 program=$4 deep=$5 deep_now=$6
-. "$(dirname "$0")/common.sh"
-. "$(dirname "$0")/../sanitizers/sanitized.sh"
+# shellcheck source=test/loadorder/common.sh
+. "$(dirname "$(realpath "$0")")/common.sh"
 case $case_name in
 dlmopen-base-path) ;;
 *dlmopen-*) asan_cannot "a new link-map namespace (dlmopen LM_ID_NEWLM) gets its own copy of every library vgpu needs, the ASan runtime too, and a second ASan runtime cannot map its shadow memory where the first's already is" ;;
@@ -47,4 +47,4 @@ if [ -n "${medpid:-}" ]; then
     admitted=$(grep -o "admitted pid [0-9]*" "$tmp/med.log" | sort | uniq -c | sort -rn | head -1 | awk '{print $1}')
     [ "${admitted:-0}" = 2 ] || { cat "$tmp/med.log"; fail "the mediator did not admit both copies of one process"; }
 fi
-echo "ok - $case_name"
+ok

@@ -1,6 +1,7 @@
-# Sourced by matrix.sh and test/gpu/loadorder.sh: the system-wide load paths
-# (/etc/ld.so.cache, /etc/ld.so.preload) for one command only, in a private
-# mount namespace, so that the machine's own files are never touched.
+# Sourced by matrix.sh and test/gpu/install/loadorder.sh (after
+# test/common/lib.sh): the system-wide load paths (/etc/ld.so.cache,
+# /etc/ld.so.preload) for one command only, in a private mount namespace,
+# so that the machine's own files are never touched.
 
 # ld_cache WORK_DIR CACHE LINE...: an ld.so cache built (ldconfig -C) from a
 # config whose ld.so.conf.d entries hold the LINEs in order: directories, or
@@ -27,8 +28,7 @@ private_etc() {
     if ! "${unshare[@]}" true 2>/dev/null; then
         unshare=(unshare -r -m --propagation private) # not root: a user namespace of our own
         if ! "${unshare[@]}" true 2>"$work/unshare.err"; then
-            echo "SKIP: cannot make a private mount namespace for /etc ($(cat "$work/unshare.err")); run as root"
-            exit 77
+            skip "cannot make a private mount namespace for /etc ($(cat "$work/unshare.err")); run as root"
         fi
     fi
     mkdir -p "$work/etc-upper" "$work/etc-work"

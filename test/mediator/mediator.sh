@@ -1,12 +1,9 @@
 #!/usr/bin/env bash
 # vgpu-mediatord end to end: mediator.sh SCENARIO BUILD_DIR
 # (the scenarios' shared steps: mediator_lib.sh)
-set -u
-scenario=$1
-build=$2
-here=$(dirname "$(realpath "$0")")
+scenario=$1 build=$2
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/mediator_lib.sh"
+. "$(dirname "$(realpath "$0")")/mediator_lib.sh"
 
 case $scenario in
 admit-by-uid)
@@ -93,127 +90,47 @@ restart-with-live-clients)
     ;;
 
 config-errors)
-    expect_config_error 6 "unknown key memroy" <<EOF
-[vgpu.a]
-devices = 0
-memroy = 2G
-uids = 0
-EOF
-    expect_config_error 6 "memory = 2Q" "a size" <<EOF
-[vgpu.a]
-devices = 0
-memory = 2Q
-uids = 0
-EOF
-    expect_config_error 4 "unknown section [vgpus.a]" <<EOF
-[vgpus.a]
-devices = 0
-EOF
-    expect_config_error 6 "devices is set twice" "first at line 5" <<EOF
-[vgpu.a]
-devices = 0
-devices = 1
-uids = 0
-EOF
-    expect_config_error 5 "no GPU 7" <<EOF
-[vgpu.a]
-devices = 7
-uids = 0
-EOF
-    expect_config_error 4 "vGPU a admits nobody" <<EOF
-[vgpu.a]
-devices = 0
-memory = 1G
-EOF
-    RAW=1 expect_config_error 1 "outside any section" <<EOF
-devices = 0
-[vgpu.a]
-EOF
-    expect_config_error 10 "GPU 0" "oversubscribed" "a (10.00 GiB, 100%), b (10.00 GiB, 100%)" <<EOF
-[vgpu.a]
-devices = 0
-memory = 10G
-uids = 0
-[vgpu.b]
-devices = 0, 1
-memory = 10G
-uids = 0
-EOF
-    expect_config_error 12 "oversubscribed" "120% of its compute" <<EOF
-[vgpu.a]
-devices = 0
-memory = 4G
-compute = 60
-uids = 0
-[vgpu.b]
-devices = 0
-memory = 4G
-compute = 60
-uids = 0
-EOF
-    expect_config_error 4 "[vgpu.a] is followed by" "a key goes on a line of its own" <<EOF
-[vgpu.a] memory = 1G
-devices = 0
-uids = 0
-EOF
-    # vm_channels: 1 to 256, on a remote vGPU whose executors run as a user of their own.
-    expect_config_error 8 "vm_channels needs remote = yes and an executor_user" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-remote = yes
-vm_channels = 4
-EOF
-    expect_config_error 7 "vm_pinned applies to a vGPU with vm_channels" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-vm_pinned = 64M
-EOF
-    expect_config_error 9 "vm_channels = 0: the CUDA and NVML connections" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0, daemon
-remote = yes
-executor_user = daemon
-vm_channels = 0
-EOF
-    # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.
-    expect_config_error 7 "executor_user applies to a vGPU with remote = yes" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-executor_user = daemon
-EOF
-    expect_config_error 8 "an executor never runs as root" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-remote = yes
-executor_user = root
-EOF
-    expect_config_error 8 "executor_user: no such user: nosuchuser" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-remote = yes
-executor_user = nosuchuser
-EOF
-    expect_config_error 8 "its executors run as uid $(id -u daemon), which it does not admit" <<EOF
-[vgpu.a]
-devices = 0
-uids = 0
-remote = yes
-executor_user = daemon
-EOF
-    # A file saved with a byte order mark is read as any other.
-    printf '\xef\xbb\xbf[vgpu.a]\ndevices = 0\nuids = 0\n' >"$conf"
-    env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
-        fail "a config with a byte order mark was refused: $(cat "$tmp/out")"
-    # The same, allowed.
-    printf '[mediator]\noversubscribe = yes\n[vgpu.a]\ndevices = 0\nmemory = 10G\nuids = 0\n[vgpu.b]\ndevices = 0\nmemory = 10G\nuids = 0\n' >"$conf"
-    env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
-        fail "oversubscribe = yes was refused: $(cat "$tmp/out")"
+    # Configs refused: NAME|LINE|BODY|WORDS...  BODY's lines (\n between
+    # them) follow the 3-line [mediator] section, so that its first is line
+    # 4; --check-config and a start both point at LINE and say each of WORDS.
+    refused=(
+        "a misspelt key|6|[vgpu.a]\ndevices = 0\nmemroy = 2G\nuids = 0|unknown key memroy"
+        "a size of no unit|6|[vgpu.a]\ndevices = 0\nmemory = 2Q\nuids = 0|memory = 2Q|a size"
+        "an unknown section|4|[vgpus.a]\ndevices = 0|unknown section [vgpus.a]"
+        "a key set twice|6|[vgpu.a]\ndevices = 0\ndevices = 1\nuids = 0|devices is set twice|first at line 5"
+        "a GPU that is not there|5|[vgpu.a]\ndevices = 7\nuids = 0|no GPU 7"
+        "a vGPU that admits nobody|4|[vgpu.a]\ndevices = 0\nmemory = 1G|vGPU a admits nobody"
+        "memory oversubscribed|10|[vgpu.a]\ndevices = 0\nmemory = 10G\nuids = 0\n[vgpu.b]\ndevices = 0, 1\nmemory = 10G\nuids = 0|GPU 0|oversubscribed|a (10.00 GiB, 100%), b (10.00 GiB, 100%)"
+        "compute oversubscribed|12|[vgpu.a]\ndevices = 0\nmemory = 4G\ncompute = 60\nuids = 0\n[vgpu.b]\ndevices = 0\nmemory = 4G\ncompute = 60\nuids = 0|oversubscribed|120% of its compute"
+        "a key on a header's line|4|[vgpu.a] memory = 1G\ndevices = 0\nuids = 0|[vgpu.a] is followed by|a key goes on a line of its own"
+        # vm_channels: 1 to 256, on a remote vGPU whose executors run as a user of their own.
+        "vm_channels on a local vGPU|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nvm_channels = 4|vm_channels needs remote = yes and an executor_user"
+        "vm_pinned without vm_channels|7|[vgpu.a]\ndevices = 0\nuids = 0\nvm_pinned = 64M|vm_pinned applies to a vGPU with vm_channels"
+        "no vm_channels|9|[vgpu.a]\ndevices = 0\nuids = 0, daemon\nremote = yes\nexecutor_user = daemon\nvm_channels = 0|vm_channels = 0: the CUDA and NVML connections"
+        # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.
+        "executor_user on a local vGPU|7|[vgpu.a]\ndevices = 0\nuids = 0\nexecutor_user = daemon|executor_user applies to a vGPU with remote = yes"
+        "root as executor_user|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_user = root|an executor never runs as root"
+        "no such executor_user|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_user = nosuchuser|executor_user: no such user: nosuchuser"
+        "an executor_user the vGPU does not admit|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_user = daemon|its executors run as uid $(id -u daemon), which it does not admit"
+    )
+    for entry in "${refused[@]}"; do
+        IFS='|' read -r -a field <<<"$entry"
+        test_case=${field[0]}
+        expect_config_error "${field[1]}" "${field[@]:3}" <<<"$(printf '%b' "${field[2]}")"
+    done
+    test_case="a key before any section" # no [mediator] section before it
+    RAW=1 expect_config_error 1 "outside any section" <<<"$(printf 'devices = 0\n[vgpu.a]')"
+    # Configs taken: NAME|CONFIG (the whole file).
+    taken=(
+        "a byte order mark|\xef\xbb\xbf[vgpu.a]\ndevices = 0\nuids = 0"
+        "oversubscription allowed|[mediator]\noversubscribe = yes\n[vgpu.a]\ndevices = 0\nmemory = 10G\nuids = 0\n[vgpu.b]\ndevices = 0\nmemory = 10G\nuids = 0"
+    )
+    for entry in "${taken[@]}"; do
+        test_case=${entry%%|*}
+        printf '%b\n' "${entry#*|}" >"$conf"
+        env -u LD_PRELOAD "$med" --config "$conf" --check-config >"$tmp/out" 2>&1 ||
+            fail "a config was refused: $(cat "$tmp/out")"
+    done
     ;;
 
 reload-lowers-quota)
@@ -959,4 +876,4 @@ removes-an-older-mediators-window-files)
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok

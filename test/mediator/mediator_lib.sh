@@ -1,42 +1,31 @@
 # What the scripts that test vgpu-mediatord end to end share (mediator.sh,
-# watch.sh): sourced with $scenario, $build and $here set.  Each scenario
+# watch.sh, and the nvml, cluster, stress and kubernetes suites' scripts):
+# sourced with $scenario and $build set, after test/common/lib.sh.  Each scenario
 # writes its config into a fresh temp dir (socket, state_dir there too),
 # starts the mediator over the fake driver's NVML, and runs
 # test/mediator_client under vgpu (the meson test environment: LD_PRELOAD,
 # VGPU_REAL_*) against it; vgpu-smi --json is read with python3.
-# This file's own folder, whichever suite sources it.
-mediator_lib_dir=$(dirname "$(realpath "${BASH_SOURCE[0]}")")
-med=$build/tools/vgpu-mediatord
-smi=$build/tools/vgpu-smi
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../common/lib.sh"
+use_build "$build"
+med=$vgpu_mediatord
+smi=$vgpu_smi
 client=$build/test/mediator/mediator_client
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-med.XXXXXX") || exit 1
+temp_dir vgpu-med
 conf=$tmp/conf
 state=$tmp/state
 medpid=
-pids=
-cleanup() {
-    exec 2>/dev/null # not the shell's "Killed" for each
-    for p in $pids $medpid; do kill -9 "$p"; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
+at_exit '[ -n "$medpid" ] && kill -9 "$medpid"'
+fail_logs=$tmp/med.log
+fail_lines=all
 
 export VGPU_MEDIATOR_SOCKET=$tmp/sock
-unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_LOG_FILE FAKEGPU_STATE
-export FAKEGPU_STATE=$tmp/fake.state # the fake GPU's usage, shared by every process
+fake_gpu shared # the fake GPU's usage, shared by every process
 me=$(id -u)
 my_gid=$(id -g)
 MiB=1048576
 GiB=1073741824
 OVH=$((256 * MiB)) # the fake driver's context overhead
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    echo "---- mediator log ----" >&2
-    cat "$tmp/med.log" >&2 2>/dev/null
-    exit 1
-}
 
 # config [VGPU-SECTION-LINES...]: the [mediator] section, then the lines given.
 config() {
@@ -56,7 +45,7 @@ py() {
 }
 
 tenant() { # ACTION ARGS...: test/mediator/mediator_tenant.py against this mediator
-    python3 "$mediator_lib_dir/mediator_tenant.py" "$tmp/sock" "$@"
+    python3 "$tests_dir/mediator/mediator_tenant.py" "$tmp/sock" "$@"
 }
 
 # gone PID: the process has ended (a daemon's zombie, reaped by someone else, counts).
@@ -107,11 +96,6 @@ expect_refused() {
     for want in "$@"; do
         case $line in *"$want"*) ;; *) fail "the refusal does not say \"$want\": $line" ;; esac
     done
-}
-
-wait_file() {
-    for _ in $(seq 1 3000); do [ -e "$1" ] && return 0; sleep 0.01; done
-    fail "timed out waiting for $1"
 }
 
 # hold BYTES NAME [MORE]: a process holding BYTES in the background; its pid in $held.

@@ -8,15 +8,12 @@
 # test's temp dir; the mediated scenario starts a vgpu-mediatord here
 # (test/mediator/mediator_lib.sh).  PID namespaces come from unshare(1), as a
 # container's do; where the kernel refuses them the scenario is skipped (77).
-set -u
-scenario=$1
-build=$2
-here=$(dirname "$0")
-. "$here/../mediator/mediator_lib.sh"
+scenario=$1 build=$2
+# shellcheck source=test/mediator/mediator_lib.sh
+. "$(dirname "$(realpath "$0")")/../mediator/mediator_lib.sh"
 nvml=$build/test/nvml/nvml_client
 quota=$build/test/quota/quota_client
 workload=$build/test/compute/compute_client
-unset FAKEGPU_DEVICES
 export VGPU_LOG=info
 
 standalone() { # the environment's vGPUs, not a mediator's
@@ -42,8 +39,7 @@ in_pid_ns() {
 
 need_pid_ns() {
     (in_pid_ns true) 2>"$tmp/unshare.err" && return 0
-    echo "SKIP: this kernel or user cannot make a PID namespace: $(cat "$tmp/unshare.err")"
-    exit 77
+    skip "this kernel or user cannot make a PID namespace: $(cat "$tmp/unshare.err")"
 }
 
 # descendant PID COMM: the pid of PID's descendant named COMM.
@@ -146,4 +142,4 @@ handle-outside-the-vgpu-refused)
     ;;
 esac
 touch "$tmp/go"
-echo "ok - $scenario"
+ok

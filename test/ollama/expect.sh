@@ -1,6 +1,6 @@
 # What an Ollama-style server (server.go) and its runners must have seen,
 # read from the server's output; sourced by test/ollama/ollama.sh (the fake
-# driver) and test/gpu/ollama.sh (a GPU).  The caller sets:
+# driver) and test/gpu/install/ollama.sh (a GPU).  The caller sets:
 #   out       the file holding the server's standard output
 #   cell      the name FAIL lines start with
 #   quota     the vGPU's memory per device, in bytes
@@ -9,8 +9,9 @@
 #   whole_pci the PCI bus id of the machine's GPU 0
 #   whole     that GPU's memory in bytes, or empty where it is not known exactly
 # and a function `show` that prints what helps to diagnose a failure.
+# ok (test/common/lib.sh's) says "ok - $cell: ...".
+scenario=$cell
 failed=0
-ok() { echo "ok - $cell: $*"; }
 bad() { echo "FAIL $cell: $*"; failed=1; }
 die() { bad "$@"; show; exit 1; }
 

@@ -9,40 +9,35 @@
 # the fake driver's directory, as a real machine's cache lists the driver's,
 # so that processes started with a fresh environment find a driver the way
 # they would there.  vgpu is installed with `meson install --destdir`.
-set -uo pipefail
 cell=$1
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+set -o pipefail
 
 # The cells where the Go server loads vgpu by dlopen, not preloaded.
-. "$(dirname "$0")/../sanitizers/sanitized.sh"
 case $cell in symlink-dir | ld-so-conf-d | mediator) asan_cannot "$ASAN_IN_GO" ;; esac
-if [ ! -x "$OLLAMA_SERVER" ]; then
-    echo "SKIP: the Go server was not built: install golang-go (Go 1.19 or later) and run meson setup --reconfigure"
-    exit 77
-fi
+[ -x "$OLLAMA_SERVER" ] ||
+    skip "the Go server was not built: install golang-go (Go 1.19 or later) and run meson setup --reconfigure"
 if [ -z "${OLLAMA_TEST_IN_NAMESPACE:-}" ]; then
     export OLLAMA_TEST_IN_NAMESPACE=1
     # As root (CI), or in a user namespace of its own where that is allowed.
     unshare -m --propagation private true 2>/dev/null && exec unshare -m --propagation private "$0" "$@"
     unshare -r -m --propagation private true 2>/dev/null && exec unshare -r -m --propagation private "$0" "$@"
-    echo "SKIP: unshare -m is refused here, and these cells need a private mount namespace (run them as root)"
-    exit 77
+    skip "unshare -m is refused here, and these cells need a private mount namespace (run them as root)"
 fi
 
 # meson's runner adds its build directories; no cell wants them.
 unset LD_PRELOAD LD_LIBRARY_PATH
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-ollama.XXXXXX") || exit 1
+temp_dir vgpu-ollama
 medpid=
 execpid=
-cleanup() {
-    [ -n "$medpid" ] && { kill -9 "$medpid"; wait "$medpid"; } 2>/dev/null
-    [ -n "$execpid" ] && { kill -9 "$execpid"; wait "$execpid"; } 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
+at_exit '[ -n "$medpid" ] && kill -9 "$medpid" && wait "$medpid"'
+at_exit '[ -n "$execpid" ] && kill -9 "$execpid" && wait "$execpid"'
 
 # What expect.sh checks against.  The vGPU is the fake's GPUs 1 and 0, in
 # that order: each with its own PCI id and UUID, and 2 GiB.
-. "$(dirname "$0")/expect.sh"
+# shellcheck source=test/ollama/expect.sh
+. "$here/expect.sh"
 out=$tmp/out
 GiB=$((1 << 30))
 quota=$((2 * GiB))

@@ -5,14 +5,12 @@
 # the machine's, with the scenario's /etc/vgpu/vgpu.conf in it: the fixed
 # path the libraries read, while the machine's own /etc is never touched.
 # Needs root (to own the file as root does, and to plant others' files).
-set -u
-scenario=$1
-build=$2
-if [ "$(id -u)" != 0 ]; then
-    echo "SKIP: the operator's file must be root's: run as root"; exit 77
-fi
+scenario=$1 build=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+need_root "the operator's file must be root's"
 if [ -z "${VGPU_TEST_PRIVATE_ETC:-}" ]; then
-    unshare -m --propagation private true 2>/dev/null || { echo "SKIP: unshare -m refused here"; exit 77; }
+    need_private_mounts
     etc=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-etc.XXXXXX") || exit 1
     cp -a /etc/. "$etc/" 2>/dev/null
     rm -rf "$etc/vgpu" && install -d -m 755 "$etc/vgpu"
@@ -23,29 +21,18 @@ if [ -z "${VGPU_TEST_PRIVATE_ETC:-}" ]; then
     exit $rc
 fi
 
-med=$build/tools/vgpu-mediatord
-smi=$build/tools/vgpu-smi
+use_build "$build"
+med=$vgpu_mediatord
+smi=$vgpu_smi
 client=$build/test/mediator/mediator_client
 fake=$(realpath "$build/test/fake/libcuda.so.1")
 fake_nvml=$(realpath "$build/test/fake/libnvidia-ml.so.1")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-op.XXXXXX") || exit 1
+temp_dir vgpu-op
 chmod 755 "$tmp"
-pids=
-cleanup() {
-    exec 2>/dev/null
-    for p in $pids; do kill -9 "$p"; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-unset VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES VGPU_BAR0 VGPU_NAME VGPU_LOG_FILE
-export FAKEGPU_STATE=$tmp/fake.state
+fail_logs="$tmp/*.log $tmp/err"
+fail_lines=all
+fake_gpu shared
 OTHER=65534
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.log "$tmp/err"; do [ -s "$f" ] && { echo "---- $f" >&2; cat "$f" >&2; }; done
-    exit 1
-}
 
 # operator LINES...: /etc/vgpu/vgpu.conf, as root writes it; the fake driver as the real one.
 operator() {
@@ -171,4 +158,4 @@ require-none-leaves-the-environment-to-decide)
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok

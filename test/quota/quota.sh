@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # The vGPU memory quota end to end: quota.sh SCENARIO QUOTA_CLIENT
 #
 # Runs quota_client (test/quota/quota_client.c) under vgpu over the fake driver
@@ -6,45 +6,18 @@
 # its own BAR0 and log in a fresh temp dir, never the default /dev/shm path.
 # Multi-process scenarios start the processes, synchronise them through
 # files, and check exact accounting in between.
-set -u
-
-scenario=$1
-client=$2
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-quota.XXXXXX") || exit 1
-pids=
-cleanup() {
-    for p in $pids; do kill -9 "$p" 2>/dev/null; done
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM
-
+scenario=$1 client=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+temp_dir vgpu-quota
+fake_gpu
 export VGPU_BAR0="$tmp/vgpu.bar0"
 export VGPU_LOG_FILE="$tmp/vgpu.log"
-unset VGPU_VISIBLE_DEVICES VGPU_MEMORY_LIMIT FAKEGPU_STATE FAKEGPU_DEVICES FAKEGPU_CTX_OVERHEAD FAKEGPU_MEMORY
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    if [ -s "${VGPU_LOG_FILE:-}" ]; then
-        echo "---- vgpu log ----" >&2
-        cat "$VGPU_LOG_FILE" >&2
-    fi
-    exit 1
-}
+fail_logs=$VGPU_LOG_FILE
+fail_lines=all
 
 run() {
     "$client" "$@" || fail "quota_client $* failed"
-}
-
-# Waits up to 30 s for a file another process creates.
-# (POSIX sh has no locals: its counter must not share a name with a caller's.)
-wait_file() {
-    waited=0
-    while [ ! -e "$1" ]; do
-        waited=$((waited + 1))
-        [ $waited -gt 3000 ] && fail "timed out waiting for $1"
-        sleep 0.01
-    done
 }
 
 # Waits for a background process; fails unless it exited 0.
@@ -77,17 +50,10 @@ expect_refused() {
 # Windows another user planted: the scenario needs root (to plant them
 # with chown) and its own /dev/shm (a tmpfs in a private mount namespace,
 # so the machine's is never touched).  Re-runs this script there.
-need_root() {
-    if [ "$(id -u)" != 0 ]; then
-        echo "SKIP: planting another user's files needs root"; exit 77
-    fi
-}
 private_shm() {
-    need_root
+    need_root "planting another user's files"
     [ -n "${VGPU_TEST_PRIVATE_SHM:-}" ] && return
-    if ! unshare -m --propagation private true 2>/dev/null; then
-        echo "SKIP: no private mount namespace here (unshare -m refused)"; exit 77
-    fi
+    need_private_mounts
     trap - EXIT
     rm -rf "$tmp"
     exec unshare -m --propagation private env VGPU_TEST_PRIVATE_SHM=1 \
@@ -134,7 +100,7 @@ pid-namespaces-share-a-bar0)
     ns="unshare --pid --fork --mount-proc"
     if ! $ns true 2>/dev/null; then
         ns="unshare --user --map-root-user --pid --fork --mount-proc"
-        $ns true 2>/dev/null || { echo "SKIP: no new PID namespace here (unshare refused)"; exit 77; }
+        $ns true 2>/dev/null || skip "no new PID namespace here (unshare refused)"
     fi
     export VGPU_MEMORY_LIMIT=4G
     "$client" hold 1G "$tmp/a.ready" "$tmp/a.go" & a=$!
@@ -369,7 +335,7 @@ foreign-private-dir-is-passed-over)
 refused-bar0-of-another-user)
     # VGPU_BAR0 names a file another user made (a valid window, mode 0666):
     # its owner could rewrite this vGPU's limits.
-    need_root
+    need_root "planting another user's files"
     export VGPU_MEMORY_LIMIT=2G
     run view-quiet
     chown $OTHER "$VGPU_BAR0" && chmod 0666 "$VGPU_BAR0"
@@ -378,7 +344,7 @@ refused-bar0-of-another-user)
     cmp -s "$VGPU_BAR0" "$tmp/orig" || fail "another user's BAR0 file was modified"
     ;;
 refused-unreadable-bar0-of-another-user)
-    need_root
+    need_root "planting another user's files"
     export VGPU_MEMORY_LIMIT=2G
     : >"$VGPU_BAR0"
     chown $OTHER "$VGPU_BAR0" && chmod 0000 "$VGPU_BAR0"
@@ -445,4 +411,4 @@ no-settings)
     ;;
 esac
 pids=
-echo "ok - $scenario"
+ok

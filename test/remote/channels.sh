@@ -6,24 +6,15 @@
 # tree has an unrelated ivshmem device and one whose resource2 is that file
 # (a hard link: the same file); the guest runs with VGPU_REMOTE=pci and
 # nothing of the driver's, as remote.sh's guests do.
-set -u
-scenario=$1
-build=$2
-client=$build/test/remote/remote_client
+scenario=$1 build=$2
+# shellcheck source=test/remote/remote_lib.sh
+. "$(dirname "$(realpath "$0")")/remote_lib.sh"
 # On tmpfs: the executor registers the file's pages with the driver, which
 # pins no page of a disk's file (docs/guide/vm.md).
-tmp=$(mktemp -d /dev/shm/vgpu-channels.XXXXXX) || exit 1
+remote_test_dir vgpu-channels /dev/shm
 suppid=
-cleanup() {
-    [ -n "$suppid" ] && kill "$suppid" 2>/dev/null
-    [ -n "$medpid" ] && kill "$medpid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/remote_lib.sh"
-
-unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE VGPU_SYSFS_ROOT VGPU_PCI_ID
-export FAKEGPU_STATE=$tmp/fake.state
+at_exit '[ -n "$suppid" ] && kill "$suppid"'
+unset VGPU_SYSFS_ROOT
 
 # The fake PCI bus: 00:02.0 an ivshmem device of someone else's (a BAR of
 # zeros), 00:03.0 the vGPU's, whose BAR is the supervisor's file.
@@ -41,7 +32,7 @@ ln "$tmp/vm.bar" "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2"
 supervisor() {
     env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 VGPU_REMOTE_IMAGE_CACHE="$tmp/images" \
         ${SUPERVISOR_LOG:+VGPU_LOG=$SUPERVISOR_LOG} \
-        "$build/tools/vgpu-executor" --bar "${bar_file:-$tmp/vm.bar}" "$@" \
+        "$vgpu_executor" --bar "${bar_file:-$tmp/vm.bar}" "$@" \
         >"$tmp/supervisor.out" 2>"$tmp/supervisor.err" &
     suppid=$!
     for _ in $(seq 1 250); do
@@ -163,7 +154,7 @@ hidden-processes-are-not-taken-for-dead)
     # A guest whose /proc hides other users' processes (hidepid=2, systemd's
     # ProtectProc=) cannot read a claimer's start time: it must not take
     # that claimer for dead and abandon its channel.
-    [ "$(id -u)" = 0 ] || { echo "SKIP: needs root (guests of two users)"; exit 77; }
+    need_root "guests of two users"
     chmod 755 "$tmp" && chmod 666 "$tmp/vm.bar"
     supervisor --channels 2
     setpriv --reuid=daemon --regid=daemon --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH \
@@ -175,7 +166,7 @@ hidden-processes-are-not-taken-for-dead)
         setpriv --reuid=nobody --regid=nogroup --clear-groups env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML \
         -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA -u VGPU_NAME LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci \
         VGPU_SYSFS_ROOT="$tmp/sys" "$client" quota 1048576 >"$tmp/hidden.out" 2>"$tmp/hidden.err" ||
-        { grep -q "cuInit" "$tmp/hidden.out" || { echo "SKIP: no procfs with hidepid here"; exit 77; }; }
+        { grep -q "cuInit" "$tmp/hidden.out" || skip "no procfs with hidepid here"; }
     grep -q "cuMemAlloc_v2: 0" "$tmp/hidden.out" || fail "the second guest was not served"
     ! grep -q "is gone" "$tmp/hidden.err" || fail "the second guest took the hidden first one for dead"
     [ "$(states)" = "2 0" ] || fail "channels are $(states): the first guest lost its channel"
@@ -187,7 +178,7 @@ file-on-a-disk-shares-no-page-locked-memory)
     # the supervisor says so and its executors offer no bulk; the guest's
     # page-locked memory stays its own, and its paths are still a local run's.
     disk=$build/test/remote
-    [ "$(stat -f -c %T "$disk")" != tmpfs ] || { echo "SKIP: the build is on tmpfs"; exit 77; }
+    [ "$(stat -f -c %T "$disk")" != tmpfs ] || skip "the build is on tmpfs"
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
         fail "the local run failed"
     rm "$tmp/sys/bus/pci/devices/0000:00:03.0/resource2" "$tmp/vm.bar"
@@ -274,7 +265,6 @@ mediator-serves-a-vms-channels)
     # vGPU through its executor, sees its 1 GiB and is refused past it.  A
     # restarted mediator leaves the running supervisor serving; a reload
     # without vm_channels removes the file, and the supervisor ends.
-    me=$(id -u)
     user=$(id -un)
     if [ "$me" = 0 ]; then
         user=daemon
@@ -350,4 +340,4 @@ PY
     exit 2
     ;;
 esac
-echo "ok $scenario"
+ok

@@ -11,17 +11,15 @@
 # (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
 # REMOTE_TRANSPORT=bar: the guests reach their executors through channels of a file in /run standing
 # in for a VM's PCI BAR (vgpu-executor --bar, VGPU_REMOTE=bar:FILE), as a VM's guests do.
-set -uo pipefail
-src=$(cd "$(dirname "$0")" && pwd)
-build=$(realpath "$1"); out=$(realpath -m "${2:-$(mktemp -d)}")
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
+gpu_check "$@"
+out=$(realpath "$out")
 shift $(($# < 2 ? $# : 2))
 workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom cupy cudapy jax pynvml smi}
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
-[ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null || { echo "SKIP: the mount namespace needs root"; exit 77; }
-mkdir -p "$out"
-libs="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
+need_root "the guests run in a mount namespace of their own"
+need_private_mounts
+libs=$preload
 export PYTHONUNBUFFERED=1
 
 where=$out/sock
@@ -36,7 +34,7 @@ if [ "${REMOTE_TRANSPORT:-}" = bar ]; then
     serve=(--bar "$bar" --channels 8)
 fi
 LD_PRELOAD="$libs" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G VGPU_LOG=${EXECUTOR_LOG:-info} \
-    "$build/tools/vgpu-executor" "${serve[@]}" 2>"$out/executor.err" &
+    "$vgpu_executor" "${serve[@]}" 2>"$out/executor.err" &
 executor=$!
 trap 'kill $executor 2>/dev/null; [ -n "${bar:-}" ] && rm -f "$bar" && umount "$out/bar-fs"' EXIT
 for _ in $(seq 1 100); do [ -S "$out/sock" ] || grep -q serving "$out/executor.err" && break; sleep 0.05; done
@@ -72,7 +70,7 @@ run() {  # WORKLOAD native|remote: its output in $out/WORKLOAD.MODE
     # nvidia-smi: its summary (whose failure fails the run), then a query compared.
     if [ "$w" = smi ]; then
         cmd=(bash -c 'nvidia-smi >&2 && nvidia-smi --query-gpu=name,memory.total,pci.bus_id,uuid --format=csv,noheader')
-    else cmd=(python3 "$src/frameworks.py" "$w"); fi
+    else cmd=(python3 "$here/frameworks.py" "$w"); fi
     if [ "$mode" = native ]; then
         LD_PRELOAD="$libs" VGPU_BAR0=$out/native.bar0 VGPU_MEMORY_LIMIT=8G timeout 300 "${cmd[@]}"
     else

@@ -10,17 +10,14 @@
 # runs as root) run the GPU-bound loop at once and get their shares.
 # Prints "ok ..." or "FAIL ..." lines.
 # Usage: gpu.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU; fails when a check printed FAIL.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-if ! command -v nvidia-smi >/dev/null || ! nvidia-smi -L >/dev/null 2>&1; then
-    echo "SKIP: no NVIDIA GPU"; exit 77
-fi
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
+gpu_check "$@"
 compute=$build/test/compute/compute_client remote=$build/test/remote/remote_client
 rate() { sed -n 's/^workload .* kernels_per_s=\([^ ]*\).*/\1/p' "$1"; }
 
 LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G \
-    VGPU_LOG=info "$build/tools/vgpu-executor" --listen "$out/sock" 2>"$out/executor.err" &
+    VGPU_LOG=info "$vgpu_executor" --listen "$out/sock" 2>"$out/executor.err" &
 executor=$!
 trap 'kill $executor 2>/dev/null' EXIT
 for _ in $(seq 1 100); do [ -S "$out/sock" ] && break; sleep 0.05; done
@@ -67,7 +64,7 @@ memory = 8G
 compute = 75
 uids = 65534
 remote = yes" >"$out/med.conf"
-    env -u LD_PRELOAD "$build/tools/vgpu-mediatord" --config "$out/med.conf" --foreground >"$out/med.err" 2>&1 &
+    env -u LD_PRELOAD "$vgpu_mediatord" --config "$out/med.conf" --foreground >"$out/med.err" 2>&1 &
     med=$!
     for _ in $(seq 1 200); do grep -q serving "$out/med.err" 2>/dev/null && break; sleep 0.05; done
     at=$(( $(date +%s%3N) + 3000 ))

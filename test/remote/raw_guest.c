@@ -128,16 +128,25 @@ static long load(const char *image, size_t n, const uint8_t *hash)
     return h.call;
 }
 
-int main(int argc, char **argv)
+/* What the steps share: the executor's socket, the hello's window, a
+ * device allocation, and the blocks of shared memory. */
+static struct {
+    const char *socket;
+    uint64_t window[3];
+    uint64_t dev;
+    void *loose, *sealed;
+} g;
+
+static int hello(void)
 {
-    if (argc < 2) {
-        fprintf(stderr, "usage: raw_guest SOCKET\n");
-        return 2;
-    }
-    uint64_t window[3] = { 0, 0, 0 };
-    if (connect_and_hello(argv[1], window) != 0)
+    if (connect_and_hello(g.socket, g.window) != 0)
         return 1;
-    printf("a window offered: %s\n", window[1] >= 4 * MiB ? "yes" : "no");
+    printf("a window offered: %s\n", g.window[1] >= 4 * MiB ? "yes" : "no");
+    return 0;
+}
+
+static int context_and_memory(void)
+{
     uint64_t out[8] = { 0 }, in[2] = { 0, 0 };
     printf("cuInit: %ld\n", call(SLOT(cuInit), 0, in, 2, out));
     printf("cuDevicePrimaryCtxRetain: %ld\n", call(SLOT(cuDevicePrimaryCtxRetain), 0, in, 2, out));
@@ -145,57 +154,82 @@ int main(int argc, char **argv)
     printf("cuCtxSetCurrent: %ld\n", call(SLOT(cuCtxSetCurrent), 0, in, 2, out));
     in[1] = MiB;
     printf("cuMemAlloc_v2: %ld\n", call(SLOT(cuMemAlloc_v2), 0, in, 2, out));
-    uint64_t dev = out[0];
+    g.dev = out[0];
+    return 0;
+}
 
-    void *loose, *sealed;
-    int fd = block(MiB, false, &loose);
-    printf("SHARE unsealed: %ld\n", share(loose, MiB, fd));
+/* A block whose memory could shrink, or is shorter than said, or overlaps
+ * one shared already. */
+static int share_sealed_blocks_only(void)
+{
+    int fd = block(MiB, false, &g.loose);
+    printf("SHARE unsealed: %ld\n", share(g.loose, MiB, fd));
     close(fd);
-    fd = block(MiB, true, &sealed);
-    printf("SHARE longer than its memory: %ld\n", share(sealed, 2 * MiB, fd));
-    printf("SHARE: %ld\n", share(sealed, MiB, fd));
-    printf("its device view is elsewhere: %s\n", view && view != (uint64_t)(uintptr_t)sealed ? "yes" : "no");
-    printf("SHARE again, overlapping: %ld\n", share((char *)sealed + 4096, 4096, fd));
+    fd = block(MiB, true, &g.sealed);
+    printf("SHARE longer than its memory: %ld\n", share(g.sealed, 2 * MiB, fd));
+    printf("SHARE: %ld\n", share(g.sealed, MiB, fd));
+    printf("its device view is elsewhere: %s\n", view && view != (uint64_t)(uintptr_t)g.sealed ? "yes" : "no");
+    printf("SHARE again, overlapping: %ld\n", share((char *)g.sealed + 4096, 4096, fd));
     close(fd);
+    return 0;
+}
 
-    /* The bytes go from the shared memory, not the message: written there,
-     * copied to the device by name, read back through a plain copy. */
-    memset(sealed, 0x5a, MiB);
-    printf("cuMemcpyHtoD_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, MiB, sealed));
-    uint64_t back_in[3] = { dev + 4096, 8, 0 };
+/* The bytes go from the shared memory, not the message: written there,
+ * copied to the device by name, read back through a plain copy. */
+static int shared_copies(void)
+{
+    memset(g.sealed, 0x5a, MiB);
+    printf("cuMemcpyHtoD_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), g.dev, MiB, g.sealed));
+    uint64_t back_in[3] = { g.dev + 4096, 8, 0 };
     unsigned char back[8] = { 0 };
     long r = exchange(VGPU_REMOTE_CALL, SLOT(cuMemcpyDtoH_v2), 0, back_in, 24, back, sizeof(back), -1);
     printf("the device holds the shared bytes: %s (%ld)\n", r == 0 && back[0] == 0x5a && back[7] == 0x5a ? "yes" : "no",
            r);
-    memset(sealed, 0, MiB);
-    printf("cuMemcpyDtoH_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyDtoH_v2), dev, MiB, sealed));
+    memset(g.sealed, 0, MiB);
+    printf("cuMemcpyDtoH_v2 shared: %ld\n", shared_copy(SLOT(cuMemcpyDtoH_v2), g.dev, MiB, g.sealed));
     printf("the shared memory holds the device's bytes: %s\n",
-           ((unsigned char *)sealed)[MiB - 1] == 0x5a ? "yes" : "no");
+           ((unsigned char *)g.sealed)[MiB - 1] == 0x5a ? "yes" : "no");
+    return 0;
+}
 
+/* Copies name shared bytes only within a block and a device allocation,
+ * and not after UNSHARE. */
+static int shared_copies_within_bounds(void)
+{
     printf("shared copy of an address not shared: %ld\n",
-           shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8, (char *)sealed + 2 * MiB));
+           shared_copy(SLOT(cuMemcpyHtoD_v2), g.dev, 8, (char *)g.sealed + 2 * MiB));
     printf("shared copy past the block's end: %ld\n",
-           shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8192, (char *)sealed + MiB - 4096));
+           shared_copy(SLOT(cuMemcpyHtoD_v2), g.dev, 8192, (char *)g.sealed + MiB - 4096));
     printf("shared copy past the device allocation: %ld\n",
-           shared_copy(SLOT(cuMemcpyDtoH_v2), dev + 4096, MiB, sealed));
-    printf("UNSHARE not shared: %ld\n", unshare(loose));
-    printf("UNSHARE: %ld\n", unshare(sealed));
-    printf("shared copy after UNSHARE: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), dev, 8, sealed));
-    /* In the window: at the same address in the executor, its device view
-     * there; one that runs out of the window's end is refused. */
-    void *inside = mmap((void *)(uintptr_t)(window[0] + 2 * MiB), MiB, PROT_READ | PROT_WRITE,
-                        MAP_SHARED | MAP_FIXED_NOREPLACE, fd = block(MiB, true, &loose), 0);
+           shared_copy(SLOT(cuMemcpyDtoH_v2), g.dev + 4096, MiB, g.sealed));
+    printf("UNSHARE not shared: %ld\n", unshare(g.loose));
+    printf("UNSHARE: %ld\n", unshare(g.sealed));
+    printf("shared copy after UNSHARE: %ld\n", shared_copy(SLOT(cuMemcpyHtoD_v2), g.dev, 8, g.sealed));
+    return 0;
+}
+
+/* In the window: at the same address in the executor, its device view
+ * there; one that runs out of the window's end is refused. */
+static int share_in_the_window(void)
+{
+    int fd;
+    void *inside = mmap((void *)(uintptr_t)(g.window[0] + 2 * MiB), MiB, PROT_READ | PROT_WRITE,
+                        MAP_SHARED | MAP_FIXED_NOREPLACE, fd = block(MiB, true, &g.loose), 0);
     printf("SHARE in the window: %ld\n", inside == MAP_FAILED ? -2 : share(inside, MiB, fd));
     printf("its device view is its address: %s\n", view == (uint64_t)(uintptr_t)inside ? "yes" : "no");
-    printf("SHARE not on a page: %ld\n", share((void *)(uintptr_t)(window[0] + 8 * MiB + 8), 4096, fd));
+    printf("SHARE not on a page: %ld\n", share((void *)(uintptr_t)(g.window[0] + 8 * MiB + 8), 4096, fd));
     printf("SHARE across the window's end: %ld\n",
-           share((void *)(uintptr_t)(window[0] + window[1] - 4096), 2 * 4096, fd));
+           share((void *)(uintptr_t)(g.window[0] + g.window[1] - 4096), 2 * 4096, fd));
     close(fd);
+    return 0;
+}
 
-    /* Images by hash: one the cache has not got is a miss; one sent whole
-     * (the executor hashes it itself) is then named by its hash, and a hash
-     * of other bytes still misses. */
-    printf("an image cache offered: %s\n", window[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE ? "yes" : "no");
+/* Images by hash: one the cache has not got is a miss; one sent whole
+ * (the executor hashes it itself) is then named by its hash, and a hash
+ * of other bytes still misses. */
+static int images_by_hash(void)
+{
+    printf("an image cache offered: %s\n", g.window[2] & VGPU_REMOTE_HELLO_IMAGE_CACHE ? "yes" : "no");
     size_t n = 128 << 10;
     char *image = malloc(n);
     uint8_t hash[VGPU_SHA256_BYTES];
@@ -211,14 +245,51 @@ int main(int argc, char **argv)
     printf("cuModuleLoadData by its hash: %ld\n", load(image, n, hash));
     image[100] ^= 1;
     vgpu_sha256(image, n, hash);
-    printf("cuModuleLoadData by the hash of other bytes: %s\n", load(image, n, hash) == VGPU_REMOTE_MISS ? "miss" : "hit");
+    printf("cuModuleLoadData by the hash of other bytes: %s\n",
+           load(image, n, hash) == VGPU_REMOTE_MISS ? "miss" : "hit");
     free(image);
+    return 0;
+}
 
-    uint64_t sync_in[1] = { 0 };
+/* A call that is no such copy flagged as one closes the connection; on
+ * another connection, a hash on a call that loads no image closes it. */
+static int flags_a_call_cannot_take(void)
+{
+    uint64_t sync_in[1] = { 0 }, out[8] = { 0 };
     printf("cuCtxSynchronize flagged shared: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_SHARED, sync_in, 1, out));
-    /* Another connection: a hash on a call that loads no image closes it. */
-    if (connect_and_hello(argv[1], window) != 0)
+    if (connect_and_hello(g.socket, g.window) != 0)
         return 1;
-    printf("cuCtxSynchronize flagged by hash: %ld\n", call(SLOT(cuCtxSynchronize), VGPU_REMOTE_BY_HASH, sync_in, 1, out));
+    printf("cuCtxSynchronize flagged by hash: %ld\n",
+           call(SLOT(cuCtxSynchronize), VGPU_REMOTE_BY_HASH, sync_in, 1, out));
+    return 0;
+}
+
+/* In order, on one connection (the last opens another). */
+static const struct {
+    const char *name;
+    int (*run)(void);
+} steps[] = {
+    { "hello", hello },
+    { "a context and device memory", context_and_memory },
+    { "only sealed blocks are shared", share_sealed_blocks_only },
+    { "shared copies", shared_copies },
+    { "shared copies within their bounds", shared_copies_within_bounds },
+    { "blocks shared in the window", share_in_the_window },
+    { "images by hash", images_by_hash },
+    { "flags a call cannot take", flags_a_call_cannot_take },
+};
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        fprintf(stderr, "usage: raw_guest SOCKET\n");
+        return 2;
+    }
+    g.socket = argv[1];
+    for (size_t i = 0; i < sizeof(steps) / sizeof(*steps); i++)
+        if (steps[i].run() != 0) {
+            fprintf(stderr, "raw_guest: %s: no answer from the executor\n", steps[i].name);
+            return 1;
+        }
     return 0;
 }

@@ -5,26 +5,16 @@
 # the meson test environment loads it; a guest runs with VGPU_REMOTE naming
 # the executor's socket and nothing of the driver's: no VGPU_REAL_LIBCUDA,
 # no fake on its library path, only libvgpu-cuda.so preloaded.
-set -u
-scenario=$1
-build=$2
-client=$build/test/remote/remote_client
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-remote.XXXXXX") || exit 1
+scenario=$1 build=$2
+# shellcheck source=test/remote/remote_lib.sh
+. "$(dirname "$(realpath "$0")")/remote_lib.sh"
+remote_test_dir vgpu-remote
 execpid=
-cleanup() {
-    [ -n "$execpid" ] && kill "$execpid" 2>/dev/null
-    [ -n "$medpid" ] && kill "$medpid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-. "$(dirname "$0")/remote_lib.sh"
-
-unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE
-export FAKEGPU_STATE=$tmp/fake.state
+at_exit '[ -n "$execpid" ] && kill "$execpid"'
 
 # executor [VAR=VALUE...]: the executor, under vgpu on the fake GPU, with those settings.
 executor() {
-    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$@" "$build/tools/vgpu-executor" \
+    env VGPU_BAR0="$tmp/host.bar0" VGPU_REMOTE_IMAGE_CACHE="$tmp/images" "$@" "$vgpu_executor" \
         --listen "$tmp/sock" \
         >"$tmp/executor.out" 2>"$tmp/executor.err" &
     execpid=$!
@@ -50,7 +40,6 @@ mediator() {
     } >"$tmp/conf"
     start_mediator
 }
-me=$(id -u)
 # The mediator's guests: an executor never runs as root, so where the tests
 # run as root the guests are nobody (the fake GPU's state, the temporary
 # directory and the mediator's socket open to them).
@@ -64,7 +53,7 @@ fi
 
 # used_of NAME: the bytes vGPU NAME's processes hold, as vgpu-smi says.
 used_of() {
-    env -u LD_PRELOAD "$build/tools/vgpu-smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
+    env -u LD_PRELOAD "$vgpu_smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
 s = json.load(sys.stdin)
 print(sum(d['memory_used'] for v in s['vgpus'] if v['name'] == sys.argv[1] for d in v['devices']))" "$1"
 }
@@ -160,7 +149,7 @@ mediator-serves-a-remote-vgpu)
     used=$(used_of far)
     [ "$used" -ge 536870912 ] || fail "the vGPU shows $used bytes used while the guest holds 512 MiB"
     # vgpu-smi lists the holder's executor by its guest's command.
-    env -u LD_PRELOAD "$build/tools/vgpu-smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
+    env -u LD_PRELOAD "$vgpu_smi" --socket "$tmp/sock" --json | python3 -c "import json, sys
 s = json.load(sys.stdin)
 held = [p for p in s['processes'] if p['vgpu'] == 'far' and p['command'] == 'r:remote_client']
 sys.exit(0 if held and sum(held[0]['memory']) >= 536870912 else 1)" ||
@@ -301,7 +290,7 @@ guest-in-a-mount-namespace-with-no-driver)
     # The guest in a mount namespace where the fake driver's directory is an
     # empty tmpfs (and any NVIDIA library directory of the machine too): it
     # could not load a driver if it tried.  Its paths still equal a local run.
-    unshare -m --propagation private true 2>/dev/null || { echo "SKIP: unshare -m refused here"; exit 77; }
+    need_private_mounts
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||
         fail "the local run failed"
     executor
@@ -323,7 +312,7 @@ the-cuda-runtime-runs-through-an-executor)
     # tables the guest answers, loads its kernels as a library, and every
     # path of runtime_client checks its own results.
     cudart=${3:-}
-    [ -f "$cudart" ] || { echo "SKIP: no libcudart.so.13 (the CUDA toolkit's) at '$cudart'"; exit 77; }
+    [ -f "$cudart" ] || skip "no libcudart.so.13 (the CUDA toolkit's) at '$cudart'"
     executor
     env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
         LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$build/test/remote/runtime_client" "$cudart" \
@@ -347,7 +336,7 @@ cublaslt-device-layout-matches-a-local-run)
     else
         grep -q "cannot be measured with this allocator" "$tmp/executor.err" ||
             fail "the guest was refused the layout without the executor saying why"
-        ldd "$build/tools/vgpu-executor" | grep -Eq "lib[at]san" ||
+        ldd "$vgpu_executor" | grep -Eq "lib[at]san" ||
             fail "an executor without a sanitizer could not measure the layout"
         grep -qx "layout: 801" "$tmp/remote.out" || fail "the refusal is not CUDA_ERROR_NOT_SUPPORTED"
     fi
@@ -483,4 +472,4 @@ executor-gone-gives-errors)
     exit 2
     ;;
 esac
-echo "ok $scenario"
+ok

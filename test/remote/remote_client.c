@@ -5,7 +5,8 @@
  * (dlopen("libcuda.so.1"), which is vgpu) on the fake GPU's kernels.
  *
  *   remote_client paths          devices, memory, copies, a module and a
- *                                launch, streams, events, errors
+ *                                launch, streams, events, errors: the cases
+ *                                of paths_cases, each after a line "-- CASE"
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
  *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
  *   remote_client images         a module image of 256 KiB loaded as a module, a
@@ -52,17 +53,38 @@ static void *sym(const char *name)
     return p;
 }
 
+/* The case that runs, named when a call fails. */
+static const char *current_case = "";
+
 #define SHOW(what, call)                                                                                               \
     do {                                                                                                               \
         CUresult r_ = (call);                                                                                          \
         printf("%s: %d\n", what, (int)r_);                                                                             \
-        if (r_ != CUDA_SUCCESS && strict)                                                                              \
+        if (r_ != CUDA_SUCCESS && strict) {                                                                            \
+            fprintf(stderr, "remote_client: %s: %s failed\n", current_case, what);                                     \
             exit(1);                                                                                                   \
+        }                                                                                                              \
     } while (0)
 
 static int strict = 1;
 
-static void paths(void)
+/* ---- paths: the cases, in order, each going on from what those before it made ---- */
+
+enum { N = 1 << 20 };
+static struct {
+    CUdevice dev;
+    CUcontext ctx;
+    float *host; /* N floats, and as many on the device at d */
+    CUdeviceptr d;
+    CUmodule mod;
+    CUfunction add_one;
+    int count;
+    CUstream s;
+    CUevent e0, e1;
+    CUdeviceptr pitched; /* 512 bytes the 2D copies fill and the tensor maps describe */
+} p;
+
+static void the_driver(void)
 {
     int n = 0, v = 0;
     SHOW("cuInit", F(cuInit)(0));
@@ -70,49 +92,60 @@ static void paths(void)
     printf("driver version %d\n", v);
     SHOW("cuDeviceGetCount", F(cuDeviceGetCount)(&n));
     printf("devices %d\n", n);
-    /* The runtime's way: a function by name, version and flags. */
+}
+
+/* The runtime's way: a function by name, version and flags. */
+static void functions_by_address(void)
+{
+    int n = 0;
     CUresult (*get_count)(int *) = NULL;
     CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT;
     SHOW("cuGetProcAddress_v2", F(cuGetProcAddress_v2)("cuDeviceGetCount", (void **)&get_count, 13000, 0, &status));
     printf("status %d\n", (int)status);
-    n = 0;
     SHOW("cuDeviceGetCount by its address", get_count(&n));
     printf("devices %d\n", n);
     void *none = &n;
     SHOW("cuGetProcAddress_v2 missing", (strict = 0, F(cuGetProcAddress_v2)("cuNoSuchCall", &none, 13000, 0, &status)));
     strict = 1;
     printf("status %d, pointer %p\n", (int)status, none);
-    CUdevice dev;
-    SHOW("cuDeviceGet", F(cuDeviceGet)(&dev, 0));
+}
+
+static void the_device(void)
+{
+    SHOW("cuDeviceGet", F(cuDeviceGet)(&p.dev, 0));
     char name[64];
-    SHOW("cuDeviceGetName", F(cuDeviceGetName)(name, sizeof(name), dev));
+    SHOW("cuDeviceGetName", F(cuDeviceGetName)(name, sizeof(name), p.dev));
     printf("name %s\n", name);
     CUuuid u;
-    SHOW("cuDeviceGetUuid_v2", F(cuDeviceGetUuid_v2)(&u, dev));
+    SHOW("cuDeviceGetUuid_v2", F(cuDeviceGetUuid_v2)(&u, p.dev));
     printf("uuid %02x%02x..%02x\n", (unsigned char)u.bytes[0], (unsigned char)u.bytes[1], (unsigned char)u.bytes[15]);
     size_t total = 0;
-    SHOW("cuDeviceTotalMem_v2", F(cuDeviceTotalMem_v2)(&total, dev));
+    SHOW("cuDeviceTotalMem_v2", F(cuDeviceTotalMem_v2)(&total, p.dev));
     printf("total memory %zu\n", total);
     int major = 0;
-    SHOW("cuDeviceGetAttribute", F(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, dev));
+    SHOW("cuDeviceGetAttribute", F(cuDeviceGetAttribute)(&major, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, p.dev));
     printf("compute capability major %d\n", major);
-    /* What a remote guest keeps of answers (the current context, its
-     * device, the primary context's state) follows each change. */
+}
+
+/* What a remote guest keeps of answers (the current context, its device,
+ * the primary context's state) follows each change. */
+static void the_current_context(void)
+{
     unsigned flags = 0;
     int active = -1;
-    CUcontext ctx, cur = (CUcontext)1;
-    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(dev, &flags, &active));
+    CUcontext cur = (CUcontext)1;
+    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(p.dev, &flags, &active));
     printf("primary context active %d\n", active);
     SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
     printf("current before %s\n", cur ? "a context" : "none");
-    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
-    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(dev, &flags, &active));
+    SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&p.ctx, p.dev));
+    SHOW("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(p.dev, &flags, &active));
     printf("primary context active %d\n", active);
     SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
     printf("current after the retain %s\n", cur ? "a context" : "none");
-    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(p.ctx));
     SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
-    printf("current is retained %d\n", cur == ctx);
+    printf("current is retained %d\n", cur == p.ctx);
     CUdevice of = -1;
     SHOW("cuCtxGetDevice", F(cuCtxGetDevice)(&of));
     printf("current context's device %d\n", (int)of);
@@ -121,32 +154,37 @@ static void paths(void)
     printf("current after it is unset %s\n", cur ? "a context" : "none");
     SHOW("cuCtxGetDevice none", (strict = 0, F(cuCtxGetDevice)(&of)));
     strict = 1;
-    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(p.ctx));
+}
 
-    enum { N = 1 << 20 };
-    float *host = malloc(N * sizeof(float));
+static void memory_and_a_module(void)
+{
+    p.host = malloc(N * sizeof(float));
     for (int i = 0; i < N; i++)
-        host[i] = (float)i;
-    CUdeviceptr d;
-    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, N * sizeof(float)));
-    SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(d, host, N * sizeof(float)));
-    CUmodule mod;
-    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
-    CUfunction add_one;
-    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
-    SHOW("cuModuleGetFunction missing", (strict = 0, F(cuModuleGetFunction)(&add_one, mod, "no_such_kernel")));
+        p.host[i] = (float)i;
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&p.d, N * sizeof(float)));
+    SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(p.d, p.host, N * sizeof(float)));
+    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&p.mod, "fakegpu"));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&p.add_one, p.mod, "add_one"));
+    SHOW("cuModuleGetFunction missing", (strict = 0, F(cuModuleGetFunction)(&p.add_one, p.mod, "no_such_kernel")));
     strict = 1;
-    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
-    /* The JIT's options: its logs, their lengths, the wall time and the
-     * threads a block come back; a failed load's error log too. */
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&p.add_one, p.mod, "add_one"));
+}
+
+/* The JIT's options: its logs, their lengths, the wall time and the threads
+ * a block come back; a failed load's error log too. */
+static void jit_options(void)
+{
     char info_log[64], error_log[64];
     for (int bad = 0; bad < 2; bad++) {
         memset(info_log, '#', sizeof(info_log));
         memset(error_log, '#', sizeof(error_log));
-        CUjit_option jit[6] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
-                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME, CU_JIT_THREADS_PER_BLOCK };
-        void *jit_values[6] = { info_log, (void *)(uintptr_t)sizeof(info_log), error_log,
-                                (void *)(uintptr_t)sizeof(error_log), NULL, (void *)(uintptr_t)256 };
+        CUjit_option jit[6] = { CU_JIT_INFO_LOG_BUFFER,  CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES,
+                                CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
+                                CU_JIT_WALL_TIME,        CU_JIT_THREADS_PER_BLOCK };
+        void *jit_values[6] = { info_log,  (void *)(uintptr_t)sizeof(info_log),
+                                error_log, (void *)(uintptr_t)sizeof(error_log),
+                                NULL,      (void *)(uintptr_t)256 };
         CUmodule jitted = NULL;
         SHOW(bad ? "cuModuleLoadDataEx of no image" : "cuModuleLoadDataEx",
              (strict = 0, F(cuModuleLoadDataEx)(&jitted, bad ? "not an image" : "fakegpu", 6, jit, jit_values)));
@@ -159,81 +197,117 @@ static void paths(void)
         if (jitted)
             SHOW("cuModuleUnload", F(cuModuleUnload)(jitted));
     }
-    int count = N;
-    void *params[] = { &d, &count };
-    CUstream s;
-    SHOW("cuStreamCreate", F(cuStreamCreate)(&s, CU_STREAM_NON_BLOCKING));
-    CUevent e0, e1;
-    SHOW("cuEventCreate", F(cuEventCreate)(&e0, CU_EVENT_DEFAULT));
-    SHOW("cuEventCreate", F(cuEventCreate)(&e1, CU_EVENT_DEFAULT));
-    SHOW("cuEventRecord", F(cuEventRecord)(e0, s));
-    SHOW("cuLaunchKernel", F(cuLaunchKernel)(add_one, N / 256, 1, 1, 256, 1, 1, 0, s, params, NULL));
-    SHOW("cuEventRecord", F(cuEventRecord)(e1, s));
-    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
-    float ms = -1;
-    SHOW("cuEventElapsedTime", F(cuEventElapsedTime)(&ms, e0, e1));
-    printf("elapsed is a time %d\n", ms >= 0);
-    SHOW("cuMemsetD32_v2", F(cuMemsetD32_v2)(d + 4, 0x40400000u /* 3.0f */, 1));
-    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
-    memset(host, 0, N * sizeof(float));
-    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(host, d, N * sizeof(float)));
+}
+
+/* Elements of the N at d that are not their index plus added (element 1: one). */
+static int elements_wrong(float one, float added)
+{
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(p.host, p.d, N * sizeof(float)));
     int wrong = 0;
     for (int i = 0; i < N; i++)
-        wrong += host[i] != (i == 1 ? 3.0f : (float)i + 1);
-    printf("elements wrong after the kernel %d\n", wrong);
-    /* The same kernel with its parameters as one buffer, each at the offset
-     * the driver gives (as cuBLASLt launches), through cuLaunchKernelEx; a
-     * buffer too short for them is refused. */
+        wrong += p.host[i] != (i == 1 ? one : (float)i + added);
+    return wrong;
+}
+
+static void a_launch_timed_by_events(void)
+{
+    p.count = N;
+    void *params[] = { &p.d, &p.count };
+    SHOW("cuStreamCreate", F(cuStreamCreate)(&p.s, CU_STREAM_NON_BLOCKING));
+    SHOW("cuEventCreate", F(cuEventCreate)(&p.e0, CU_EVENT_DEFAULT));
+    SHOW("cuEventCreate", F(cuEventCreate)(&p.e1, CU_EVENT_DEFAULT));
+    SHOW("cuEventRecord", F(cuEventRecord)(p.e0, p.s));
+    SHOW("cuLaunchKernel", F(cuLaunchKernel)(p.add_one, N / 256, 1, 1, 256, 1, 1, 0, p.s, params, NULL));
+    SHOW("cuEventRecord", F(cuEventRecord)(p.e1, p.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
+    float ms = -1;
+    SHOW("cuEventElapsedTime", F(cuEventElapsedTime)(&ms, p.e0, p.e1));
+    printf("elapsed is a time %d\n", ms >= 0);
+    SHOW("cuMemsetD32_v2", F(cuMemsetD32_v2)(p.d + 4, 0x40400000u /* 3.0f */, 1));
+    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+    memset(p.host, 0, N * sizeof(float));
+    printf("elements wrong after the kernel %d\n", elements_wrong(3.0f, 1));
+}
+
+/* The same kernel with its parameters as one buffer, each at the offset the
+ * driver gives (as cuBLASLt launches), through cuLaunchKernelEx; a buffer
+ * too short for them is refused. */
+static void parameters_in_one_buffer(void)
+{
     size_t offset[2], psize[2];
-    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(add_one, 0, &offset[0], &psize[0]));
-    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(add_one, 1, &offset[1], &psize[1]));
+    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(p.add_one, 0, &offset[0], &psize[0]));
+    SHOW("cuFuncGetParamInfo", F(cuFuncGetParamInfo)(p.add_one, 1, &offset[1], &psize[1]));
     char buffer[64] = { 0 };
-    memcpy(buffer + offset[0], &d, psize[0]);
-    memcpy(buffer + offset[1], &count, psize[1]);
+    memcpy(buffer + offset[0], &p.d, psize[0]);
+    memcpy(buffer + offset[1], &p.count, psize[1]);
     size_t buffer_size = offset[1] + psize[1];
     void *extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &buffer_size,
                       CU_LAUNCH_PARAM_END };
-    CUlaunchConfig config = { .gridDimX = N / 256, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 256, .blockDimY = 1,
-                              .blockDimZ = 1, .hStream = s };
-    SHOW("cuLaunchKernelEx with a parameter buffer", F(cuLaunchKernelEx)(&config, add_one, NULL, extra));
+    CUlaunchConfig config = { .gridDimX = N / 256,
+                              .gridDimY = 1,
+                              .gridDimZ = 1,
+                              .blockDimX = 256,
+                              .blockDimY = 1,
+                              .blockDimZ = 1,
+                              .hStream = p.s };
+    SHOW("cuLaunchKernelEx with a parameter buffer", F(cuLaunchKernelEx)(&config, p.add_one, NULL, extra));
     size_t short_size = buffer_size - 1;
     void *short_extra[] = { CU_LAUNCH_PARAM_BUFFER_POINTER, buffer, CU_LAUNCH_PARAM_BUFFER_SIZE, &short_size,
                             CU_LAUNCH_PARAM_END };
     SHOW("cuLaunchKernel with a short parameter buffer",
-         (strict = 0, F(cuLaunchKernel)(add_one, N / 256, 1, 1, 256, 1, 1, 0, s, NULL, short_extra)));
+         (strict = 0, F(cuLaunchKernel)(p.add_one, N / 256, 1, 1, 256, 1, 1, 0, p.s, NULL, short_extra)));
     strict = 1;
-    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
-    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(host, d, N * sizeof(float)));
-    wrong = 0;
-    for (int i = 0; i < N; i++)
-        wrong += host[i] != (i == 1 ? 4.0f : (float)i + 2);
-    printf("elements wrong after the buffer's kernel %d\n", wrong);
-    /* 2D copies: a 6 x 5 block from guest memory of pitch 16 (from x 2)
-     * into device memory of pitch 32 (at x 3, y 1); device to device,
-     * asynchronously; back into guest memory of pitch 8, asynchronously;
-     * and one whose rows run past the allocation, refused. */
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
+    printf("elements wrong after the buffer's kernel %d\n", elements_wrong(4.0f, 2));
+}
+
+/* 2D copies: a 6 x 5 block from guest memory of pitch 16 (from x 2) into
+ * device memory of pitch 32 (at x 3, y 1); device to device,
+ * asynchronously; back into guest memory of pitch 8, asynchronously; and
+ * one whose rows run past the allocation, refused. */
+static void copies_in_2d(void)
+{
     unsigned char block[5][16], rows[5][8];
     for (int y = 0; y < 5; y++)
         for (int x = 0; x < 16; x++)
             block[y][x] = (unsigned char)(y * 16 + x);
     memset(rows, 0xee, sizeof(rows));
-    CUdeviceptr pitched;
-    SHOW("cuMemAlloc_v2 pitched", F(cuMemAlloc_v2)(&pitched, 512));
-    SHOW("cuMemsetD8_v2 pitched", F(cuMemsetD8_v2)(pitched, 0, 512));
-    CUDA_MEMCPY2D c2 = { .srcXInBytes = 2, .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = block, .srcPitch = 16,
-                         .dstXInBytes = 3, .dstY = 1, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = pitched,
-                         .dstPitch = 32, .WidthInBytes = 6, .Height = 5 };
-    SHOW("cuMemcpy2D_v2 to the device", F(cuMemcpy2D_v2)(&c2));
-    CUDA_MEMCPY2D d2 = { .srcXInBytes = 3, .srcY = 1, .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = pitched,
-                         .srcPitch = 32, .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = pitched + 256,
-                         .dstPitch = 32, .WidthInBytes = 6, .Height = 5 };
-    SHOW("cuMemcpy2DAsync_v2 device to device", F(cuMemcpy2DAsync_v2)(&d2, s));
-    CUDA_MEMCPY2D h2 = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = pitched + 256, .srcPitch = 32,
-                         .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = rows, .dstPitch = 8, .WidthInBytes = 6,
+    SHOW("cuMemAlloc_v2 pitched", F(cuMemAlloc_v2)(&p.pitched, 512));
+    SHOW("cuMemsetD8_v2 pitched", F(cuMemsetD8_v2)(p.pitched, 0, 512));
+    CUDA_MEMCPY2D c2 = { .srcXInBytes = 2,
+                         .srcMemoryType = CU_MEMORYTYPE_HOST,
+                         .srcHost = block,
+                         .srcPitch = 16,
+                         .dstXInBytes = 3,
+                         .dstY = 1,
+                         .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                         .dstDevice = p.pitched,
+                         .dstPitch = 32,
+                         .WidthInBytes = 6,
                          .Height = 5 };
-    SHOW("cuMemcpy2DAsync_v2 to the guest", F(cuMemcpy2DAsync_v2)(&h2, s));
-    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
-    wrong = 0;
+    SHOW("cuMemcpy2D_v2 to the device", F(cuMemcpy2D_v2)(&c2));
+    CUDA_MEMCPY2D d2 = { .srcXInBytes = 3,
+                         .srcY = 1,
+                         .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                         .srcDevice = p.pitched,
+                         .srcPitch = 32,
+                         .dstMemoryType = CU_MEMORYTYPE_DEVICE,
+                         .dstDevice = p.pitched + 256,
+                         .dstPitch = 32,
+                         .WidthInBytes = 6,
+                         .Height = 5 };
+    SHOW("cuMemcpy2DAsync_v2 device to device", F(cuMemcpy2DAsync_v2)(&d2, p.s));
+    CUDA_MEMCPY2D h2 = { .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                         .srcDevice = p.pitched + 256,
+                         .srcPitch = 32,
+                         .dstMemoryType = CU_MEMORYTYPE_HOST,
+                         .dstHost = rows,
+                         .dstPitch = 8,
+                         .WidthInBytes = 6,
+                         .Height = 5 };
+    SHOW("cuMemcpy2DAsync_v2 to the guest", F(cuMemcpy2DAsync_v2)(&h2, p.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
+    int wrong = 0;
     for (int y = 0; y < 5; y++)
         for (int x = 0; x < 8; x++)
             wrong += rows[y][x] != (x < 6 ? block[y][2 + x] : 0xee);
@@ -243,27 +317,33 @@ static void paths(void)
     c2.Height = 20;
     SHOW("cuMemcpy2D_v2 past the allocation", (strict = 0, F(cuMemcpy2D_v2)(&c2)));
     strict = 1;
-    /* Tensor maps of that memory: tiled, im2col, im2col wide, an address
-     * replaced, a rank refused.  Printed as whether the first word is the
-     * address and the sum of the others (the addresses differ between runs). */
-    CUtensorMap map;
-    cuuint64_t dims[3] = { 8, 4, 2 }, strides[2] = { 32, 128 };
-    cuuint32_t box[3] = { 8, 4, 1 }, estrides[3] = { 1, 1, 1 };
-    int lower[1] = { -1 }, upper[1] = { 1 };
+}
+
+/* A tensor map made by call: printed as whether its first word is address
+ * and the sum of the others (the addresses differ between runs). */
 #define SHOW_MAP(what, call, address)                                                                                  \
     do {                                                                                                               \
         memset(&map, 0, sizeof(map));                                                                                  \
         SHOW(what, call);                                                                                              \
         uint64_t sum_ = 0;                                                                                             \
-        for (int i_ = 1; i_ < CU_TENSOR_MAP_NUM_QWORDS; i_++)                                                           \
+        for (int i_ = 1; i_ < CU_TENSOR_MAP_NUM_QWORDS; i_++)                                                          \
             sum_ += map.opaque[i_] * (uint64_t)i_;                                                                     \
-        printf("%s: address %d, words %llx\n", what, map.opaque[0] == (address), (unsigned long long)sum_);           \
+        printf("%s: address %d, words %llx\n", what, map.opaque[0] == (address), (unsigned long long)sum_);            \
     } while (0)
+
+/* Tensor maps of the 2D copies' memory: tiled, im2col, im2col wide, an
+ * address replaced, a rank refused. */
+static void tensor_maps(void)
+{
+    CUtensorMap map;
+    CUdeviceptr pitched = p.pitched;
+    cuuint64_t dims[3] = { 8, 4, 2 }, strides[2] = { 32, 128 };
+    cuuint32_t box[3] = { 8, 4, 1 }, estrides[3] = { 1, 1, 1 };
+    int lower[1] = { -1 }, upper[1] = { 1 };
     SHOW_MAP("cuTensorMapEncodeTiled",
              F(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 3, (void *)(uintptr_t)pitched, dims,
-                                       strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                       CU_TENSOR_MAP_SWIZZLE_32B, CU_TENSOR_MAP_L2_PROMOTION_L2_64B,
-                                       CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
+                                       strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_32B,
+                                       CU_TENSOR_MAP_L2_PROMOTION_L2_64B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              pitched);
     SHOW("cuTensorMapReplaceAddress", F(cuTensorMapReplaceAddress)(&map, (void *)(uintptr_t)(pitched + 256)));
     printf("replaced address %d\n", map.opaque[0] == pitched + 256);
@@ -274,26 +354,30 @@ static void paths(void)
                                         CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA),
              pitched);
     SHOW_MAP("cuTensorMapEncodeIm2colWide",
-             F(cuTensorMapEncodeIm2colWide)(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)(uintptr_t)pitched,
-                                            dims, strides, -2, 2, 4, 8, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
+             F(cuTensorMapEncodeIm2colWide)(&map, CU_TENSOR_MAP_DATA_TYPE_BFLOAT16, 3, (void *)(uintptr_t)pitched, dims,
+                                            strides, -2, 2, 4, 8, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
                                             CU_TENSOR_MAP_IM2COL_WIDE_MODE_W128, CU_TENSOR_MAP_SWIZZLE_128B,
                                             CU_TENSOR_MAP_L2_PROMOTION_L2_256B, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE),
              pitched);
     SHOW("cuTensorMapEncodeTiled rank 0",
-         (strict = 0, F(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 0, (void *)(uintptr_t)pitched,
-                                                dims, strides, box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE,
-                                                CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_NONE,
-                                                CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)));
+         (strict = 0,
+          F(cuTensorMapEncodeTiled)(&map, CU_TENSOR_MAP_DATA_TYPE_FLOAT32, 0, (void *)(uintptr_t)pitched, dims, strides,
+                                    box, estrides, CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE,
+                                    CU_TENSOR_MAP_L2_PROMOTION_NONE, CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE)));
     strict = 1;
     SHOW("cuMemFree_v2 pitched", F(cuMemFree_v2)(pitched));
-    /* Page-locked memory set by its address (as XLA sets flags in it), on a
-     * stream; a memset that runs far past it refused. */
+}
+
+/* Page-locked memory set by its address (as XLA sets flags in it), on a
+ * stream; a memset that runs far past it refused. */
+static void page_locked_memory_by_its_address(void)
+{
     unsigned int *pinned;
     SHOW("cuMemAllocHost_v2 to set", F(cuMemAllocHost_v2)((void **)&pinned, 64));
     memset(pinned, 0, 64);
     SHOW("cuMemsetD32Async on page-locked memory",
-         F(cuMemsetD32Async)((CUdeviceptr)(uintptr_t)(pinned + 1), 0x01020304u, 3, s));
-    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+         F(cuMemsetD32Async)((CUdeviceptr)(uintptr_t)(pinned + 1), 0x01020304u, 3, p.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
     printf("page-locked words %x %x %x %x %x\n", pinned[0], pinned[1], pinned[2], pinned[3], pinned[4]);
     /* The same memory named as the GPU's side of copies. */
     unsigned int word = 0, back_word = 0;
@@ -303,8 +387,8 @@ static void paths(void)
     SHOW("cuMemcpyHtoD_v2 into page-locked memory",
          F(cuMemcpyHtoD_v2)((CUdeviceptr)(uintptr_t)(pinned + 5), &word, sizeof(word)));
     SHOW("cuMemcpyDtoDAsync_v2 from page-locked memory",
-         F(cuMemcpyDtoDAsync_v2)(d, (CUdeviceptr)(uintptr_t)(pinned + 5), sizeof(word), s));
-    SHOW("cuMemcpyDtoH_v2 of it", F(cuMemcpyDtoH_v2)(&back_word, d, sizeof(back_word)));
+         F(cuMemcpyDtoDAsync_v2)(p.d, (CUdeviceptr)(uintptr_t)(pinned + 5), sizeof(word), p.s));
+    SHOW("cuMemcpyDtoH_v2 of it", F(cuMemcpyDtoH_v2)(&back_word, p.d, sizeof(back_word)));
     printf("page-locked copies %x %x\n", pinned[5], back_word);
     SHOW("cuMemsetD2D8_v2 on page-locked memory", F(cuMemsetD2D8_v2)((CUdeviceptr)(uintptr_t)pinned, 16, 0xab, 2, 3));
     printf("page-locked rows %x %x %x %x\n", pinned[0], pinned[4], pinned[8], pinned[12]);
@@ -312,6 +396,10 @@ static void paths(void)
          (strict = 0, F(cuMemsetD8_v2)((CUdeviceptr)(uintptr_t)pinned + 60, 7, 1 << 20)));
     strict = 1;
     SHOW("cuMemFreeHost to set", F(cuMemFreeHost)(pinned));
+}
+
+static void memory_info_and_error_strings(void)
+{
     size_t free_b = 0, total_b = 0;
     SHOW("cuMemGetInfo_v2", F(cuMemGetInfo_v2)(&free_b, &total_b));
     printf("memory info total %zu\n", total_b);
@@ -320,19 +408,27 @@ static void paths(void)
     printf("error string %s\n", str);
     SHOW("cuGetErrorName", F(cuGetErrorName)(CUDA_ERROR_OUT_OF_MEMORY, &str));
     printf("error name %s\n", str);
-    /* Page-locked host memory as a staging buffer. */
+}
+
+/* Page-locked host memory as a staging buffer. */
+static void a_staging_buffer(void)
+{
     unsigned *staging = NULL;
     SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)((void **)&staging, 4096));
     for (int i = 0; i < 1024; i++)
         staging[i] = 0xabc00000u + (unsigned)i;
-    SHOW("cuMemcpyHtoD_v2 from it", F(cuMemcpyHtoD_v2)(d, staging, 4096));
+    SHOW("cuMemcpyHtoD_v2 from it", F(cuMemcpyHtoD_v2)(p.d, staging, 4096));
     memset(staging, 0, 4096);
-    SHOW("cuMemcpyDtoH_v2 into it", F(cuMemcpyDtoH_v2)(staging, d, 4096));
+    SHOW("cuMemcpyDtoH_v2 into it", F(cuMemcpyDtoH_v2)(staging, p.d, 4096));
     printf("staged word %x\n", staging[1023]);
     SHOW("cuMemFreeHost", F(cuMemFreeHost)(staging));
     SHOW("cuMemFreeHost twice", (strict = 0, F(cuMemFreeHost)(staging)));
     strict = 1;
-    /* A struct the call reads (its descriptor), and one it writes back. */
+}
+
+/* A struct the call reads (its descriptor), and one it writes back. */
+static void an_array(void)
+{
     CUDA_ARRAY_DESCRIPTOR desc = { 256, 64, CU_AD_FORMAT_FLOAT, 4 }, back;
     CUarray array;
     SHOW("cuArrayCreate_v2", F(cuArrayCreate_v2)(&array, &desc));
@@ -340,8 +436,12 @@ static void paths(void)
     SHOW("cuArrayGetDescriptor_v2", F(cuArrayGetDescriptor_v2)(&back, array));
     printf("array %zux%zu, %u channels\n", back.Width, back.Height, back.NumChannels);
     SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
-    /* Virtual memory: a range reserved, an allocation made, mapped into it
-     * and opened to the device, written and read through it, then undone. */
+}
+
+/* Virtual memory: a range reserved, an allocation made, mapped into it and
+ * opened to the device, written and read through it, then undone. */
+static void virtual_memory(void)
+{
     CUmemAllocationProp prop;
     memset(&prop, 0, sizeof(prop));
     prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -367,7 +467,11 @@ static void paths(void)
     SHOW("cuMemAddressFree", F(cuMemAddressFree)(va, 2 * gran));
     SHOW("cuMemAddressFree twice", (strict = 0, F(cuMemAddressFree)(va, 2 * gran)));
     strict = 1;
-    /* A graph's node array: counted, then filled (none: the room stays NULL). */
+}
+
+/* A graph's node array: counted, then filled (none: the room stays NULL). */
+static void graph_nodes(void)
+{
     CUgraph graph;
     CUgraphNode nodes[4] = { (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1, (CUgraphNode)1 };
     size_t nnodes = 99;
@@ -376,13 +480,55 @@ static void paths(void)
     printf("graph nodes %zu\n", nnodes);
     nnodes = 4;
     SHOW("cuGraphGetNodes", F(cuGraphGetNodes)(graph, nodes, &nnodes));
-    printf("graph nodes %zu, first %s\n", nnodes, nodes[0] == NULL ? "NULL" : nodes[0] == (CUgraphNode)1 ? "untouched" : "a node");
+    printf("graph nodes %zu, first %s\n", nnodes,
+           nodes[0] == NULL             ? "NULL"
+           : nodes[0] == (CUgraphNode)1 ? "untouched"
+                                        : "a node");
     SHOW("cuGraphDestroy", F(cuGraphDestroy)(graph));
-    SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(e0));
-    SHOW("cuStreamDestroy_v2", F(cuStreamDestroy_v2)(s));
-    SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));
-    SHOW("cuDevicePrimaryCtxRelease_v2", F(cuDevicePrimaryCtxRelease_v2)(dev));
-    free(host);
+}
+
+static void everything_released(void)
+{
+    SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(p.e0));
+    SHOW("cuStreamDestroy_v2", F(cuStreamDestroy_v2)(p.s));
+    SHOW("cuMemFree_v2", F(cuMemFree_v2)(p.d));
+    SHOW("cuDevicePrimaryCtxRelease_v2", F(cuDevicePrimaryCtxRelease_v2)(p.dev));
+    free(p.host);
+}
+
+static const struct {
+    const char *name;
+    void (*run)(void);
+} paths_cases[] = {
+    { "the driver", the_driver },
+    { "functions by address", functions_by_address },
+    { "the device", the_device },
+    { "the current context", the_current_context },
+    { "memory and a module", memory_and_a_module },
+    { "JIT options", jit_options },
+    { "a launch timed by events", a_launch_timed_by_events },
+    { "parameters in one buffer", parameters_in_one_buffer },
+    { "2D copies", copies_in_2d },
+    { "tensor maps", tensor_maps },
+    { "page-locked memory by its address", page_locked_memory_by_its_address },
+    { "memory info and error strings", memory_info_and_error_strings },
+    { "a staging buffer", a_staging_buffer },
+    { "an array", an_array },
+    { "virtual memory", virtual_memory },
+    { "graph nodes", graph_nodes },
+    { "everything released", everything_released },
+};
+
+/* Each case's lines follow a line naming it. */
+static int paths(const char *unused)
+{
+    (void)unused;
+    for (size_t i = 0; i < sizeof(paths_cases) / sizeof(*paths_cases); i++) {
+        current_case = paths_cases[i].name;
+        printf("-- %s\n", current_case);
+        paths_cases[i].run();
+    }
+    return 0;
 }
 
 /* Device 0's primary context, current (and returned): what each mode but
@@ -396,6 +542,16 @@ static CUcontext primary_context(void)
     SHOW("cuDevicePrimaryCtxRetain", F(cuDevicePrimaryCtxRetain)(&ctx, dev));
     SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(ctx));
     return ctx;
+}
+
+/* The fake GPU's add_one, in a module loaded in the current context. */
+static CUfunction add_one_kernel(void)
+{
+    CUmodule mod;
+    CUfunction add_one;
+    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
+    return add_one;
 }
 
 /* threads: each of 8 threads, at once, with its own stream and memory:
@@ -425,7 +581,8 @@ static void *one_thread(void *arg)
         float *from = r % 2 ? pinned : plain;
         for (int i = 0; i < ELEMS; i++)
             from[i] = (float)(t * 1000 + r + i % 7);
-        CUresult e = r % 2 ? F(cuMemcpyHtoDAsync_v2)(d, from, sizeof(plain), s) : F(cuMemcpyHtoD_v2)(d, from, sizeof(plain));
+        CUresult e =
+            r % 2 ? F(cuMemcpyHtoDAsync_v2)(d, from, sizeof(plain), s) : F(cuMemcpyHtoD_v2)(d, from, sizeof(plain));
         e = e ? e : F(cuLaunchKernel)(threads_kernel, ELEMS / 256, 1, 1, 256, 1, 1, 0, s, params, NULL);
         e = e ? e : F(cuMemcpyDtoHAsync_v2)(from, d, sizeof(plain), s);
         e = e ? e : F(cuStreamSynchronize)(s);
@@ -465,6 +622,339 @@ static bool await_line(const char *path)
     return got;
 }
 
+/* ---- the modes but paths ---- */
+
+static int quota(const char *bytes)
+{
+    CUdeviceptr d;
+    primary_context();
+    strict = 0;
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(bytes, NULL, 0)));
+    return 0;
+}
+
+/* Allocates BYTES, says so, and waits to be killed. */
+static int hold(const char *bytes)
+{
+    CUdeviceptr d;
+    primary_context();
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(bytes, NULL, 0)));
+    printf("held\n");
+    fflush(stdout);
+    for (;;)
+        pause();
+}
+
+static int images(const char *unused)
+{
+    (void)unused;
+    /* The fake's image ("fakegpu", then text to its NUL): 256 KiB. */
+    size_t n = 256 << 10;
+    char *image = malloc(n);
+    memset(image, 'x', n - 1);
+    memcpy(image, "fakegpu ", 8);
+    image[n - 1] = 0;
+    primary_context();
+    CUmodule mod, jitted;
+    CUlibrary lib;
+    CUfunction f;
+    CUkernel k;
+    SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, image));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, mod, "add_one"));
+    SHOW("cuLibraryLoadData", F(cuLibraryLoadData)(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
+    SHOW("cuLibraryGetKernel", F(cuLibraryGetKernel)(&k, lib, "add_one"));
+    CUjit_option jit[1] = { CU_JIT_THREADS_PER_BLOCK };
+    void *jit_values[1] = { (void *)(uintptr_t)256 };
+    SHOW("cuModuleLoadDataEx", F(cuModuleLoadDataEx)(&jitted, image, 1, jit, jit_values));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, jitted, "add_one"));
+    free(image);
+    return 0;
+}
+
+static int pinned_kept(const char *fifo)
+{
+    void *block;
+    CUdeviceptr d;
+    primary_context();
+    SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)(&block, 1 << 20));
+    memset(block, 'A', 1 << 20);
+    printf("held\n");
+    fflush(stdout);
+    strict = 0;
+    if (!await_line(fifo))
+        return 1;
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, 1 << 20));
+    fflush(stdout);
+    if (!await_line(fifo))
+        return 1;
+    size_t i = 0;
+    while (i < (1u << 20) && ((char *)block)[i] == 'A')
+        i++;
+    printf("its page-locked bytes kept: %s\n", i == 1u << 20 ? "yes" : "no");
+    return 0;
+}
+
+static int two_calls(const char *fifo)
+{
+    CUdeviceptr d;
+    primary_context();
+    strict = 0;
+    if (!await_line(fifo))
+        return 1;
+    SHOW("second", F(cuMemAlloc_v2)(&d, 1 << 20));
+    return 0;
+}
+
+/* pinned: page-locked blocks (shared with the executor where it is remote). */
+enum { PINNED = 32 << 20 };
+static struct {
+    CUdeviceptr d;
+    CUstream s;
+    unsigned char *a, *b;
+} pin;
+
+/* Every byte crosses each way, plain and on a stream. */
+static void pinned_copies(void)
+{
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&pin.d, PINNED));
+    SHOW("cuStreamCreate", F(cuStreamCreate)(&pin.s, 0));
+    SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)((void **)&pin.a, PINNED));
+    SHOW("cuMemHostAlloc", F(cuMemHostAlloc)((void **)&pin.b, PINNED, 0));
+    for (size_t i = 0; i < PINNED; i++)
+        pin.a[i] = (unsigned char)(i * 7 + i / 4096);
+    SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(pin.d, pin.a, PINNED));
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(pin.b, pin.d, PINNED));
+    printf("plain copies %s\n", memcmp(pin.a, pin.b, PINNED) == 0 ? "match" : "differ");
+    memset(pin.b, 0, PINNED);
+    for (size_t i = 0; i < PINNED; i += 4096)
+        pin.a[i] ^= 0xff;
+    SHOW("cuMemcpyHtoDAsync_v2", F(cuMemcpyHtoDAsync_v2)(pin.d, pin.a, PINNED, pin.s));
+    SHOW("cuMemcpyDtoHAsync_v2", F(cuMemcpyDtoHAsync_v2)(pin.b, pin.d + 4096, PINNED - 4096, pin.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(pin.s));
+    printf("asynchronous copies %s\n", memcmp(pin.a + 4096, pin.b, PINNED - 4096) == 0 ? "match" : "differ");
+}
+
+/* A child of fork writes its copy of a block: the parent's bytes, and what
+ * its copies carry, stay the parent's. */
+static void pinned_after_a_fork(void)
+{
+    fflush(stdout);
+    pid_t child = fork();
+    if (child == 0) {
+        memset(pin.a, 0xee, PINNED);
+        _exit(0);
+    }
+    int st = 0;
+    waitpid(child, &st, 0);
+    printf("the child's writes %s the parent's block\n", pin.a[PINNED - 1] == 0xee ? "reached" : "did not reach");
+    SHOW("cuMemcpyHtoD_v2 after the fork", F(cuMemcpyHtoD_v2)(pin.d, pin.a, PINNED));
+    SHOW("cuMemcpyDtoH_v2 after the fork", F(cuMemcpyDtoH_v2)(pin.b, pin.d, PINNED));
+    printf("copies after the fork %s\n", memcmp(pin.a, pin.b, PINNED) == 0 ? "match" : "differ");
+}
+
+/* A mapped block's device view is its own address, which a kernel writes:
+ * its bytes in the guest after the synchronize. */
+static void pinned_mapped(void)
+{
+    float *m;
+    CUdeviceptr view = 0;
+    SHOW("cuMemHostAlloc mapped", F(cuMemHostAlloc)((void **)&m, 1024 * sizeof(float), CU_MEMHOSTALLOC_DEVICEMAP));
+    SHOW("cuMemHostGetDevicePointer_v2", F(cuMemHostGetDevicePointer_v2)(&view, m, 0));
+    printf("the mapped block's device view is its address: %s\n", view == (CUdeviceptr)(uintptr_t)m ? "yes" : "no");
+    for (int i = 0; i < 1024; i++)
+        m[i] = (float)i;
+    CUfunction add_one = add_one_kernel();
+    int count = 1024;
+    void *params[] = { &view, &count };
+    SHOW("cuLaunchKernel on the mapped block", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, pin.s, params, NULL));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(pin.s));
+    int wrong = 0;
+    for (int i = 0; i < 1024; i++)
+        wrong += m[i] != (float)i + 1;
+    printf("elements of the mapped block wrong after the kernel: %d\n", wrong);
+    SHOW("cuMemFreeHost", F(cuMemFreeHost)(m));
+    SHOW("cuMemFreeHost", F(cuMemFreeHost)(pin.a));
+    SHOW("cuMemFreeHost", F(cuMemFreeHost)(pin.b));
+    SHOW("cuMemFree_v2", F(cuMemFree_v2)(pin.d));
+}
+
+static int pinned(const char *unused)
+{
+    (void)unused;
+    primary_context();
+    pinned_copies();
+    pinned_after_a_fork();
+    pinned_mapped();
+    return 0;
+}
+
+/* A launch the driver refuses (add_one over memory that is not there): said
+ * at once by a local driver, by the next synchronize of a remote one, never
+ * by a call that does not synchronize. */
+static int late_error(const char *unused)
+{
+    (void)unused;
+    primary_context();
+    CUfunction add_one = add_one_kernel();
+    strict = 0;
+    CUdeviceptr nowhere = 0x10000;
+    int count = 1024, n = 0;
+    void *params[] = { &nowhere, &count };
+    SHOW("cuLaunchKernel", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
+    SHOW("cuDeviceGetCount", F(cuDeviceGetCount)(&n));
+    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+    SHOW("cuCtxSynchronize again", F(cuCtxSynchronize)());
+    return 0;
+}
+
+/* A device pointer that is none of the guest's allocations (it might be the
+ * executor's own memory, through a unified address). */
+static const CUdeviceptr elsewhere = 0x7f0000005000ull;
+
+/* A JIT option that passes an array of the guest's pointers; a memset that
+ * starts in the guest's allocation and runs far past it (the executor's
+ * first refusal, which it logs with its length); handles of the executor's
+ * own address space, never given to this process. */
+static void forged_handles(void)
+{
+    CUjit_option symbols[1] = { CU_JIT_GLOBAL_SYMBOL_NAMES };
+    void *symbol_values[1] = { NULL };
+    CUmodule none;
+    SHOW("cuModuleLoadDataEx with symbols", F(cuModuleLoadDataEx)(&none, "fakegpu", 1, symbols, symbol_values));
+    CUdeviceptr small;
+    SHOW("cuMemAlloc_v2 small", F(cuMemAlloc_v2)(&small, 4096));
+    SHOW("cuMemsetD32_v2 past the allocation", F(cuMemsetD32_v2)(small, 0, 1u << 20));
+    SHOW("cuStreamSynchronize forged", F(cuStreamSynchronize)((CUstream)(uintptr_t)0x7f0000001000ull));
+    SHOW("cuCtxSetCurrent forged", F(cuCtxSetCurrent)((CUcontext)(uintptr_t)0x7f0000002000ull));
+    SHOW("cuLaunchKernel forged",
+         F(cuLaunchKernel)((CUfunction)(uintptr_t)0x7f0000003000ull, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
+}
+
+static void forged_pointers(void)
+{
+    unsigned word = 0;
+    SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
+    SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
+    SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
+    CUDA_MEMCPY2D forged2d = { .srcMemoryType = CU_MEMORYTYPE_DEVICE,
+                               .srcDevice = elsewhere,
+                               .srcPitch = 64,
+                               .dstMemoryType = CU_MEMORYTYPE_HOST,
+                               .dstHost = &word,
+                               .dstPitch = 4,
+                               .WidthInBytes = 4,
+                               .Height = 1 };
+    SHOW("cuMemcpy2D_v2 forged pointer", F(cuMemcpy2D_v2)(&forged2d));
+}
+
+/* Copies between the guest and the device on a stream being captured: the
+ * graph would read and write the executor's buffers at each launch, long
+ * after they are freed. */
+static void forged_captured_copies(void)
+{
+    CUstream cs;
+    CUdeviceptr d = 0;
+    unsigned words[4] = { 1, 2, 3, 4 };
+    SHOW("cuStreamCreate", F(cuStreamCreate)(&cs, 0));
+    SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, sizeof(words)));
+    SHOW("cuStreamBeginCapture_v2", F(cuStreamBeginCapture_v2)(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
+    SHOW("cuMemcpyDtoHAsync_v2 captured", F(cuMemcpyDtoHAsync_v2)(words, d, sizeof(words), cs));
+    SHOW("cuMemcpyHtoDAsync_v2 captured", F(cuMemcpyHtoDAsync_v2)(d, words, sizeof(words), cs));
+    CUgraph g = NULL;
+    SHOW("cuStreamEndCapture", F(cuStreamEndCapture)(cs, &g));
+    SHOW("cuCtxSynchronize after the captured copies", F(cuCtxSynchronize)());
+}
+
+/* A call no guest may make (another process's memory), and a private table
+ * the guest does not answer. */
+static void forged_private_calls(void)
+{
+    char ipc[64]; /* a CUipcMemHandle */
+    SHOW("cuIpcGetMemHandle", ((CUresult(*)(void *, CUdeviceptr))sym("cuIpcGetMemHandle"))(ipc, elsewhere));
+    void *table = NULL;
+    CUuuid id = { { 0 } };
+    SHOW("cuGetExportTable unknown", F(cuGetExportTable)((const void **)&table, &id));
+}
+
+static int forged(const char *unused)
+{
+    (void)unused;
+    primary_context();
+    strict = 0;
+    forged_handles();
+    forged_pointers();
+    forged_captured_copies();
+    forged_private_calls();
+    return 0;
+}
+
+/* cuBLASLt's private table: function 4's two descriptions of the device (the
+ * fake's are 66 bytes), function 13, and one of those not known. */
+static int layout(const char *unused)
+{
+    (void)unused;
+    static const CUuuid id = { { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7, 0xdd,
+                                 0x8b, 0xca } };
+    const void *const *table = NULL;
+    primary_context();
+    SHOW("cuGetExportTable cuBLASLt's", F(cuGetExportTable)((const void **)&table, &id));
+    printf("table size %zu\n", (size_t)(uintptr_t)table[0]);
+    for (int round = 0; round < 2; round++) {
+        unsigned char *a = NULL, *b = NULL;
+        SHOW("layout", ((CUresult(*)(void **, void **))table[4])((void **)&a, (void **)&b));
+        for (int k = 0; k < 2; k++) {
+            printf("layout %d:", k);
+            for (int i = 0; i < 66; i++)
+                printf(" %02x", (k ? b : a)[i]);
+            printf("\n");
+        }
+        SHOW("layout freed", ((CUresult(*)(void *, void *))table[13])(a, b));
+    }
+    strict = 0;
+    SHOW("function 1", ((CUresult(*)(void))table[1])());
+    return 0;
+}
+
+static int maps(const char *unused)
+{
+    (void)unused;
+    FILE *f = fopen("/proc/self/maps", "r");
+    char line[4096];
+    while (f && fgets(line, sizeof(line), f))
+        if (strstr(line, "libcuda") || strstr(line, "libvgpu-cuda"))
+            printf("%s", strrchr(line, ' ') + 1);
+    if (f)
+        fclose(f);
+    return 0;
+}
+
+static int threads_mode(const char *unused)
+{
+    (void)unused;
+    threads();
+    return 0;
+}
+
+/* The modes; those with an argument take exactly one. */
+static const struct {
+    const char *name;
+    bool takes_argument;
+    int (*run)(const char *argument);
+} modes[] = {
+    { "paths", false, paths },
+    { "quota", true, quota },
+    { "hold", true, hold },
+    { "images", false, images },
+    { "pinned-kept", true, pinned_kept },
+    { "two-calls", true, two_calls },
+    { "threads", false, threads_mode },
+    { "pinned", false, pinned },
+    { "late-error", false, late_error },
+    { "forged", false, forged },
+    { "layout", false, layout },
+    { "maps", false, maps },
+};
+
 int main(int argc, char **argv)
 {
     if (argc < 2)
@@ -474,235 +964,10 @@ int main(int argc, char **argv)
         fprintf(stderr, "remote_client: %s\n", dlerror());
         return 1;
     }
-    if (strcmp(argv[1], "paths") == 0) {
-        paths();
-    } else if (strcmp(argv[1], "quota") == 0 && argc == 3) {
-        CUdeviceptr d;
-        primary_context();
-        strict = 0;
-        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
-    } else if (strcmp(argv[1], "hold") == 0 && argc == 3) {
-        /* Allocates BYTES, says so, and waits to be killed. */
-        CUdeviceptr d;
-        primary_context();
-        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, strtoull(argv[2], NULL, 0)));
-        printf("held\n");
-        fflush(stdout);
-        for (;;)
-            pause();
-    } else if (strcmp(argv[1], "images") == 0) {
-        /* The fake's image ("fakegpu", then text to its NUL): 256 KiB. */
-        size_t n = 256 << 10;
-        char *image = malloc(n);
-        memset(image, 'x', n - 1);
-        memcpy(image, "fakegpu ", 8);
-        image[n - 1] = 0;
-        primary_context();
-        CUmodule mod, jitted;
-        CUlibrary lib;
-        CUfunction f;
-        CUkernel k;
-        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, image));
-        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, mod, "add_one"));
-        SHOW("cuLibraryLoadData", F(cuLibraryLoadData)(&lib, image, NULL, NULL, 0, NULL, NULL, 0));
-        SHOW("cuLibraryGetKernel", F(cuLibraryGetKernel)(&k, lib, "add_one"));
-        CUjit_option jit[1] = { CU_JIT_THREADS_PER_BLOCK };
-        void *jit_values[1] = { (void *)(uintptr_t)256 };
-        SHOW("cuModuleLoadDataEx", F(cuModuleLoadDataEx)(&jitted, image, 1, jit, jit_values));
-        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, jitted, "add_one"));
-        free(image);
-    } else if (strcmp(argv[1], "pinned-kept") == 0 && argc == 3) {
-        void *block;
-        CUdeviceptr d;
-        primary_context();
-        SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)(&block, 1 << 20));
-        memset(block, 'A', 1 << 20);
-        printf("held\n");
-        fflush(stdout);
-        strict = 0;
-        if (!await_line(argv[2]))
-            return 1;
-        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, 1 << 20));
-        fflush(stdout);
-        if (!await_line(argv[2]))
-            return 1;
-        size_t i = 0;
-        while (i < (1u << 20) && ((char *)block)[i] == 'A')
-            i++;
-        printf("its page-locked bytes kept: %s\n", i == 1u << 20 ? "yes" : "no");
-    } else if (strcmp(argv[1], "two-calls") == 0 && argc == 3) {
-        CUdeviceptr d;
-        primary_context();
-        strict = 0;
-        if (!await_line(argv[2]))
-            return 1;
-        SHOW("second", F(cuMemAlloc_v2)(&d, 1 << 20));
-    } else if (strcmp(argv[1], "threads") == 0) {
-        threads();
-    } else if (strcmp(argv[1], "pinned") == 0) {
-        /* Page-locked blocks (shared with the executor where it is remote):
-         * every byte crosses each way, plain and on a stream. */
-        enum { N = 32 << 20 };
-        CUdeviceptr d;
-        CUstream s;
-        unsigned char *a, *b;
-        primary_context();
-        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, N));
-        SHOW("cuStreamCreate", F(cuStreamCreate)(&s, 0));
-        SHOW("cuMemAllocHost_v2", F(cuMemAllocHost_v2)((void **)&a, N));
-        SHOW("cuMemHostAlloc", F(cuMemHostAlloc)((void **)&b, N, 0));
-        for (size_t i = 0; i < N; i++)
-            a[i] = (unsigned char)(i * 7 + i / 4096);
-        SHOW("cuMemcpyHtoD_v2", F(cuMemcpyHtoD_v2)(d, a, N));
-        SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(b, d, N));
-        printf("plain copies %s\n", memcmp(a, b, N) == 0 ? "match" : "differ");
-        memset(b, 0, N);
-        for (size_t i = 0; i < N; i += 4096)
-            a[i] ^= 0xff;
-        SHOW("cuMemcpyHtoDAsync_v2", F(cuMemcpyHtoDAsync_v2)(d, a, N, s));
-        SHOW("cuMemcpyDtoHAsync_v2", F(cuMemcpyDtoHAsync_v2)(b, d + 4096, N - 4096, s));
-        SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
-        printf("asynchronous copies %s\n", memcmp(a + 4096, b, N - 4096) == 0 ? "match" : "differ");
-        /* A child of fork writes its copy of a block: the parent's bytes,
-         * and what its copies carry, stay the parent's. */
-        fflush(stdout);
-        pid_t child = fork();
-        if (child == 0) {
-            memset(a, 0xee, N);
-            _exit(0);
+    for (size_t i = 0; i < sizeof(modes) / sizeof(*modes); i++)
+        if (strcmp(argv[1], modes[i].name) == 0 && (!modes[i].takes_argument || argc == 3)) {
+            current_case = modes[i].name;
+            return modes[i].run(argv[2]);
         }
-        int st = 0;
-        waitpid(child, &st, 0);
-        printf("the child's writes %s the parent's block\n", a[N - 1] == 0xee ? "reached" : "did not reach");
-        SHOW("cuMemcpyHtoD_v2 after the fork", F(cuMemcpyHtoD_v2)(d, a, N));
-        SHOW("cuMemcpyDtoH_v2 after the fork", F(cuMemcpyDtoH_v2)(b, d, N));
-        printf("copies after the fork %s\n", memcmp(a, b, N) == 0 ? "match" : "differ");
-        /* A mapped block's device view is its own address, which a kernel
-         * writes: its bytes in the guest after the synchronize. */
-        float *m;
-        CUdeviceptr view = 0;
-        CUmodule mod;
-        CUfunction add_one;
-        SHOW("cuMemHostAlloc mapped", F(cuMemHostAlloc)((void **)&m, 1024 * sizeof(float), CU_MEMHOSTALLOC_DEVICEMAP));
-        SHOW("cuMemHostGetDevicePointer_v2", F(cuMemHostGetDevicePointer_v2)(&view, m, 0));
-        printf("the mapped block's device view is its address: %s\n", view == (CUdeviceptr)(uintptr_t)m ? "yes" : "no");
-        for (int i = 0; i < 1024; i++)
-            m[i] = (float)i;
-        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
-        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
-        int count = 1024;
-        void *params[] = { &view, &count };
-        SHOW("cuLaunchKernel on the mapped block", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, s, params, NULL));
-        SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(s));
-        int wrong = 0;
-        for (int i = 0; i < 1024; i++)
-            wrong += m[i] != (float)i + 1;
-        printf("elements of the mapped block wrong after the kernel: %d\n", wrong);
-        SHOW("cuMemFreeHost", F(cuMemFreeHost)(m));
-        SHOW("cuMemFreeHost", F(cuMemFreeHost)(a));
-        SHOW("cuMemFreeHost", F(cuMemFreeHost)(b));
-        SHOW("cuMemFree_v2", F(cuMemFree_v2)(d));
-    } else if (strcmp(argv[1], "late-error") == 0) {
-        /* A launch the driver refuses (add_one over memory that is not
-         * there): said at once by a local driver, by the next synchronize
-         * of a remote one, never by a call that does not synchronize. */
-        CUmodule mod;
-        CUfunction add_one;
-        primary_context();
-        SHOW("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
-        SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&add_one, mod, "add_one"));
-        strict = 0;
-        CUdeviceptr nowhere = 0x10000;
-        int count = 1024, n = 0;
-        void *params[] = { &nowhere, &count };
-        SHOW("cuLaunchKernel", F(cuLaunchKernel)(add_one, 4, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
-        SHOW("cuDeviceGetCount", F(cuDeviceGetCount)(&n));
-        SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
-        SHOW("cuCtxSynchronize again", F(cuCtxSynchronize)());
-    } else if (strcmp(argv[1], "forged") == 0) {
-        primary_context();
-        strict = 0;
-        /* A JIT option that passes an array of the guest's pointers. */
-        CUjit_option symbols[1] = { CU_JIT_GLOBAL_SYMBOL_NAMES };
-        void *symbol_values[1] = { NULL };
-        CUmodule none;
-        SHOW("cuModuleLoadDataEx with symbols", F(cuModuleLoadDataEx)(&none, "fakegpu", 1, symbols, symbol_values));
-        /* A memset that starts in the guest's allocation and runs far past
-         * it (the executor's first refusal, which it logs with its length). */
-        CUdeviceptr small;
-        SHOW("cuMemAlloc_v2 small", F(cuMemAlloc_v2)(&small, 4096));
-        SHOW("cuMemsetD32_v2 past the allocation", F(cuMemsetD32_v2)(small, 0, 1u << 20));
-        /* Handles of the executor's own address space, never given to this process. */
-        SHOW("cuStreamSynchronize forged", F(cuStreamSynchronize)((CUstream)(uintptr_t)0x7f0000001000ull));
-        SHOW("cuCtxSetCurrent forged", F(cuCtxSetCurrent)((CUcontext)(uintptr_t)0x7f0000002000ull));
-        SHOW("cuLaunchKernel forged",
-             F(cuLaunchKernel)((CUfunction)(uintptr_t)0x7f0000003000ull, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, NULL));
-        /* A device pointer that is none of the guest's allocations (it might
-         * be the executor's own memory, through a unified address). */
-        CUdeviceptr elsewhere = 0x7f0000005000ull;
-        unsigned word = 0;
-        SHOW("cuMemsetD32_v2 forged pointer", F(cuMemsetD32_v2)(elsewhere, 0, 1));
-        SHOW("cuMemcpyHtoD_v2 forged pointer", F(cuMemcpyHtoD_v2)(elsewhere, &word, sizeof(word)));
-        SHOW("cuMemcpyDtoH_v2 forged pointer", F(cuMemcpyDtoH_v2)(&word, elsewhere, sizeof(word)));
-        CUDA_MEMCPY2D forged2d = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = elsewhere, .srcPitch = 64,
-                                   .dstMemoryType = CU_MEMORYTYPE_HOST, .dstHost = &word, .dstPitch = 4,
-                                   .WidthInBytes = 4, .Height = 1 };
-        SHOW("cuMemcpy2D_v2 forged pointer", F(cuMemcpy2D_v2)(&forged2d));
-        /* Copies between the guest and the device on a stream being
-         * captured: the graph would read and write the executor's buffers
-         * at each launch, long after they are freed. */
-        CUstream cs;
-        CUdeviceptr d = 0;
-        unsigned words[4] = { 1, 2, 3, 4 };
-        SHOW("cuStreamCreate", F(cuStreamCreate)(&cs, 0));
-        SHOW("cuMemAlloc_v2", F(cuMemAlloc_v2)(&d, sizeof(words)));
-        SHOW("cuStreamBeginCapture_v2", F(cuStreamBeginCapture_v2)(cs, CU_STREAM_CAPTURE_MODE_RELAXED));
-        SHOW("cuMemcpyDtoHAsync_v2 captured", F(cuMemcpyDtoHAsync_v2)(words, d, sizeof(words), cs));
-        SHOW("cuMemcpyHtoDAsync_v2 captured", F(cuMemcpyHtoDAsync_v2)(d, words, sizeof(words), cs));
-        CUgraph g = NULL;
-        SHOW("cuStreamEndCapture", F(cuStreamEndCapture)(cs, &g));
-        SHOW("cuCtxSynchronize after the captured copies", F(cuCtxSynchronize)());
-        /* A call no guest may make (another process's memory), and a private
-         * table the guest does not answer. */
-        char ipc[64]; /* a CUipcMemHandle */
-        SHOW("cuIpcGetMemHandle",
-             ((CUresult(*)(void *, CUdeviceptr))sym("cuIpcGetMemHandle"))(ipc, elsewhere));
-        void *table = NULL;
-        CUuuid id = { { 0 } };
-        SHOW("cuGetExportTable unknown", F(cuGetExportTable)((const void **)&table, &id));
-    } else if (strcmp(argv[1], "layout") == 0) {
-        /* cuBLASLt's private table: function 4's two descriptions of the
-         * device (the fake's are 66 bytes), function 13, and one of those
-         * not known. */
-        static const CUuuid id = { { 0x17, 0x34, 0xdc, 0x26, 0x80, 0x0d, 0x47, 0x45, 0x87, 0x26, 0xc0, 0xf1, 0xe7,
-                                     0xdd, 0x8b, 0xca } };
-        const void *const *table = NULL;
-        primary_context();
-        SHOW("cuGetExportTable cuBLASLt's", F(cuGetExportTable)((const void **)&table, &id));
-        printf("table size %zu\n", (size_t)(uintptr_t)table[0]);
-        for (int round = 0; round < 2; round++) {
-            unsigned char *a = NULL, *b = NULL;
-            SHOW("layout", ((CUresult(*)(void **, void **))table[4])((void **)&a, (void **)&b));
-            for (int k = 0; k < 2; k++) {
-                printf("layout %d:", k);
-                for (int i = 0; i < 66; i++)
-                    printf(" %02x", (k ? b : a)[i]);
-                printf("\n");
-            }
-            SHOW("layout freed", ((CUresult(*)(void *, void *))table[13])(a, b));
-        }
-        strict = 0;
-        SHOW("function 1", ((CUresult(*)(void))table[1])());
-    } else if (strcmp(argv[1], "maps") == 0) {
-        FILE *f = fopen("/proc/self/maps", "r");
-        char line[4096];
-        while (f && fgets(line, sizeof(line), f))
-            if (strstr(line, "libcuda") || strstr(line, "libvgpu-cuda"))
-                printf("%s", strrchr(line, ' ') + 1);
-        if (f)
-            fclose(f);
-    } else {
-        return 2;
-    }
-    return 0;
+    return 2;
 }

@@ -1,13 +1,20 @@
-# What remote.sh and channels.sh share; sourced once $scenario, $build and
-# $tmp are set (the fake GPU's state in $FAKEGPU_STATE).
+# What remote.sh and channels.sh share; sourced once $scenario and $build
+# are set.
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "${BASH_SOURCE[0]}")")/../common/lib.sh"
+use_build "$build"
+client=$build/test/remote/remote_client
+me=$(id -u)
 
-# fail WHY...: the scenario fails, with the tails of what it wrote.
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
-    done
-    exit 1
+# remote_test_dir NAME [PARENT]: the scenario's $tmp, its logs' ends shown
+# by a failure, the fake GPU's state there (one for every process), and
+# nothing of the caller's vGPU settings.
+medpid=
+remote_test_dir() {
+    temp_dir "$@"
+    at_exit '[ -n "$medpid" ] && kill "$medpid"'
+    fail_logs="$tmp/*.out $tmp/*.err"
+    fake_gpu shared
 }
 
 # The guest's preload: libvgpu-cuda.so (after a sanitizer's runtime, in
@@ -16,16 +23,6 @@ guest_preload=
 for lib in ${LD_PRELOAD:-}; do
     case $lib in *libvgpu-nvml.so) ;; *) guest_preload="$guest_preload $lib" ;; esac
 done
-
-# wait_for PATTERN FILE [SECONDS]: until FILE has a line of PATTERN, for at
-# most SECONDS (5); its status says whether it came.
-wait_for() {
-    for _ in $(seq 1 $((${3:-5} * 50))); do
-        grep -q "$1" "$2" && return 0
-        sleep 0.02
-    done
-    return 1
-}
 
 # open_to_others: $tmp and the fake GPU's state open to processes of other
 # users (executors never run as root).
@@ -36,9 +33,8 @@ open_to_others() {
 
 # start_mediator: vgpu-mediatord of $tmp/conf, its socket $tmp/sock, its
 # executors with no image cache; $medpid once it serves.
-medpid=
 start_mediator() {
-    env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$build/tools/vgpu-mediatord" --config "$tmp/conf" --foreground \
+    env -u LD_PRELOAD VGPU_REMOTE_IMAGE_CACHE=off "$vgpu_mediatord" --config "$tmp/conf" --foreground \
         >>"$tmp/med.err" 2>&1 &
     medpid=$!
     for _ in $(seq 1 500); do

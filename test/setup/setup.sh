@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# vgpu-setup on a fake root: setup.sh SCENARIO BUILD_DIR SOURCE_DIR
+# vgpu-setup on a fake root: setup.sh SCENARIO BUILD_DIR
 #
 # Each scenario builds a small system under a temp dir: vgpu installed at a
 # path that holds the build's libraries both inside it and on this machine
@@ -8,31 +8,22 @@
 # systemctl is a stub that records its arguments; ldconfig is the real one
 # (as `ldconfig -r ROOT`) behind a stub that records them too.  Needs root,
 # as CI has it: ldconfig -r chroots, and files are given other owners.
-set -u
-scenario=$1
-build=$(cd "$2" && pwd -P)
-src=$(cd "$3" && pwd -P)
-setup=$build/tools/vgpu-setup
+scenario=$1 build=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+need_root "ldconfig -r chroots into the fake root"
+use_build "$build"
+src=$source_dir
+setup=$vgpu_setup
 fake=$build/test/fake
 probe=$build/test/setup/service_probe
-if [ "$(id -u)" != 0 ]; then
-    echo "setup.sh: skipped: needs root (ldconfig -r chroots into the fake root)"
-    exit 77
-fi
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-setup.XXXXXX") || exit 1
+temp_dir vgpu-setup
 R=$tmp/root
 lib=$tmp/lib # vgpu's libdir, in the root and on this machine
-trap 'rm -rf "$tmp"' EXIT
+fail_logs="$tmp/out $tmp/err" # vgpu-setup's
+fail_lines=all
 # vgpu-setup itself runs without vgpu (the test environment preloads it).
 unset LD_PRELOAD VGPU_SETUP_SYSTEMCTL VGPU_SETUP_LDCONFIG
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in out err; do
-        [ -s "$tmp/$f" ] && { echo "---- vgpu-setup's std$f ----" >&2; cat "$tmp/$f" >&2; }
-    done
-    exit 1
-}
 
 ldconfig_bin=$(command -v ldconfig || echo /sbin/ldconfig)
 mkdir -p "$tmp/bin"
@@ -285,11 +276,11 @@ mediator-dropin-runs-the-service-in-the-mediators-vgpu)
     # The drop-in names the mediator's socket and the vGPU; the mediator decides the rest.
     printf '[mediator]\nsocket = %s\nstate_dir = %s\n[vgpu.big]\ndevices = 0\nmemory = 3G\nuids = 0\n[vgpu.small]\ndevices = 1\nmemory = 1G\nuids = 0\n' \
         "$tmp/med.sock" "$tmp/state" | install -D /dev/stdin "$R/etc/vgpu/mediatord.conf"
-    "$build/tools/vgpu-mediatord" --config "$R/etc/vgpu/mediatord.conf" --foreground >"$tmp/med.log" 2>&1 &
+    "$vgpu_mediatord" --config "$R/etc/vgpu/mediatord.conf" --foreground >"$tmp/med.log" 2>&1 &
     medpid=$!
     trap 'kill -9 $medpid 2>/dev/null; rm -rf "$tmp"' EXIT
     for _ in $(seq 1 500); do
-        "$build/tools/vgpu-smi" --socket "$tmp/med.sock" >/dev/null 2>&1 && break
+        "$vgpu_smi" --socket "$tmp/med.sock" >/dev/null 2>&1 && break
         kill -0 "$medpid" 2>/dev/null || fail "the mediator exited: $(cat "$tmp/med.log")"
         sleep 0.02
     done
@@ -468,4 +459,4 @@ refuses-bad-arguments-with-a-clear-message)
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok

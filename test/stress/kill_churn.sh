@@ -4,14 +4,9 @@
 #   kill_churn.sh standalone|mediated BUILD_DIR SECONDS KILL_MS
 # The seed is random, and printed first; VGPU_STRESS_SEED=N runs that one
 # again (the kills fall on the same moments, the threads' timing differs).
-set -u
-scenario=$1
-build=$2
-seconds=$3
-kill_ms=$4
-here=$(realpath "$(dirname "$0")/..") # test/
+scenario=$1 build=$2 seconds=$3 kill_ms=$4
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/mediator/mediator_lib.sh"
+. "$(dirname "$(realpath "$0")")/../mediator/mediator_lib.sh"
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 # A small context, so that 4 of them and every thread's final holding fit the 1 GiB quota.
 export FAKEGPU_CTX_OVERHEAD=64M
@@ -40,4 +35,4 @@ fi
 echo "$(grep -c 'usage counter corrected' "$log") counter(s) mended by a rebuild"
 # Slots a process killed while returning them left half returned, finished by the next reap.
 echo "$(grep -c 'left half returned' "$log") slot(s) finished for a process killed returning them"
-echo "ok - $scenario"
+ok

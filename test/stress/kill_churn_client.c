@@ -48,8 +48,8 @@ enum { WORKERS = 4, THREADS = 8, LIVE = 4, MAX_CHILDREN = 4 };
 struct shared {
     atomic_ulong allocs, frees, refusals, forks, child_frees_and_exits, child_exits_holding, child_quick_exits,
         child_kills, child_orphans, worker_starts, context_refusals, failures;
-    atomic_int quiesce; /* free everything, hold the final amounts, report */
-    atomic_int release; /* exit */
+    atomic_int quiesce;        /* free everything, hold the final amounts, report */
+    atomic_int release;        /* exit */
     atomic_ullong peak, quota; /* the monitor's findings */
     struct {
         atomic_int pid;
@@ -156,9 +156,7 @@ static __attribute__((noreturn)) void child_main(unsigned seed, pid_t parent, in
             release(&a[k]);
         atomic_fetch_add(&sh->child_frees_and_exits, 1);
         exit(0);
-    case 1: /* exit handlers return the slot */
-        atomic_fetch_add(&sh->child_exits_holding, 1);
-        exit(0);
+    case 1: /* exit handlers return the slot */ atomic_fetch_add(&sh->child_exits_holding, 1); exit(0);
     default: /* no exit handlers: the slot is reaped as a dead process's */
         atomic_fetch_add(&sh->child_quick_exits, 1);
         _exit(0);
@@ -499,21 +497,22 @@ static void reap_orphans(const pid_t *workers, bool until_only)
     }
 }
 
-int main(int argc, char **argv)
+/* ======================================================================
+ * The supervisor's phases
+ * ====================================================================== */
+
+static struct {
+    double seconds;
+    unsigned kill_ms, seed;
+    const char *vgpu;
+    uint64_t overhead;
+    pid_t workers[WORKERS];
+    unsigned long kills;
+} run;
+
+/* The shared mapping, the subreaper, the monitor and the workers. */
+static int start_everything(void)
 {
-    if (argc < 4 || atoi(argv[2]) < 10) {
-        fprintf(stderr, "usage: kill_churn_client SECONDS KILL_MS SEED [VGPU]  (KILL_MS at least 10)\n");
-        return 2;
-    }
-    double seconds = atof(argv[1]);
-    unsigned kill_ms = (unsigned)atoi(argv[2]);
-    unsigned seed = (unsigned)strtoul(argv[3], NULL, 0);
-    const char *vgpu = argc > 4 ? argv[4] : NULL;
-    const char *ovh = getenv("FAKEGPU_CTX_OVERHEAD");
-    uint64_t overhead = ovh && *ovh ? parse_size(ovh) : 256 * MiB;
-    printf("seed %u: %d workers of %d threads for %.0f s, a kill -9 every %u ms on average, on %s\n", seed, WORKERS,
-           THREADS, seconds, kill_ms, vgpu ? "a mediated vGPU" : "a standalone vGPU");
-    fflush(stdout);
     sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
     if (sh == MAP_FAILED || prctl(PR_SET_CHILD_SUBREAPER, 1) != 0) {
         perror("kill_churn_client: setting up");
@@ -521,54 +520,75 @@ int main(int argc, char **argv)
     }
     monitor = fork();
     if (monitor == 0)
-        monitor_main(vgpu);
-    pid_t workers[WORKERS];
+        monitor_main(run.vgpu);
     for (int w = 0; w < WORKERS; w++) {
-        workers[w] = start(worker_main, w, (unsigned)rand_r(&seed), overhead);
+        run.workers[w] = start(worker_main, w, (unsigned)rand_r(&run.seed), run.overhead);
         atomic_fetch_add(&sh->worker_starts, 1);
     }
-    unsigned long kills = 0;
-    double end = now_s() + seconds;
+    return 0;
+}
+
+/* For SECONDS: a random worker killed at a random moment, and started again. */
+static void kill_and_restart_workers(void)
+{
+    double end = now_s() + run.seconds;
     while (now_s() < end) {
-        usleep((useconds_t)(10 + rand_r(&seed) % (2 * kill_ms - 19)) * 1000);
-        reap_orphans(workers, false);
-        int w = rand_r(&seed) % WORKERS;
-        kill(workers[w], SIGKILL);
+        usleep((useconds_t)(10 + rand_r(&run.seed) % (2 * run.kill_ms - 19)) * 1000);
+        reap_orphans(run.workers, false);
+        int w = rand_r(&run.seed) % WORKERS;
+        kill(run.workers[w], SIGKILL);
         int st = 0;
-        waitpid(workers[w], &st, 0);
+        waitpid(run.workers[w], &st, 0);
         if (!(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL))
-            failure("worker %d (pid %d) had ended before it was killed, status 0x%x", w, (int)workers[w], st);
-        kills++;
-        workers[w] = start(worker_main, w, (unsigned)rand_r(&seed), overhead);
+            failure("worker %d (pid %d) had ended before it was killed, status 0x%x", w, (int)run.workers[w], st);
+        run.kills++;
+        run.workers[w] = start(worker_main, w, (unsigned)rand_r(&run.seed), run.overhead);
         atomic_fetch_add(&sh->worker_starts, 1);
     }
+}
+
+/* The survivors free everything and hold their final amounts. */
+static void settle(void)
+{
     atomic_store(&sh->quiesce, 1);
     double t0 = now_s();
     for (int w = 0; w < WORKERS; w++)
-        while (atomic_load(&sh->report[w].pid) != workers[w] && now_s() - t0 < 75) {
-            reap_orphans(workers, false);
+        while (atomic_load(&sh->report[w].pid) != run.workers[w] && now_s() - t0 < 75) {
+            reap_orphans(run.workers, false);
             usleep(10000);
         }
     for (int w = 0; w < WORKERS; w++)
-        if (atomic_load(&sh->report[w].pid) != workers[w])
-            failure("worker %d (pid %d) did not settle within 75 s", w, (int)workers[w]);
-    reap_orphans(workers, true);
+        if (atomic_load(&sh->report[w].pid) != run.workers[w])
+            failure("worker %d (pid %d) did not settle within 75 s", w, (int)run.workers[w]);
+    reap_orphans(run.workers, true);
+}
+
+/* The window checked with the survivors holding, then (once every process
+ * exited cleanly) with none. */
+static int check_windows(void)
+{
     /* After a failure too: what the window holds says where memory went. */
-    int rc = run_check(vgpu, true);
+    int rc = run_check(run.vgpu, true);
     atomic_store(&sh->release, 1);
     for (int w = 0; w < WORKERS; w++) {
         int st = 0;
-        waitpid(workers[w], &st, 0);
+        waitpid(run.workers[w], &st, 0);
         if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
-            failure("worker %d (pid %d) exited with status 0x%x", w, (int)workers[w], st);
+            failure("worker %d (pid %d) exited with status 0x%x", w, (int)run.workers[w], st);
     }
     int st = 0;
     waitpid(monitor, &st, 0);
     if (!WIFEXITED(st) || WEXITSTATUS(st) != 0)
         failure("the monitor exited with status 0x%x", st);
-    reap_orphans(workers, true);
+    reap_orphans(run.workers, true);
     if (rc == 0)
-        rc = run_check(vgpu, false);
+        rc = run_check(run.vgpu, false);
+    return rc;
+}
+
+/* The monitor's peak within the quota, and what happened, counted. */
+static void report(void)
+{
     printf("memory_used peaked at %llu of the %llu quota\n", (unsigned long long)atomic_load(&sh->peak),
            (unsigned long long)atomic_load(&sh->quota));
     if (atomic_load(&sh->peak) > atomic_load(&sh->quota))
@@ -577,10 +597,33 @@ int main(int argc, char **argv)
     printf("%lu kill -9 of workers (%lu starts, %lu contexts refused for the quota); %lu allocations, %lu frees, "
            "%lu refused by the quota; %lu forks: %lu children freed and exited, %lu exited holding, %lu left with "
            "_exit, %lu killed with kill -9, %lu orphaned by a kill\n",
-           kills, atomic_load(&sh->worker_starts), atomic_load(&sh->context_refusals), atomic_load(&sh->allocs),
-           atomic_load(&sh->frees), atomic_load(&sh->refusals), atomic_load(&sh->forks), atomic_load(&sh->child_frees_and_exits),
-           atomic_load(&sh->child_exits_holding), atomic_load(&sh->child_quick_exits), atomic_load(&sh->child_kills),
-           atomic_load(&sh->child_orphans));
+           run.kills, atomic_load(&sh->worker_starts), atomic_load(&sh->context_refusals), atomic_load(&sh->allocs),
+           atomic_load(&sh->frees), atomic_load(&sh->refusals), atomic_load(&sh->forks),
+           atomic_load(&sh->child_frees_and_exits), atomic_load(&sh->child_exits_holding),
+           atomic_load(&sh->child_quick_exits), atomic_load(&sh->child_kills), atomic_load(&sh->child_orphans));
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 4 || atoi(argv[2]) < 10) {
+        fprintf(stderr, "usage: kill_churn_client SECONDS KILL_MS SEED [VGPU]  (KILL_MS at least 10)\n");
+        return 2;
+    }
+    run.seconds = atof(argv[1]);
+    run.kill_ms = (unsigned)atoi(argv[2]);
+    run.seed = (unsigned)strtoul(argv[3], NULL, 0);
+    run.vgpu = argc > 4 ? argv[4] : NULL;
+    const char *ovh = getenv("FAKEGPU_CTX_OVERHEAD");
+    run.overhead = ovh && *ovh ? parse_size(ovh) : 256 * MiB;
+    printf("seed %u: %d workers of %d threads for %.0f s, a kill -9 every %u ms on average, on %s\n", run.seed, WORKERS,
+           THREADS, run.seconds, run.kill_ms, run.vgpu ? "a mediated vGPU" : "a standalone vGPU");
+    fflush(stdout);
+    if (start_everything() != 0)
+        return 1;
+    kill_and_restart_workers();
+    settle();
+    int rc = check_windows();
+    report();
     if (atomic_load(&sh->failures))
         rc = 1;
     if (rc == 0 && atomic_load(&sh->refusals) == 0)

@@ -13,15 +13,11 @@
 # through every broken reload.  What test/mediator/mediator.sh already proves (caps,
 # clients that never read, running out of descriptors, a truncated window)
 # is not repeated here: docs/design/reliability.md lists both.
-set -u
-scenario=mediator-load
-build=$1
-stress=$(dirname "$(realpath "$0")")
-here=$(dirname "$stress") # test/
+scenario=mediator-load build=$1
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/mediator/mediator_lib.sh"
+. "$(dirname "$(realpath "$0")")/../mediator/mediator_lib.sh"
 # Raw protocol clients: no vgpu in them (nor, in a sanitized build, its runtime).
-load() { env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" "$@"; }
+load() { env -u LD_PRELOAD python3 "$here/mediator_load.py" "$tmp/sock" "$@"; }
 seed=${VGPU_STRESS_SEED:-$(od -An -N4 -tu4 /dev/urandom | tr -d ' ')}
 echo "seed $seed"
 
@@ -37,7 +33,7 @@ fds_before=$(fds)
 
 # Not through load(): a function in the background is a subshell, and
 # killing it at a failure would leave its python3 running.
-env -u LD_PRELOAD python3 "$stress/mediator_load.py" "$tmp/sock" probe "$tmp/stop" "$tmp/crowd" >"$tmp/probe" 2>&1 &
+env -u LD_PRELOAD python3 "$here/mediator_load.py" "$tmp/sock" probe "$tmp/stop" "$tmp/crowd" >"$tmp/probe" 2>&1 &
 probe=$!
 pids="$pids $probe"
 
@@ -67,17 +63,17 @@ load crowd 500 20 "$tmp/crowd" || fail "the crowd"
 alive "the crowd"
 load slow 100 || fail "the slow and half-open clients"
 alive "the slow and half-open clients"
-python3 "$here/fuzz/seeds.py" "$tmp/seeds" || fail "cannot write the fuzzer's seeds"
+python3 "$tests_dir/fuzz/seeds.py" "$tmp/seeds" || fail "cannot write the fuzzer's seeds"
 load malformed "$tmp/seeds" "$seed" || fail "the malformed inputs"
 alive "the malformed inputs"
 stranger() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
 py3=$(command -v /usr/bin/python3 python3 | head -n 1)
-if [ "$me" = 0 ] && command -v setpriv >/dev/null && stranger "$py3" -c "import sys; sys.path[:0] = ['$here']; import mediator_tenant; open('$stress/mediator_load.py')" 2>/dev/null; then
+if [ "$me" = 0 ] && command -v setpriv >/dev/null && stranger "$py3" -c "import sys; sys.path[:0] = ['$tests_dir/mediator']; import mediator_tenant; open('$here/mediator_load.py')" 2>/dev/null; then
     chmod 755 "$tmp"
-    stranger env -u LD_PRELOAD "$py3" "$stress/mediator_load.py" "$tmp/sock" stranger 200 || fail "another user's clients"
+    stranger env -u LD_PRELOAD "$py3" "$here/mediator_load.py" "$tmp/sock" stranger 200 || fail "another user's clients"
     alive "another user's clients"
 else
-    echo "# not root, or uid 65534 cannot run $py3 on $stress: another user's clients are not tried"
+    echo "# not root, or uid 65534 cannot run $py3 on $here: another user's clients are not tried"
 fi
 
 touch "$tmp/stop"
@@ -86,7 +82,7 @@ wait "$reloader"
 cat "$tmp/probe"
 # A client among 500 that come at once is served in its turn, as fast as the
 # machine lets the mediator serve them all (the crowd's line above).  How
-# fast is a figure, printed (bench/results/2026-11-23-d65a0d7-stress.md has a run's): on a machine
+# fast is a figure, printed (docs/design/reliability.md has a run's): on a machine
 # busy with something else it is that machine's.  What is asserted is that
 # no client waits on another: a blocked loop would keep a client waiting
 # for the 10 s a stalled connection is given, or for ever.
@@ -116,4 +112,4 @@ echo "descriptors: $fds_before before, $(fds) after"
 [ "$(py "[(v['name'], v['processes']) for v in s['vgpus']]")" = "[('a', 0), ('b', 0)]" ] ||
     fail "after the load: $(smi_json)"
 run admitted 2G
-echo "ok - $scenario"
+ok

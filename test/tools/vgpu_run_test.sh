@@ -8,7 +8,9 @@
 # "ok - NAME" or "not ok - NAME" line per case, then the TAP plan; exits 1
 # if any failed.
 # shellcheck disable=SC2317  # the case_* functions run through check "$@"
-set -euo pipefail
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+set -eo pipefail
 
 if [[ $# -ne 4 ]]; then
     echo "usage: $0 VGPU_RUN BUILD_DIR STATIC_PROG DYNAMIC_PROG" >&2
@@ -24,8 +26,7 @@ nvml=$libdir/libvgpu-nvml.so
 # The caller's settings must not steer the cases.
 unset VGPU_LIB_DIR VGPU_LOG VGPU_TRACE VGPU_MEMORY_LIMIT LD_PRELOAD
 
-tmp=$(mktemp -d)
-trap 'rm -rf "$tmp"' EXIT
+temp_dir vgpu-run-test
 failed=0
 cases=0
 

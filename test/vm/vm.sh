@@ -3,33 +3,23 @@
 #
 # Skips (77) without QEMU, a kernel in /boot or busybox-static.  QEMU's TCG
 # boots the guest in seconds without nested KVM (the CI machine's kind).
-set -u
-scenario=$1
-build=$(cd "$2" && pwd)
-here=$(cd "$(dirname "$0")" && pwd)
+scenario=$1 build=$2
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+use_build "$build"
 client=$build/test/remote/remote_client
-command -v qemu-system-x86_64 >/dev/null && ls /boot/vmlinuz-* >/dev/null 2>&1 && command -v busybox >/dev/null ||
-    { echo "SKIP: no qemu-system-x86_64, /boot/vmlinuz-* or busybox (apt-get install qemu-system-x86 linux-image-amd64 busybox-static)"; exit 77; }
+for c in qemu-system-x86_64 busybox; do
+    need_command $c "apt-get install qemu-system-x86 linux-image-amd64 busybox-static"
+done
+ls /boot/vmlinuz-* >/dev/null 2>&1 || skip "no kernel in /boot (apt-get install linux-image-amd64)"
 # On tmpfs, as the BAR's file is to be (docs/guide/vm.md).
-tmp=$(mktemp -d /dev/shm/vgpu-vm.XXXXXX) || exit 1
+temp_dir vgpu-vm /dev/shm
 chmod 755 "$tmp"
 suppid=
-cleanup() {
-    [ -n "$suppid" ] && kill "$suppid" 2>/dev/null
-    rm -rf "$tmp"
-}
-trap cleanup EXIT
-
-fail() {
-    echo "FAIL ($scenario): $*" >&2
-    for f in "$tmp"/*.out "$tmp"/*.err "$tmp"/*.log; do
-        [ -s "$f" ] && { echo "---- $f ----"; tail -n 30 "$f"; } >&2
-    done
-    exit 1
-}
-
-unset VGPU_MEMORY_LIMIT VGPU_BAR0 VGPU_NAME VGPU_COMPUTE_SHARE VGPU_REMOTE VGPU_SYSFS_ROOT VGPU_PCI_ID
-export FAKEGPU_STATE=$tmp/fake.state
+at_exit '[ -n "$suppid" ] && kill "$suppid"'
+fail_logs="$tmp/*.out $tmp/*.err $tmp/*.log"
+fake_gpu shared
+unset VGPU_SYSFS_ROOT
 
 case $scenario in
 remote-guest-runs-over-its-pci-bar)
@@ -48,7 +38,7 @@ remote-guest-runs-over-its-pci-bar)
         fail "the local run of pinned failed"
     truncate -s 256M "$tmp/vm.bar"
     env VGPU_BAR0="$tmp/host.bar0" VGPU_NAME=vm1 VGPU_REMOTE_IMAGE_CACHE="$tmp/images" \
-        "$build/tools/vgpu-executor" --bar "$tmp/vm.bar" --channels 3 \
+        "$vgpu_executor" --bar "$tmp/vm.bar" --channels 3 \
         >"$tmp/supervisor.log" 2>&1 &
     suppid=$!
     cat >"$tmp/guest.sh" <<GUEST
@@ -90,4 +80,4 @@ GUEST
     exit 2
     ;;
 esac
-echo "ok $scenario"
+ok

@@ -8,12 +8,9 @@
 # loads the fake driver itself and is admitted nowhere, as a static program
 # or one that unset LD_PRELOAD.  hold-bypass makes an admitted process go
 # around vgpu's hooks, allocating from the fake driver directly.
-set -u
-scenario=$1
-build=$2
-here=$(dirname "$(realpath "$0")")
+scenario=$1 build=$2
 # shellcheck source=test/mediator/mediator_lib.sh
-. "$here/../mediator/mediator_lib.sh"
+. "$(dirname "$(realpath "$0")")/../mediator/mediator_lib.sh"
 
 # since FILE: when FILE was written, in ms: a process writes its ready
 # file just after it allocated, and the driver lists it from then.
@@ -350,11 +347,9 @@ interval-0-turns-the-watch-off)
 
 other-users-see-only-their-own-findings)
     other() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
-    if [ "$me" != 0 ] || ! command -v setpriv >/dev/null; then
-        echo "SKIP: not root, or no setpriv"; exit 77
-    elif ! other test -r "$build/libvgpu-cuda.so" -a -x "$client"; then
-        echo "SKIP: uid 65534 cannot reach $build"; exit 77
-    fi
+    need_root "to ask as another user"
+    need_command setpriv
+    other test -r "$build/libvgpu-cuda.so" -a -x "$client" || skip "uid 65534 cannot reach $build"
     chmod 755 "$tmp"
     mkdir -m 777 "$tmp/nobody"
     config "socket_mode = 0666" "[vgpu.a]" "devices = 0" "memory = 4G" "uids = 0"
@@ -418,4 +413,4 @@ EOF
     exit 2
     ;;
 esac
-echo "ok - $scenario"
+ok

@@ -1,5 +1,5 @@
 /*
- * An admitted process over its vGPU's quota, for test/gpu/watch.sh: its
+ * An admitted process over its vGPU's quota, for test/gpu/mediator/watch.sh: its
  * module declares GIB GiB of __device__ arrays, which the driver allocates
  * when it loads the module and which vgpu does not count (docs/design/memory.md,
  * "What is counted").  It starts through libcuda.so.1 (vgpu, when

@@ -1,4 +1,4 @@
-"""What LLM stacks do on a shared GPU, under a vGPU (test/gpu/llm.sh).
+"""What LLM stacks do on a shared GPU, under a vGPU (test/gpu/memory/llm.sh).
 
     python3 llm_clients.py CHECK QUOTA_BYTES
 

@@ -1,4 +1,4 @@
-"""The real clients of the load-order matrix on a GPU (test/gpu/loadorder.sh):
+"""The real clients of the load-order matrix on a GPU (test/gpu/install/loadorder.sh):
 loadorder_clients.py torch|cupy|cudapy.  Each opens TEST_DRIVER_FIRST first
 where set, then checks what it sees against TEST_EXPECT_VGPU (which library
 answers libcuda.so.1), TEST_EXPECT_COUNT and TEST_EXPECT_QUOTA (bytes: the

@@ -1,4 +1,4 @@
-"""What the gpu suite's NVML check (test/gpu/nvml.sh) runs:
+"""What the gpu suite's NVML check (test/gpu/mediator/nvml.sh) runs:
 
   busy SECONDS   a PyTorch bf16 matmul loop on GPU 0; prints "ready PID" once it runs
   hold MIB       PyTorch holding MIB on GPU 0, idle; prints "ready PID"

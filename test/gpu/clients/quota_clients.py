@@ -1,4 +1,4 @@
-"""Real frameworks inside a vGPU with a memory quota (run by quota.sh).
+"""Real frameworks inside a vGPU with a memory quota (run by test/gpu/memory/quota.sh).
 
 `python3 quota_clients.py CLIENT QUOTA_BYTES` prints one line per check,
 "ok ..." or "FAIL ...".  Each client must see the quota as its GPU's total
@@ -41,7 +41,7 @@ def fill_with(alloc, chunk, most=2 * quota):
     return held, None
 
 
-if client in ("torch", "torch-expandable"):
+def torch_checks():
     import torch
     free, total = torch.cuda.mem_get_info()
     props = torch.cuda.get_device_properties(0).total_memory
@@ -67,7 +67,8 @@ if client in ("torch", "torch-expandable"):
     except torch.OutOfMemoryError as e:
         check(client + " memory comes back", False, "free %d: %s" % (free_after, str(e).splitlines()[0][:100]))
 
-elif client == "jax":
+
+def jax_checks():
     import jax
     import jax.numpy as jnp
     stats = jax.devices()[0].memory_stats() or {}
@@ -83,7 +84,8 @@ elif client == "jax":
     check("jax real usage under quota", used is not None and used * (1 << 20) <= quota,
           "the driver counts %s MiB for this process (nvidia-smi: %s)" % (used, table))
 
-elif client == "cupy":
+
+def cupy_checks():
     import cupy
     free, total = cupy.cuda.runtime.memGetInfo()
     check("cupy total", total == quota, "memGetInfo total %d" % total)
@@ -97,7 +99,8 @@ elif client == "cupy":
     check("cupy real usage under quota", used is not None and used * (1 << 20) <= quota,
           "held %d MiB, the driver counts %s MiB (nvidia-smi: %s)" % (len(held) * 256, used, table))
 
-elif client == "cudapy":
+
+def cudapy_checks():
     from cuda.bindings import driver as cu
     cu.cuInit(0)
     err, dev = cu.cuDeviceGet(0)
@@ -112,7 +115,8 @@ elif client == "cudapy":
     err, ptr = cu.cuMemAlloc(free // 2)
     check("cuda-python cuMemAlloc within quota", err == cu.CUresult.CUDA_SUCCESS, str(err))
 
-elif client == "contexts":
+
+def contexts_checks():
     # Each further context, and the memory a
     # context's stack limit reserves, counted as the driver counts them.
     # BAR0's device 0 memory_used is at 0x1040 (docs/reference/bar0.md).
@@ -158,7 +162,8 @@ elif client == "contexts":
     cu.cuCtxSetCurrent(prim)
     agree("contexts: after the created ones are destroyed")
 
-elif client == "fill":
+
+def fill():
     # For the mediator's check: what the vGPU shows, then take 256 MiB chunks
     # until its quota refuses; report, and hold them until told to go.
     import torch
@@ -167,12 +172,27 @@ elif client == "fill":
     print("total %d held %d MiB %s" % (total, len(held) * 256, type(err).__name__), flush=True)
     sys.stdin.readline()
 
-elif client == "hold":
+
+def hold():
     # For the shared-BAR0 check: take GiB chunks until refused, report, wait.
     import torch
     held, err = fill_with(lambda n: torch.empty(n, dtype=torch.uint8, device="cuda"), GiB // 2,
                           int(os.environ.get("HOLD_MAX", 2 * quota)))
     print("held %d MiB %s" % (len(held) * 512, type(err).__name__), flush=True)
     sys.stdin.readline()
-else:
+
+
+CLIENTS = {
+    "torch": torch_checks,
+    "torch-expandable": torch_checks,
+    "jax": jax_checks,
+    "cupy": cupy_checks,
+    "cudapy": cudapy_checks,
+    "contexts": contexts_checks,
+    "fill": fill,
+    "hold": hold,
+}
+
+if client not in CLIENTS:
     sys.exit("unknown client " + client)
+CLIENTS[client]()

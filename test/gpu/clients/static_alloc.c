@@ -1,6 +1,6 @@
 /*
  * A process that holds GPU memory the way a user getting around vgpu
- * would, for test/gpu/watch.sh; it prints "ready PID" once it holds the
+ * would, for test/gpu/mediator/watch.sh; it prints "ready PID" once it holds the
  * memory and waits to be killed.  Three ways to the driver:
  *
  *   static_alloc

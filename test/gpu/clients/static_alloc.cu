@@ -1,4 +1,4 @@
-// The same as static_alloc.c through the CUDA runtime, for test/gpu/watch.sh
+// The same as static_alloc.c through the CUDA runtime, for test/gpu/mediator/watch.sh
 // where a static glibc cannot dlopen the driver: the runtime linked
 // statically (nvcc -cudart static), the program with -Xlinker -static.
 #include <cstdio>

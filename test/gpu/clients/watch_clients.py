@@ -1,4 +1,4 @@
-"""The processes of test/gpu/watch.sh, and the clock on them.
+"""The processes of test/gpu/mediator/watch.sh, and the clock on them.
 
   watch_clients.py torch-hold
       PyTorch allocates 1 GiB on GPU 0, prints "ready PID", and waits to be

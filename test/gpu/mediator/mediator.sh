@@ -5,12 +5,9 @@
 # per-process figures stay under each quota; killing one frees its memory
 # in vgpu-smi at once.  Prints "ok ..." or "FAIL ..." lines.
 # Usage: mediator.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 sock=$out/mediator.sock
 cat >"$out/mediatord.conf" <<CONF
 [mediator]
@@ -27,19 +24,19 @@ memory = 4G
 compute = 50
 uids = $(id -u)
 CONF
-start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
+start_mediator "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 trap 'kill -9 $med ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
-export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
+export LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info
 # exec: the coprocess is Python itself, so its pid is the one to kill.
-coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$here/clients/quota_clients.py" fill 0 2>&1; }
+coproc A { VGPU_NAME=big VGPU_LOG_FILE=$out/big.log exec python3 "$clients_dir/quota_clients.py" fill 0 2>&1; }
 A_PID=$A_PID
 read -r a_line <&"${A[0]}"
-coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log exec python3 "$here/clients/quota_clients.py" fill 0 2>&1; }
+coproc B { VGPU_NAME=small VGPU_LOG_FILE=$out/small.log exec python3 "$clients_dir/quota_clients.py" fill 0 2>&1; }
 B_PID=$B_PID
 read -r b_line <&"${B[0]}"
 unset LD_PRELOAD
-"$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
-"$build/tools/vgpu-smi" --socket "$sock" --json >"$out/vgpu-smi.json"
+"$vgpu_smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
+"$vgpu_smi" --socket "$sock" --json >"$out/vgpu-smi.json"
 nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits >"$out/nvidia-smi.csv"
 python3 - "$out" "$a_line" "$b_line" <<'PY' || echo "FAIL the checks of the two vGPUs did not run to the end"
 import json, sys
@@ -70,16 +67,16 @@ PY
 a_pid=$(python3 -c "import json; s=json.load(open('$out/vgpu-smi.json')); print([p['pid'] for p in s['processes'] if p['vgpu']=='big'][0])" 2>/dev/null)
 if [ -z "$a_pid" ]; then
     echo "FAIL vgpu-smi lists no process in vGPU big to kill"
-elif timing=$(LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_LOG=warn \
+elif timing=$(LD_PRELOAD="$preload" VGPU_LOG=warn \
         "$build/test/mediator/mediator_client" kill-time "$a_pid" big 0 0 2>&1); then
     echo "ok killing vGPU big's process returned its memory: $(echo "$timing" | head -1)"
 else
     echo "FAIL killing vGPU big's process: $timing"
 fi
-used=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes']))")
+used=$("$vgpu_smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin); print(s['vgpus'][0]['devices'][0]['memory_used'], len(s['processes']))")
 if [ "$used" = "0 1" ]; then echo "ok vgpu-smi then shows vGPU big empty and one process left"
 else echo "FAIL vgpu-smi shows '$used' (vGPU big's use, processes) after the kill"; fi
-"$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi-after.txt"
+"$vgpu_smi" --socket "$sock" | tee "$out/vgpu-smi-after.txt"
 echo >&"${B[1]}"
 wait "$B_PID" 2>/dev/null
 grep -h "admitted\|ended" "$out/mediatord.log"

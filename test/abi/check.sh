@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # cuda_abi_matches_the_toolkit: the driver API that vgpu carries
 # (include/vgpu/cuda_abi.h, the <cuda.h> of the default build) is the one a
 # toolkit's cuda.h declares: the same layouts, values and prototypes.
@@ -10,21 +10,18 @@
 # prototypes.c, whose static assertions must hold against the toolkit's
 # cuda.h with and without __CUDA_API_VERSION_INTERNAL. Exits 77 (skipped)
 # where TOOLKIT_DIR has no cuda.h or PYTHON no pycparser (CI installs both).
-set -u
 python=$1 gen=$2 header=$3 bundled=$4 toolkit=$5
 shift 5
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
 
-if [ ! -f "$toolkit/cuda.h" ]; then
-    echo "no cuda.h in $toolkit to compare include/vgpu/cuda_abi.h with (meson configure -Dcudainclude=DIR)"
-    exit 77
-fi
-if ! "$python" -c 'import pycparser' 2>/dev/null; then
-    echo "the Python module pycparser is missing, to read the carried header (apt-get install python3-pycparser)"
-    exit 77
-fi
+[ -f "$toolkit/cuda.h" ] ||
+    skip "no cuda.h in $toolkit to compare include/vgpu/cuda_abi.h with (meson configure -Dcudainclude=DIR)"
+"$python" -c 'import pycparser' 2>/dev/null ||
+    skip "the Python module pycparser is missing, to read the carried header (apt-get install python3-pycparser)"
 version=$(sed -n 's/^#define CUDA_VERSION \([0-9]*\).*/\1/p' "$toolkit/cuda.h")
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
+temp_dir vgpu-cuda-abi
+work=$tmp
 
 counts=$("$python" "$gen" --cc "$*" "$header" "$work") || exit 1
 status=0

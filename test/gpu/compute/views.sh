@@ -9,13 +9,10 @@
 # what nvmlDeviceGetProcessUtilization returns over a second on this GPU.
 # Prints "ok ..." or "FAIL ..." lines.
 # Usage: views.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-bench=$(realpath "$here/../../bench")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+bench=$source_dir/bench
 sock=$out/mediator.sock
 cat >"$out/mediatord.conf" <<CONF
 [mediator]
@@ -33,16 +30,16 @@ memory = 16G
 compute = 75
 uids = $(id -u)
 CONF
-start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
+start_mediator "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 trap 'kill -9 $med ${a:-} ${b:-} 2>/dev/null' EXIT
 port=$(sed -n 's/.*metrics on 127\.0\.0\.1:\([0-9]*\).*/\1/p' "$out/mediatord.log")
 for v in a b; do
-    env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET="$sock" VGPU_NAME=$v \
+    env LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET="$sock" VGPU_NAME=$v \
         VGPU_LOG=warn python3 "$bench/compute_worker.py" matmul 20 >"$out/$v.txt" 2>&1 &
     eval "$v=\$!"
 done
 sleep 10 # warmed up and sharing for a few seconds
-"$build/tools/vgpu-smi" --socket "$sock" --json >"$out/first.json"
+"$vgpu_smi" --socket "$sock" --json >"$out/first.json"
 python3 - "$out/nvml-samples.json" <<'PY' || echo "FAIL could not read the driver's per-process samples with pynvml"
 import json, sys, time
 import pynvml
@@ -54,8 +51,8 @@ json.dump([{"pid": s.pid, "timeStamp": s.timeStamp, "smUtil": s.smUtil} for s in
           indent=1)
 PY
 sleep 2
-"$build/tools/vgpu-smi" --socket "$sock" --json >"$out/second.json"
-"$build/tools/vgpu-smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
+"$vgpu_smi" --socket "$sock" --json >"$out/second.json"
+"$vgpu_smi" --socket "$sock" | tee "$out/vgpu-smi.txt"
 python3 -c "import sys, urllib.request
 sys.stdout.write(urllib.request.urlopen('http://127.0.0.1:$port/metrics', timeout=5).read().decode())" \
     >"$out/metrics.txt" || echo "FAIL no metrics page"

@@ -24,12 +24,9 @@
 # Prints "ok ..." or "FAIL ..." lines with the times measured, and which
 # static build ran.
 # Usage: watch.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 rm -rf "$out/state"
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME
 sock=$out/mediator.sock
@@ -45,13 +42,13 @@ memory = 4G
 uids = $(id -u)
 enforce = kill
 CONF
-start_mediator "$build" "$out/mediatord.conf" "$sock" "$out/mediatord.log"
+start_mediator "$out/mediatord.conf" "$sock" "$out/mediatord.log"
 adm=
 trap 'kill -9 $med $adm 2>/dev/null' EXIT
-clients=$here/clients/watch_clients.py
+clients=$clients_dir/watch_clients.py
 
 # (3) first, so that it runs through the rest.
-LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG_FILE=$out/admitted.log \
+LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG_FILE=$out/admitted.log \
     python3 "$clients" torch-hold >"$out/admitted.out" 2>&1 &
 adm=$!
 wait_ready "$out/admitted.out" "$adm" 60 ||
@@ -72,7 +69,7 @@ try_static() { # HOW BINARY: "caught" for a build that came out static
     python3 "$clients" caught "static CUDA program ($how)" 2000 --may-not-run -- "$bin"
     [ $? = 3 ] || static_ran=yes
 }
-if gcc -static -O2 -o "$out/static_alloc" "$here/clients/static_alloc.c" >"$out/static-gcc.log" 2>&1; then
+if gcc -static -O2 -o "$out/static_alloc" "$clients_dir/static_alloc.c" >"$out/static-gcc.log" 2>&1; then
     try_static "gcc -static, dlopen of libcuda.so.1" "$out/static_alloc"
 else
     echo "# gcc -static failed: $(grep -v warning "$out/static-gcc.log" | tail -2 | tr '\n' ' ')"
@@ -81,7 +78,7 @@ if [ $static_ran = no ] && command -v nvcc >/dev/null; then
     for flags in "-Xlinker -static" "-Xcompiler -static"; do
         [ $static_ran = no ] || break
         # shellcheck disable=SC2086 # the flags are two words each
-        if nvcc -cudart static $flags -o "$out/static_alloc_nvcc" "$here/clients/static_alloc.cu" >"$out/static-nvcc.log" 2>&1; then
+        if nvcc -cudart static $flags -o "$out/static_alloc_nvcc" "$clients_dir/static_alloc.cu" >"$out/static-nvcc.log" 2>&1; then
             try_static "nvcc -cudart static $flags" "$out/static_alloc_nvcc"
         else
             echo "# nvcc -cudart static $flags failed: $(tail -2 "$out/static-nvcc.log" | tr '\n' ' ')"
@@ -99,13 +96,13 @@ fi
 # preloaded vgpu's, so vgpu admits the process and counts what it holds
 # (H100, r580: admitted to vGPU a, 1.51 GiB returned at its end).
 driver=$(realpath "$(ldconfig -p | awk '$1 == "libcuda.so.1" && /x86-64/ { print $NF; exit }')" 2>/dev/null)
-if gcc -O2 -o "$out/bypath_alloc" "$here/clients/static_alloc.c" -ldl >"$out/bypath-gcc.log" 2>&1 && [ -f "$driver" ]; then
-    env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \
+if gcc -O2 -o "$out/bypath_alloc" "$clients_dir/static_alloc.c" -ldl >"$out/bypath-gcc.log" 2>&1 && [ -f "$driver" ]; then
+    env LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET=$sock \
         "$out/bypath_alloc" "$driver" >"$out/bypath.out" 2>&1 &
     bp=$!
     wait_ready "$out/bypath.out" $bp 30
     sleep 1 # two readings of the watch
-    held=$("$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json, sys
+    held=$("$vgpu_smi" --socket "$sock" --json | python3 -c "import json, sys
 s = json.load(sys.stdin)
 print(sum(p['memory'][0] for p in s['processes'] if p['pid'] == $bp) >> 20)")
     kill -9 $bp 2>/dev/null; wait $bp 2>/dev/null
@@ -129,10 +126,10 @@ over_quota() { # NAME RC BEFORE: RC is caught's exit status for it, BEFORE over_
     3) echo "info $1 held nothing around vgpu here (the line above): nothing to catch" ;;
     esac
 }
-if gcc -O2 -o "$out/global_alloc" "$here/clients/global_alloc.c" -ldl >"$out/global-gcc.log" 2>&1; then
+if gcc -O2 -o "$out/global_alloc" "$clients_dir/global_alloc.c" -ldl >"$out/global-gcc.log" 2>&1; then
     n=$(over_lines)
     python3 "$clients" caught "an admitted process with 6 GiB of module globals in a 4 GiB vGPU" 2000 --from-ready -- \
-        env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock \
+        env LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET=$sock \
         "$out/global_alloc" 6
     over_quota "the process with module globals" $? "$n"
 else
@@ -141,14 +138,14 @@ fi
 if [ -x "$out/bypath_alloc" ] && [ -f "$driver" ]; then
     n=$(over_lines)
     python3 "$clients" caught "an admitted process holding 5 GiB around vgpu (dlmopen) in a 4 GiB vGPU" 2000 \
-        --may-not-run --from-ready -- env LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
+        --may-not-run --from-ready -- env LD_PRELOAD="$preload" \
         VGPU_MEDIATOR_SOCKET=$sock "$out/bypath_alloc" --again "$driver" 5
     over_quota "the process that loads the driver again" $? "$n"
 fi # (else said at (2b))
 
 # (3) The admitted process: alive, listed in its vGPU, never found by the watch.
 sleep 1 # two more readings
-json=$("$build/tools/vgpu-smi" --socket "$sock" --json)
+json=$("$vgpu_smi" --socket "$sock" --json)
 python3 - "$json" "$adm" <<'PY'
 import json, sys
 s, pid = json.loads(sys.argv[1]), int(sys.argv[2])

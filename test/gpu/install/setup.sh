@@ -7,12 +7,10 @@
 # file and UUID, and its spec validates where python3-jsonschema is.
 # Prints "ok ..." or "FAIL ..." lines.
 # Usage: setup.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-src=$(realpath "$here/../..")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+src=$source_dir
 rm -rf "${out:?}/root" "${out:?}/lib"
 R=$out/root
 lib=$out/lib
@@ -20,7 +18,7 @@ sh "$src/test/setup/install_vgpu.sh" "$build" "$R$lib" "$lib"
 mkdir -p "$R/usr/lib/systemd/system"
 printf '[Service]\nExecStart=/usr/bin/python3 -m server\n' >"$R/usr/lib/systemd/system/torch.service"
 quota=$((4 << 30))
-setup() { "$build/tools/vgpu-setup" "$@" --root "$R" --libdir "$lib" --systemctl /bin/true; }
+setup() { "$vgpu_setup" "$@" --root "$R" --libdir "$lib" --systemctl /bin/true; }
 
 for mode in preload symlink; do
     flag=; [ $mode = symlink ] && flag=--symlink
@@ -33,7 +31,7 @@ for mode in preload symlink; do
     cp "$R/etc/systemd/system/torch.service.d/vgpu.conf" "$out/vgpu-$mode.conf"
     # PATH and HOME are the machine's (where its python3 and PyTorch are); the rest is the drop-in's.
     timeout 300 python3 "$src/test/setup/dropin_run.py" --machine "PATH=$PATH" --machine "HOME=${HOME:-/root}" \
-        "$R/etc/systemd/system/torch.service.d/vgpu.conf" -- "$(command -v python3)" "$here/clients/quota_clients.py" \
+        "$R/etc/systemd/system/torch.service.d/vgpu.conf" -- "$(command -v python3)" "$clients_dir/quota_clients.py" \
         torch "$quota" >"$out/torch-$mode.txt" 2>&1
     sed "s/^\(ok\|FAIL\) /\1 drop-in ($mode): /" "$out/torch-$mode.txt" | grep -E '^(ok|FAIL) '
     grep -qE '^(ok|FAIL) ' "$out/torch-$mode.txt" ||
@@ -43,7 +41,7 @@ done
 
 # cdi: the real minor number and UUID of GPU 0, from the driver's NVML.
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader -i 0)
-if "$build/tools/vgpu-setup" cdi --standalone --devices 0 --memory 4G --libdir "$lib" --output - \
+if "$vgpu_setup" cdi --standalone --devices 0 --memory 4G --libdir "$lib" --output - \
     >"$out/cdi.yaml" 2>"$out/cdi.err"; then
     node=$(grep -o '/dev/nvidia[0-9]\+' "$out/cdi.yaml" | head -1)
     if [ -c "$node" ] && grep -q "VGPU_VISIBLE_DEVICES=$uuid\"" "$out/cdi.yaml"; then

@@ -13,15 +13,12 @@
 #       host's process of the same vGPU.
 # Prints "ok ..."/"FAIL ..." lines and "info ..." lines with what was read.
 # Usage: nvml.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 rm -rf "$out/state" "$out"/*.bar0
 unset LD_PRELOAD VGPU_MEDIATOR_SOCKET VGPU_NAME VGPU_BAR0 VGPU_MEMORY_LIMIT VGPU_VISIBLE_DEVICES
-clients=$here/clients/nvml_clients.py
+clients=$clients_dir/nvml_clients.py
 preload="$build/libvgpu-cuda.so:$build/libvgpu-nvml.so" # colons: it goes through env VAR=VALUE lists
 bg=
 trap 'for p in $bg; do kill -9 $p 2>/dev/null; done' EXIT
@@ -101,9 +98,9 @@ devices = 0
 memory = 16G
 uids = $(id -u)
 CONF
-VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
+VGPU_LOG=info "$vgpu_mediatord" --config "$out/mediatord.conf" --foreground >"$out/mediatord.log" 2>&1 &
 bg="$bg $!"
-for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
+for _ in $(seq 1 200); do "$vgpu_smi" --socket "$sock" >/dev/null 2>&1 && break; sleep 0.05; done
 med="VGPU_MEDIATOR_SOCKET=$sock LD_PRELOAD=$preload"
 start host-hold env $med python3 "$clients" hold 512
 host=$started

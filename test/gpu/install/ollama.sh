@@ -10,17 +10,14 @@
 #   test-backend-ops -b CUDA0 -o ADD must pass and show the quota.
 # Usage: [OLLAMA_STANDIN=PATH] [GGML_SRC=DIR] ollama.sh BUILD_DIR [OUT_DIR]
 # Prints ok/FAIL/SKIP lines; skips (77) without a GPU, or with neither.
-set -uo pipefail
-build=$(realpath "$1"); out_dir=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-standins=$(realpath "$here/../ollama")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+out_dir=$out
+standins=$tests_dir/ollama
 server=${OLLAMA_STANDIN:-$build/test/ollama/ollama-standin}
-if [ ! -x "$server" ] && [ -z "${GGML_SRC:-}" ]; then
-    echo "SKIP: no Ollama-style server ($server; build it with Go elsewhere and name it in OLLAMA_STANDIN) and no GGML_SRC"
-    exit 77
-fi
+[ -x "$server" ] || [ -n "${GGML_SRC:-}" ] ||
+    skip "no Ollama-style server ($server; build it with Go elsewhere and name it in OLLAMA_STANDIN) and no GGML_SRC"
 mkdir -p "$out_dir/symlink" "$out_dir/lib/cuda_v13"
 ln -sf "$build/libvgpu-cuda.so" "$out_dir/symlink/libcuda.so.1"
 ln -sf "$build/libvgpu-nvml.so" "$out_dir/symlink/libnvidia-ml.so.1"
@@ -96,12 +93,12 @@ cell() {
 }
 
 if [ $standins_built = 1 ]; then
-    cell preload -- LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_BAR0="$out_dir/preload.bar0" \
+    cell preload -- LD_PRELOAD="$preload" VGPU_BAR0="$out_dir/preload.bar0" \
         "${standalone[@]}"
-    cell vgpu-run -- "$build/tools/vgpu-run" --memory 4G --devices 0 --bar0 "$out_dir/vgpu-run.bar0" --socket none --
+    cell vgpu-run -- "$vgpu_run" --memory 4G --devices 0 --bar0 "$out_dir/vgpu-run.bar0" --socket none --
     cell symlink-dir -- LD_LIBRARY_PATH="$out_dir/symlink${machine_llp:+:$machine_llp}" VGPU_BAR0="$out_dir/symlink.bar0" \
         "${standalone[@]}"
-    cell previous-by-uuid --previous -- LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" \
+    cell previous-by-uuid --previous -- LD_PRELOAD="$preload" \
         VGPU_BAR0="$out_dir/previous.bar0" "${standalone[@]}"
     # The symlink directory first in the ld.so cache, as an ld.so.conf.d entry
     # puts it; then the machine's LD_LIBRARY_PATH, which this cell unsets.

@@ -5,11 +5,10 @@
 # from vgpu, read the vGPU from the status record, and name the fix for the
 # process without vgpu.  Skips (77) without a GPU.
 # Usage: doctor.sh BUILD_DIR [OUT_DIR]   (OUT_DIR keeps every report)
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-doctor=$build/tools/vgpu-doctor
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+doctor=$vgpu_doctor
 mkdir -p "$out/symlink"
 rm -f "$out"/*.ready "$out"/*.bar0
 ln -sf "$build/libvgpu-cuda.so" "$out/symlink/libcuda.so.1"

@@ -13,18 +13,14 @@
 # Usage: loadorder.sh BUILD_DIR [OUT_DIR]
 #   TEST_CGO=BUILD_DIR/test/loadorder/loadorder_cgo runs the Go cells (built
 #   where Go is; skipped without it).
-set -uo pipefail
-build=$(realpath "$1")
-out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-src=$(realpath "$here/../..")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-. "$src/test/loadorder/private_etc.sh"
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+src=$source_dir
+# shellcheck source=test/loadorder/private_etc.sh
+. "$tests_dir/loadorder/private_etc.sh"
 out=$(realpath "$out")
-tmp=$(mktemp -d "${TMPDIR:-/tmp}/vgpu-loadorder.XXXXXX")
-trap 'rm -rf "$tmp"' EXIT
+temp_dir vgpu-loadorder
 start=$SECONDS
 
 vgpu=$build/libvgpu-cuda.so vgpu_nvml=$build/libvgpu-nvml.so
@@ -79,7 +75,7 @@ run_cell() {
     chain) cmd=(timeout 150 "$tmp/chain/chain_program") ;;
     ctypes-local) cmd=(timeout 150 python3 "$src/test/interpose/python_load.py" ctypes libcuda.so.1) ;;
     ctypes-global) cmd=(timeout 150 python3 "$src/test/interpose/python_load.py" ctypes-global libcuda.so.1) ;;
-    torch | cupy | cudapy) cmd=(timeout 150 python3 "$here/clients/loadorder_clients.py" "$client") ;;
+    torch | cupy | cudapy) cmd=(timeout 150 python3 "$clients_dir/loadorder_clients.py" "$client") ;;
     cgo)
         if [ ! -x "${TEST_CGO:-}" ]; then
             echo "skip $cell: no TEST_CGO (build/test/loadorder/loadorder_cgo, built where Go is)" >"$out/$name.verdict"

@@ -6,15 +6,12 @@
 # each in a vGPU with an 8 GiB quota; after each, the driver's own count of
 # the process stayed under the quota (nvidia-smi, sampled while it ran).
 # Usage: llm.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 quota=$((8 << 30))
 uuid=$(nvidia-smi --query-gpu=uuid --format=csv,noheader | head -1)
-export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEMORY_LIMIT=8G VGPU_LOG=info
+export LD_PRELOAD="$preload" VGPU_MEMORY_LIMIT=8G VGPU_LOG=info
 
 # CHECK[@TAG] [VAR=VALUE...]: runs a check; prints its lines, and whether the
 # driver ever counted more than the quota for it.
@@ -22,7 +19,7 @@ run() {
     local name=$1 check=${1%%@*}; shift
     # env execs python3: $! is the pid the driver lists (a timeout in between would not be).
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
-        python3 "$here/clients/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
+        python3 "$clients_dir/llm_clients.py" "$check" $quota >"$out/$name.txt" 2>&1 &
     local pid=$! peak=0 now end=$((SECONDS + 300))
     while kill -0 $pid 2>/dev/null; do
         [ $SECONDS -gt $end ] && { echo "FAIL $name: still running after 300 s"; kill -9 $pid; }

@@ -5,19 +5,16 @@
 # driver's own per-process figures; two processes sharing one BAR0 stay
 # under it together; nvidia-smi under vgpu shows the quota.
 # Usage: quota.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 quota=$((4 << 30))
-export LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEMORY_LIMIT=4G VGPU_LOG=info
+export LD_PRELOAD="$preload" VGPU_MEMORY_LIMIT=4G VGPU_LOG=info
 failed=0
 run() { # CLIENT[@TAG] [VAR=VALUE...]
     local name=$1 client=${1%%@*}; shift
     env "$@" VGPU_BAR0="$out/$name.bar0" VGPU_LOG_FILE="$out/$name.log" \
-        timeout 150 python3 "$here/clients/quota_clients.py" "$client" $quota >"$out/$name.txt" 2>&1
+        timeout 150 python3 "$clients_dir/quota_clients.py" "$client" $quota >"$out/$name.txt" 2>&1
     local rc=$?
     grep -E '^(ok|FAIL)' "$out/$name.txt"
     [ $rc = 0 ] || echo "FAIL $name exited with $rc: $(tail -1 "$out/$name.txt" | cut -c1-200)"
@@ -33,11 +30,11 @@ run torch-expandable PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True
 # Two processes in one vGPU: together they stay under the quota.
 shared=$out/shared.bar0
 # exec: the coprocesses are Python itself, so the trap's kill reaches them.
-coproc A { HOLD_MAX=$((2 << 30)) VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-a.log exec python3 "$here/clients/quota_clients.py" hold $quota 2>&1; }
+coproc A { HOLD_MAX=$((2 << 30)) VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-a.log exec python3 "$clients_dir/quota_clients.py" hold $quota 2>&1; }
 A_PID=$A_PID
 trap 'kill -9 ${A_PID:-} ${B_PID:-} 2>/dev/null' EXIT
 read -r a_line <&"${A[0]}"
-coproc B { VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-b.log exec python3 "$here/clients/quota_clients.py" hold $quota 2>&1; }
+coproc B { VGPU_BAR0=$shared VGPU_LOG_FILE=$out/shared-b.log exec python3 "$clients_dir/quota_clients.py" hold $quota 2>&1; }
 B_PID=$B_PID
 read -r b_line <&"${B[0]}"
 real=$(LD_PRELOAD= nvidia-smi --query-compute-apps=pid,used_memory --format=csv,noheader,nounits)

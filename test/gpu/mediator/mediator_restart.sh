@@ -9,12 +9,9 @@
 # and take the new quota: 3 GiB more refused, 1 GiB more granted.
 # Prints "ok ..." or "FAIL ..." lines.
 # Usage: mediator_restart.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
 rm -rf "$out/state"
 sock=$out/mediator.sock
 conf() { # MEMORY
@@ -22,9 +19,9 @@ conf() { # MEMORY
         "$sock" "$out/state" "$1" "$(id -u)" >"$out/mediatord.conf"
 }
 start() {
-    VGPU_LOG=info "$build/tools/vgpu-mediatord" --config "$out/mediatord.conf" --foreground >>"$out/mediatord.log" 2>&1 &
+    VGPU_LOG=info "$vgpu_mediatord" --config "$out/mediatord.conf" --foreground >>"$out/mediatord.log" 2>&1 &
     med=$!
-    for _ in $(seq 1 200); do "$build/tools/vgpu-smi" --socket "$sock" >/dev/null 2>&1 && return 0; sleep 0.05; done
+    for _ in $(seq 1 200); do "$vgpu_smi" --socket "$sock" >/dev/null 2>&1 && return 0; sleep 0.05; done
     echo "FAIL vgpu-mediatord did not come up: $(tail -3 "$out/mediatord.log" | tr '\n' ' ')"
     exit 1
 }
@@ -32,7 +29,7 @@ check() { # NAME CONDITION-STATUS DETAIL
     if [ "$2" = 0 ]; then echo "ok $1: $3"; else echo "FAIL $1: $3"; fi
 }
 used_and_quota() {
-    "$build/tools/vgpu-smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin)
+    "$vgpu_smi" --socket "$sock" --json | python3 -c "import json,sys; s=json.load(sys.stdin)
 d=s['vgpus'][0]['devices'][0]; print(d['memory_used'] >> 20, d['memory_quota'] >> 20, [p['pid'] for p in s['processes']])"
 }
 cat >"$out/holder.py" <<'PY'
@@ -51,7 +48,7 @@ PY
 conf 8G
 start
 trap 'kill -9 ${med:-} ${T_PID:-} 2>/dev/null' EXIT
-coproc T { LD_PRELOAD="$build/libvgpu-cuda.so $build/libvgpu-nvml.so" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info \
+coproc T { LD_PRELOAD="$preload" VGPU_MEDIATOR_SOCKET=$sock VGPU_LOG=info \
     VGPU_LOG_FILE=$out/holder.log exec python3 "$out/holder.py" 2>&1; }
 T_PID=$T_PID
 ask() { echo "alloc $1" >&"${T[1]}"; read -r -t 120 answer <&"${T[0]}"; echo "${answer:-no answer}"; }
@@ -59,7 +56,7 @@ read -r -t 120 total <&"${T[0]}"
 check "PyTorch sees the 8 GiB vGPU" "$([ "$total" = "total $((8 << 30))" ]; echo $?)" "$total"
 a=$(ask 2)
 check "PyTorch allocates 2 GiB" "$([ "$a" = "ok 2.0" ]; echo $?)" "$a"
-attack=$(python3 "$here/../mediator/mediator_tenant.py" "$sock" truncate 2>&1); rc=$?
+attack=$(python3 "$tests_dir/mediator/mediator_tenant.py" "$sock" truncate 2>&1); rc=$?
 check "a co-tenant cannot resize or write its window" $rc "$(echo "$attack" | tr '\n' ';')"
 kill -0 "$med" 2>/dev/null; check "the mediator survives the co-tenant" $? "pid $med"
 a=$(ask 0.5)

@@ -4,15 +4,10 @@
 # cap holds for a CUDA-graph loop as for an eager one.  The throughput table
 # is bench/compute.py's (docs/performance.md).
 # Usage: compute.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU.
-set -uo pipefail
-build=$(realpath "$1"); out=${2:-$(mktemp -d)}
-here=$(dirname "$(realpath "$0")")
-bench=$(realpath "$here/../../bench")
-. "$(dirname "$(realpath "$0")")/lib.sh"
-gpu_or_skip
-mkdir -p "$out"
-preload="$build/libvgpu-cuda.so $build/libvgpu-nvml.so"
-result_lines() { grep -E '^(ok|dev|GPU|name|NVIDIA|\[Cuda)' "$1" | sed -E 's/[0-9]+ MiB/N MiB/g' || true; }
+# shellcheck source=test/gpu/lib.sh
+. "$(dirname "$(realpath "$0")")/../lib.sh"
+gpu_check "$@"
+bench=$source_dir/bench
 
 # A competitor: its own vGPU, a 50% share, a matmul loop for as long as the checks run.
 env LD_PRELOAD="$preload" VGPU_BAR0="$out/rival.bar0" VGPU_COMPUTE_SHARE=50% VGPU_LOG=warn \
@@ -23,9 +18,9 @@ sleep 8
 
 # The real clients: the same results without vgpu and in a vGPU of 50% beside the rival.
 for c in torch jax cupy triton cudapy; do
-    timeout 180 "$here/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
+    timeout 180 "$clients_dir/clients.sh" "$c" >"$out/$c.plain.txt" 2>&1
     timeout 180 env LD_PRELOAD="$preload" VGPU_BAR0="$out/client.bar0" VGPU_COMPUTE_SHARE=50% VGPU_LOG=info \
-        VGPU_LOG_FILE="$out/$c.share.log" "$here/clients.sh" "$c" >"$out/$c.share.txt" 2>&1
+        VGPU_LOG_FILE="$out/$c.share.log" "$clients_dir/clients.sh" "$c" >"$out/$c.share.txt" 2>&1
     if [ -z "$(result_lines "$out/$c.plain.txt")" ]; then
         echo "FAIL $c: no result without vgpu"
     elif ! diff <(result_lines "$out/$c.plain.txt") <(result_lines "$out/$c.share.txt") >"$out/$c.diff"; then
@@ -38,7 +33,7 @@ for c in torch jax cupy triton cudapy; do
 done
 for check in graph threads cudnn context; do
     env LD_PRELOAD="$preload" VGPU_BAR0="$out/client.bar0" VGPU_COMPUTE_SHARE=50% VGPU_LOG_FILE="$out/$check.log" \
-        timeout 180 python3 "$here/clients/compute_clients.py" "$check" >"$out/$check.txt" 2>&1 ||
+        timeout 180 python3 "$clients_dir/compute_clients.py" "$check" >"$out/$check.txt" 2>&1 ||
         echo "FAIL $check exited with $?: $(tail -1 "$out/$check.txt" | cut -c1-200)"
     grep -E '^(ok|FAIL)' "$out/$check.txt"
 done
@@ -52,9 +47,9 @@ grep -q '"rate"' "$out/rival.txt" && echo "FAIL the rival ended early: $(tail -1
 # the two loops within 3 points of each other.
 declare -A capped_ratio
 for loop in graph matmul; do
-    bare=$(timeout 120 python3 "$here/clients/compute_clients.py" rate $loop 3 | grep rate)
+    bare=$(timeout 120 python3 "$clients_dir/compute_clients.py" rate $loop 3 | grep rate)
     capped=$(env LD_PRELOAD="$preload" VGPU_BAR0="$out/cap.bar0" VGPU_COMPUTE_SHARE=30% VGPU_COMPUTE_MODE=cap \
-        timeout 120 python3 "$here/clients/compute_clients.py" rate $loop 3 | grep rate)
+        timeout 120 python3 "$clients_dir/compute_clients.py" rate $loop 3 | grep rate)
     ratio=$(python3 -c "import json,sys; print(json.loads(sys.argv[2])['rate'] / json.loads(sys.argv[1])['rate'])" \
         "$bare" "$capped" 2>/dev/null)
     capped_ratio[$loop]=$ratio

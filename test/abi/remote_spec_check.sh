@@ -1,16 +1,17 @@
 #!/usr/bin/env bash
 # A remote driver's committed ABI (forwarder/remote/spec/LIB.remote) is what
 # tools/generate/gen_remote_abi.py makes of the library's header now.
-# abi_check.sh PYTHON SOURCE_ROOT LIB HEADER CC...   Skips (77) without the header;
+# remote_spec_check.sh PYTHON SOURCE_ROOT LIB HEADER CC...   Skips (77) without the header;
 # NVML_H, when set, names nvml.h instead.
-set -u
 python=$1 src=$2 lib=$3 header=$4
 [ "$lib" = nvml ] && [ -n "${NVML_H:-}" ] && header=$NVML_H
 shift 4
-[ -f "$header" ] || { echo "no $header: skipped"; exit 77; }
-"$python" -c "import pycparser" 2>/dev/null || { echo "no pycparser: skipped"; exit 77; }
-out=$(mktemp) || exit 1
-trap 'rm -f "$out"' EXIT
+# shellcheck source=test/common/lib.sh
+. "$(dirname "$(realpath "$0")")/../common/lib.sh"
+[ -f "$header" ] || skip "no $header"
+"$python" -c "import pycparser" 2>/dev/null || skip "no pycparser (apt-get install python3-pycparser)"
+temp_dir vgpu-remote-abi
+out=$tmp/$lib.remote
 "$python" "$src/tools/generate/gen_remote_abi.py" --cc "$*" --lib "$lib" --header "$header" \
     --merge "$src/forwarder/remote/spec/$lib.remote" \
     --symbols "$src/interpose/$lib.symbols" >"$out" || exit 1
