@@ -174,33 +174,46 @@ def main():
                 m = messages[spec.message_of(c).name]
                 if not m.mapped(c):
                     sys.exit("gen_remote: %s: its guest side is generated, but its parameters are not its "
-                             "message's fields: name each, or write it by hand (hand guest)" % name)
+                             "message's fields, of its message's types: name each, or write it by hand "
+                             "(hand guest)" % name)
                 g.extend(m.guest_whole(c, slot, lib["id"] == 0 and bool(c.flags & {"changes", "tunes"})))
                 gtable.append("    [%d] = (void *)g_%s," % (slot, name))
             if c.guest is not None:
                 continue
             m = messages[spec.message_of(c).name]
-            e.append("static int x_%s(struct vgpu_exec *x, void *fn, void *req, size_t len)" % name)
-            e.append("{")
-            e.append("    struct vgpu_in_%s in_;" % m.name)
-            e.append("    const struct vgpu_in_%s *in = &in_;" % m.name)
-            e.append("    int p = parse_%s(x, req, len, &in_, \"%s\");" % (m.name, name))
-            e.append("    if (p != 0)")
-            e.append("        return p == VGPU_EXEC_CLOSE ? p : vgpu_exec_reply(x, p, NULL, 0);")
             if "executor" in c.hand:
                 eh.append("int vgpu_exec_%s(struct vgpu_exec *x, void *fn, const struct vgpu_in_%s *in);"
                           % (name, m.name))
-                e.append("    return vgpu_exec_%s(x, fn, in);" % name)
+                body = "vgpu_exec_%s" % name
             else:
                 if not m.mapped(c):
                     sys.exit("gen_remote: %s: its executor's side is generated, but its parameters are not its "
-                             "message's fields: name each, or write it by hand (hand executor)" % name)
+                             "message's fields, of its message's types: name each, or write it by hand "
+                             "(hand executor)" % name)
+                body = "w_%s" % name
+                e.append("static int w_%s(struct vgpu_exec *x, void *fn, const struct vgpu_in_%s *in)" % (name, m.name))
+                e.append("{")
                 e.extend("    " + line for line in m.exec_whole(c))
+                e.append("}")
+                e.append("")
+            e.append("static int x_%s(struct vgpu_exec *x, void *fn, void *req, size_t len)" % name)
+            e.append("{")
+            e.append("    struct vgpu_in_%s in;" % m.name)
+            e.append("    int p = parse_%s(x, req, len, &in, \"%s\");" % (m.name, name))
+            e.append("    if (p != 0)")
+            e.append("        return p == VGPU_EXEC_CLOSE ? p : vgpu_exec_reply(x, p, NULL, 0);")
+            e.append("    int sent = %s(x, fn, &in);" % body)
+            if lib["id"] == 0 and "changes" in c.flags:  # what the executor keeps of contexts goes
+                e.append("    vgpu_exec_context_changed(x);")
+            e.append("    return sent;")
             e.append("}")
             e.append("")
-            etable.append("    [%d] = { .manual = x_%s, .async = %s, .sync = %s, .shared = %s, .by_hash = %s },"
-                          % (slot, name, flag("async" in c.flags), flag("sync" in c.flags),
-                             flag("shared" in c.flags), flag("by_hash" in c.flags)))
+            # A call whose reply carries guest memory waits for it, unless a shared block takes the bytes.
+            async_shared = "async" in c.flags and bool(m.out_hosts())
+            etable.append("    [%d] = { .manual = x_%s, .async = %s, .async_shared = %s, .sync = %s, .shared = %s, "
+                          ".by_hash = %s }," % (slot, name, flag("async" in c.flags and not async_shared),
+                                                flag(async_shared), flag("sync" in c.flags),
+                                                flag("shared" in c.flags), flag("by_hash" in c.flags)))
     except SpecError as err:
         sys.exit("gen_remote: %s" % err)
 

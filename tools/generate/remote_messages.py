@@ -47,6 +47,7 @@ class Lib:
         self.invalid = lib["invalid"]
         self.unknown = lib["unknown"]
         self.bad_handle = lib["bad_handle"]
+        self.oom = lib["oom"]
 
 
 class Message:
@@ -179,6 +180,11 @@ class Message:
         return "%s->%s" % (src if src != base else base, ref)
 
     # ---- packing (the guest's request, the executor's reply) ----
+    def may_pad(self, f):
+        """Whether a variable part's bytes may end off a multiple of 8 (and so
+        be padded, when another field follows)."""
+        return f.kind in ("bytes", "text", "host") or f.elem()[1] % 8 != 0
+
     def n(self, f):
         """The name of the variable holding a variable part's byte count."""
         return "%s_%s" % ("n" if f.dir == "in" else "r", f.name)
@@ -192,11 +198,14 @@ class Message:
         (statements, the most bytes of small[])."""
         lines = []
         small_max = 0
+        iovecs = [0, False]  # the most q[] can take, and whether small[] holds bytes not yet in it
         lines.append("size_t at = 0, seg = 0;")
         lines.append("int nq = 0;")
         last = len(fields) - 1 if not (side == "guest" and self.out_hosts()) else len(fields)
 
         def flush():
+            iovecs[0] += 1 if iovecs[1] else 0
+            iovecs[1] = False
             lines.append("if (at > seg) { q[nq++] = (struct iovec){ small + seg, at - seg }; seg = at; }")
 
         for i, f in enumerate(fields):
@@ -207,31 +216,39 @@ class Message:
             if f.scalar():
                 lines.append("{ uint64_t w = %s; memcpy(small + at, &w, 8); at += 8; }" % self.to_word(f, v))
                 small_max += 8
+                iovecs[1] = True
                 continue
             fixed = f.fixed_size()
             if fixed is not None and fixed <= SMALL:
                 lines.append("memcpy(small + at, %s%s, %d);" % ("&" if f.count.kind == "one" else "", v, fixed))
                 lines.append("at += %d;" % (pad8(fixed) if pad else fixed))
                 small_max += pad8(fixed)
+                iovecs[1] = True
                 continue
             # a variable part: its byte count
             size, data = self.part_size(f, src, side, flags_expr)
             lines.extend(size)
-            if f.kind == "host":
+            if f.kind == "host" and side == "guest" and f.dir == "in":
                 lines.append("if (host_shared) { uint64_t w = (uint64_t)(uintptr_t)%s; memcpy(small + at, &w, 8); "
-                             "at += 8; } else {" % (v if side == "guest" else v))
+                             "at += 8; } else {" % v)
                 small_max += 8
+                iovecs[1] = True
+            elif f.kind == "host":  # a reply's: no bytes when a shared block takes them
+                lines.append("if (!host_shared) {")
             mx = f.max_size(dict((g.name, g) for g in self.ins + self.outs))
             n = self.n(f)
             if f.kind == "bytes" and f.count.kind == "one":
                 lines.append("{ uint64_t w = %s; memcpy(small + at, &w, 8); at += 8; }" % n)
                 small_max += 8
+                iovecs[1] = True
             if mx is not None and mx <= SMALL and f.kind not in ("bytes", "text", "host"):
                 lines.append("if (%s) memcpy(small + at, %s, %s);" % (n, data, n))
                 lines.append("at += %s;" % ("(%s + 7) & ~(size_t)7" % n if pad else n))
                 small_max += pad8(mx)
+                iovecs[1] = True
             else:
                 flush()
+                iovecs[0] += 2 if pad and self.may_pad(f) else 1
                 lines.append("if (%s) q[nq++] = (struct iovec){ (void *)%s, %s };" % (n, data, n))
                 if pad:
                     lines.append("if (%s & 7) q[nq++] = (struct iovec){ (void *)zeros, 8 - (%s & 7) };" % (n, n))
@@ -242,10 +259,14 @@ class Message:
                 lines.append("if (host_shared) { uint64_t w = (uint64_t)(uintptr_t)out->%s; memcpy(small + at, &w, 8); "
                              "at += 8; }" % f.name)
                 small_max += 8
+                iovecs[1] = True
         if all_expr is not None:
             lines.append("goto packed;")
             lines.append("packed:")
         flush()
+        if iovecs[0] > 8:
+            raise SpecError("%s: its %s takes up to %d parts, past the 8 a message has: fewer arrays and bytes, or "
+                            "their fields together" % (self.name, "request" if side == "guest" else "reply", iovecs[0]))
         return lines, small_max
 
     def part_size(self, f, src, side, flags_expr):
@@ -278,7 +299,7 @@ class Message:
         pack, small_max = self.pack(self.ins, "in", "guest", "flags")
         request = list(self.guest_request_checks())
         request += ["bool host_shared = (flags & VGPU_REMOTE_SHARED) != 0;", "(void)host_shared;",
-                    "unsigned char small[%d];" % max(8, small_max), "struct iovec q[8];"] + pack
+                    "unsigned char small[%d];" % max(8, small_max), "struct iovec q[8] = { { 0 } };"] + pack
         out = ["int vgpu_remote_call_%s(unsigned slot, uint32_t flags, const struct vgpu_in_%s *in, "
                "struct vgpu_out_%s *out)" % (name, name, name), "{"]
         out.extend("    " + line for line in request)
@@ -311,7 +332,10 @@ class Message:
             if f.scalar() and f.bound is not None:
                 if self.signed(f):
                     lines.append("if (%s < 0)\n    return %s;" % (v, self.lib.invalid))
-                lines.append("if ((uint64_t)%s > %d)\n    return vgpu_remote_refuse(slot);" % (v, f.bound))
+                past = self.lib.invalid if "invalid" in f.opts else "vgpu_remote_refuse(slot)"
+                lines.append("if ((uint64_t)%s > %d)\n    return %s;" % (v, f.bound, past))
+            if "nonzero" in f.opts:
+                lines.append("if (!%s)\n    return %s;" % (v, self.lib.invalid))
             if f.count.kind == "field" and (f.count.sub or f.count.mul != 1):
                 ref = "(uint64_t)in->%s" % f.count.field
                 lines.append("if (%s * %d < %d)\n    return %s;" % (ref, f.count.mul, f.count.sub, self.lib.invalid))
@@ -335,7 +359,7 @@ class Message:
         head_size = sum(pad8(f.fixed_size()) for f in prefix if f.fixed_size() is not None)
         lines.append("unsigned char head[%d], pad[8];" % max(8, head_size))
         lines.append("(void)pad;")
-        lines.append("struct iovec a[8];")
+        lines.append("struct iovec a[8] = { { 0 } };")
         lines.append("int na = 0;")
         lines.append("size_t hat = 0, hseg = 0;")
         last = len(self.outs) - 1
@@ -356,6 +380,16 @@ class Message:
             if padded:
                 lines.append("if (%s & 7) a[na++] = (struct iovec){ pad, 8 - (%s & 7) };" % (n, n))
         lines.append("if (hat > hseg) a[na++] = (struct iovec){ head + hseg, hat - hseg };")
+        parts, pending = 0, False
+        for f in prefix:
+            if f.fixed_size() is not None:
+                pending = True
+                continue
+            parts += (1 if pending else 0) + 1 + (1 if self.outs.index(f) != last and self.may_pad(f) else 0)
+            pending = False
+        parts += (1 if pending else 0) + (1 if tail else 0)
+        if parts > 8:
+            raise SpecError("%s: its reply takes up to %d parts, past the 8 the guest reads into" % (self.name, parts))
         text = tail and tail[-1].kind == "text"
         if text:
             lines.append("if (out->tail_size < 1)\n    return %s;" % self.lib.unknown)
@@ -432,7 +466,8 @@ class Message:
             lines.append("if (tlen - tat < 8)\n    return %s;" % u)
             lines.append("{ uint64_t w; memcpy(&w, t + tat, 8); out->%s_size = w; }" % f.name)
             lines.append("tat += 8;")
-            lines.append("if (tlen - tat < out->%s_size)\n    return %s;" % (f.name, u))
+            lines.append("if (tlen - tat < %s)\n    return %s;" % (
+                "((out->%s_size + 7) & ~(size_t)7)" % f.name if padded else "out->%s_size" % f.name, u))
             lines.append("out->%s = (void *)(t + tat);" % f.name)
             lines.append("tat += %s;" % ("(out->%s_size + 7) & ~(size_t)7" % f.name if padded else
                                         "out->%s_size" % f.name))
@@ -455,7 +490,7 @@ class Message:
             n = "(size_t)(%s) * %d" % (f.count.c(ref), f.elem()[1])
         lines.append("{")
         lines.append("    size_t n = %s;" % n)
-        lines.append("    if (tlen - tat < n)\n    return %s;" % u)
+        lines.append("    if (tlen - tat < %s)\n    return %s;" % ("((n + 7) & ~(size_t)7)" if padded else "n", u))
         if f.count.kind == "fixed" or f.count.kind == "one":
             lines.append("    memcpy(%sout->%s, t + tat, n);" % ("&" if f.count.kind == "one" else "", f.name))
         else:
@@ -531,6 +566,7 @@ class Message:
             lines.append("    if (len - at < n)\n    %s" % bad)
             lines.append("    in->%s = b + at;" % f.name)
             lines.append("    at += %s;" % step)
+            lines.append("    if (at > len)\n    %s" % bad)
             lines.append("}")
             return lines
         if f.kind == "bytes" and f.count.kind == "one":
@@ -575,7 +611,10 @@ class Message:
         return lines
 
     def check_field(self, f):
-        """Handle checks, after the request parsed whole."""
+        """Checks after the request parsed whole: handles, and integers that
+        may not be 0 (the code to reply)."""
+        if "nonzero" in f.opts:
+            return ["if (!in->%s)\n    return %s;" % (f.name, self.lib.invalid)]
         if f.kind not in ("handle", "stream"):
             return []
         stream = "true" if f.kind == "stream" else "false"
@@ -601,6 +640,10 @@ class Message:
         lines.append("    (void)in;")
         lines.append("    bool host_shared = x->shared_host;")
         lines.append("    (void)host_shared;")
+        # a count past its bound (the hand-written side's mistake) is never sent: an error instead
+        for f in self.outs:
+            if f.scalar() and f.bound is not None:
+                lines.append("    if (r == 0 && (uint64_t)out->%s > %d)\n    r = %s;" % (f.name, f.bound, self.lib.unknown))
         # handles it gives
         for f in self.outs:
             if "new" not in f.opts:
@@ -628,10 +671,12 @@ class Message:
 
     # ---- whole calls generated from the prototype ----
     def mapped(self, call):
-        """Whether call's parameters are its message's fields, one for one."""
+        """Whether call's parameters are its message's fields, one for one,
+        and (a call `as` the message's owner) of the owner's types, which
+        the fields have."""
         names = set(self.in_by_name) | set(self.out_by_name)
         pnames = [n for t, n in call.params()]
-        return set(pnames) == names
+        return set(pnames) == names and all(self.params.get(n) == t for t, n in call.params())
 
     def guest_whole(self, call, slot, changes):
         """The guest's function of a call generated from its prototype."""
@@ -643,23 +688,36 @@ class Message:
         lines.append("    memset(&in, 0, sizeof(in));")
         lines.append("    memset(&out, 0, sizeof(out));")
         tail_max = 0
+        invalid = "    if (!%s)\n    return (%s)%s;"
+        rooms = []
         for t, n in params:
             fi, fo = self.in_by_name.get(n), self.out_by_name.get(n)
+            if fo is not None and fo.kind in ("text", "bytes"):
+                raise SpecError("%s: generated whole, its reply's %s would point into the call's own memory: "
+                                "write its guest side by hand" % (call.name, n))
             if fo is not None and "optional" not in fo.opts and fo.count.kind in ("one", "fixed"):
-                lines.append("    if (!%s)\n    return (%s)%s;" % (n, call.result(), self.lib.invalid))
+                lines.append(invalid % (n, call.result(), self.lib.invalid))
+            elif fo is not None and fo.count.kind == "field" and fo.count.of_request:
+                rooms.append(n)  # the reply lands in the caller's array: checked once the counts are read
             if fi is not None:
                 if fi.kind == "struct" and fi.count.kind == "one":
-                    lines.append("    if (!%s)\n    return (%s)%s;" % (n, call.result(), self.lib.invalid))
+                    if fo is None or fo.count.kind != "one":
+                        lines.append(invalid % (n, call.result(), self.lib.invalid))
                     lines.append("    memcpy(&in.%s, %s, sizeof(in.%s));" % (n, n, n))
                 elif fi.scalar() and pointee(t) not in (None, "void"):
                     lines.append("    if (!%s)\n    return (%s)%s;" % (n, call.result(), self.lib.invalid))
                     lines.append("    in.%s = *%s;" % (n, n))
                 elif fi.count.kind == "fixed":
+                    lines.append(invalid % (n, call.result(), self.lib.invalid))
                     lines.append("    memcpy(in.%s, %s, sizeof(in.%s));" % (n, n, n))
                 else:
                     lines.append("    in.%s = %s;" % (n, n))
             if fo is not None and fo.count.kind not in ("one", "fixed") and self.known_before(fo):
                 lines.append("    out.%s = %s;" % (n, n))
+        for n in rooms:
+            fo = self.out_by_name[n]
+            lines.append("    if ((%s) && !%s)\n    return (%s)%s;" % (
+                fo.count.c("(uint64_t)in.%s" % fo.count.field), n, call.result(), self.lib.invalid))
         tail = self.tail_fields()
         if tail:
             fields = dict((g.name, g) for g in self.ins + self.outs)
@@ -727,6 +785,9 @@ class Message:
                         lines.append("if (c_%s)\n    memcpy(o_%s, in->%s, c_%s * sizeof(*o_%s));" % (n, n, n, n, n))
                     args.append("o_%s" % n)
                 continue
+            if fi.kind == "dptr" and fi.scalar() and "queries" not in call.flags:  # never the executor's memory
+                lines.insert(0, "if (in->%s && !vgpu_exec_device_memory(x, (uint64_t)in->%s, \"%s\"))\n    "
+                             "return vgpu_exec_reply(x, %s, NULL, 0);" % (n, n, call.name, self.lib.invalid))
             if fi.kind == "struct" and fi.count.kind == "one":
                 args.append("&in->%s" % n)
             elif fi.scalar() and pointee(t) not in (None, "void"):
@@ -759,4 +820,4 @@ class Message:
         return lines
 
     def oom(self):
-        return "2" if self.lib.name == "cuda" else "999"
+        return self.lib.oom

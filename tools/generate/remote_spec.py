@@ -58,6 +58,10 @@ A field:  TYPE NAME[COUNT] [<= N | < N] [OPTION...]
          optional           an out-value the caller may pass NULL for
          always             a reply's field that comes back whatever the call
                             returned (the leading fields of a reply only)
+         invalid            past its bound, the call's argument is invalid (the
+                            API's own limit), not more than vgpu carries
+         nonzero            an integer that may not be 0 (the call's invalid
+                            argument)
 
 Every array and string crosses at its elements' own size; every field but
 the last is padded to 8 bytes.
@@ -67,7 +71,9 @@ import re
 FLAGS = {"async", "sync", "shared", "by_hash", "changes", "tunes", "queries", "ends"}
 SCALARS = {"u64": ("uint64_t", 8), "i64": ("int64_t", 8), "u32": ("uint32_t", 4), "i32": ("int32_t", 4),
            "dptr": ("uint64_t", 8), "handle": ("uint64_t", 8), "stream": ("uint64_t", 8)}
-OPTIONS = {"nonnull", "new", "optional", "always"}
+OPTIONS = {"nonnull", "new", "optional", "always", "invalid", "nonzero"}
+# Where each option may stand: the request's fields, or the reply's.
+OPTION_DIRS = {"nonnull": "in", "invalid": "in", "nonzero": "in", "new": "out", "optional": "out", "always": "out"}
 COUNT = re.compile(r"^(?:(\d+)\*)?(in\.)?([A-Za-z_]\w*)(?:-(\d+))?$")
 FIELD = re.compile(r"^(in|out)\s+(struct\s+\w+\(\d+\)|\w+)\s+([A-Za-z_]\w*)(?:\[([^\]]+)\])?(.*)$")
 
@@ -127,12 +133,21 @@ class Field:
             if rest[i] in ("<=", "<"):
                 self.strict = rest[i] == "<"
                 self.bound = int(rest[i + 1], 0)
+                if self.bound < 0:
+                    raise SpecError("field %s: a bound is not negative" % self.name)
                 i += 2
                 continue
             if rest[i] not in OPTIONS:
                 raise SpecError("field %s: no option %r" % (self.name, rest[i]))
+            if OPTION_DIRS[rest[i]] != direction:
+                raise SpecError("field %s: %s is an option of the %s's fields" % (
+                    self.name, rest[i], "request" if OPTION_DIRS[rest[i]] == "in" else "reply"))
             self.opts.add(rest[i])
             i += 1
+        if self.strict and self.kind != "text":
+            raise SpecError("field %s: `< N` bounds a string's bytes; an integer's or a count's is `<= N`" % self.name)
+        if self.opts & {"invalid", "nonzero"} and not (self.kind in SCALARS and self.count.kind == "one"):
+            raise SpecError("field %s: invalid and nonzero are an integer's options" % self.name)
         if self.kind == "text" and (self.count.kind != "one" or self.bound is None or not self.strict):
             raise SpecError("text %s: a string is `text NAME < N`" % self.name)
         if self.kind == "host" and self.count.kind != "field":
@@ -290,6 +305,10 @@ class Spec:
             fail("refused, guest and a message exclude each other")
         if c.guest is not None and c.hand - {"guest"}:
             fail("answered in the guest, it has no executor's side")
+        if c.hand and c.kind != "carried" and c.guest is None and not c.has_message():
+            fail("a side written by hand, but no message: declare its fields, or `guest REASON`")
+        if c.has_message() and "ends" in c.flags:
+            fail("`ends` is a carried call's: a declared call's executor side ends its handle by hand")
         if c.guest is not None:
             c.hand.add("guest")
         for fields in (c.ins, c.outs):
@@ -298,12 +317,15 @@ class Spec:
                 if f.count.kind == "rest" or f.kind == "text":
                     if i != len(fields) - 1:
                         fail("%s: rest and text are a message's last field" % f.name)
+                if f.count.kind == "field" and f.dir == "in" and f.count.of_request:
+                    fail("%s: a request's field is counted by an earlier one (FIELD, not in.FIELD)" % f.name)
                 if f.count.kind == "field":
                     ref = (dict((g.name, g) for g in c.ins) if f.count.of_request else seen).get(f.count.field)
                     if ref is None or not ref.scalar():
                         fail("%s: counted by %s, which is no earlier integer of the %s" % (
                             f.name, f.count.text, "request" if f.count.of_request or f.dir == "in" else "reply"))
-                    if ref.bound is None and f.kind not in ("bytes", "host") and (f.dir == "in" or f.elem()[1] > 1):
+                    if ref.bound is None and (f.kind not in ("bytes", "host") or f.count.mul > 1) and \
+                            (f.dir == "in" or f.elem()[1] * f.count.mul > 1):
                         fail("%s: counted by %s, which has no bound (<= N)" % (f.name, f.count.field))
                 if "always" in f.opts and any("always" not in g.opts for g in fields[:i]):
                     fail("%s: always fields lead the reply" % f.name)
@@ -311,6 +333,8 @@ class Spec:
                     fail("%s: guest memory crosses in copies flagged shared" % f.name)
                 if f.kind == "host" and f.dir == "out" and any(g.fixed_size() is None for g in c.ins):
                     fail("%s: a reply's guest memory needs a request of fixed fields alone" % f.name)
+                if f.kind == "host" and f.dir == "out" and not f.count.of_request:
+                    fail("%s: a reply's guest memory is sized by the request (in.FIELD)" % f.name)
                 seen[f.name] = f
 
 

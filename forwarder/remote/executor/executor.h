@@ -38,10 +38,11 @@ struct vgpu_exec_call {
     int (*words)(struct vgpu_exec *x, void *fn, const uint64_t *in, uint64_t *out);
     unsigned nin, nout;
     int (*manual)(struct vgpu_exec *x, void *fn, void *req, size_t len);
-    bool async;   /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
-    bool sync;    /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
-    bool shared;  /* it may come VGPU_REMOTE_SHARED: a copy naming a shared block of page-locked memory */
-    bool by_hash; /* it may come VGPU_REMOTE_BY_HASH: a load whose image is named by its SHA-256 */
+    bool async;        /* the guest may send it VGPU_REMOTE_ASYNC (a launch, a record, an asynchronous memset) */
+    bool async_shared; /* the same, only when it comes VGPU_REMOTE_SHARED: its reply's bytes go to a shared block */
+    bool sync;         /* it synchronizes (a synchronize, a query, a copy to the host): deferred errors come back */
+    bool shared;       /* it may come VGPU_REMOTE_SHARED: a copy naming a shared block of page-locked memory */
+    bool by_hash;      /* it may come VGPU_REMOTE_BY_HASH: a load whose image is named by its SHA-256 */
 };
 
 /* One library as the executor serves it (generated, tools/generate/gen_remote.py). */
@@ -81,15 +82,16 @@ struct vgpu_exec {
     struct vgpu_exec_bulk bulk;          /* a channel's: the window is its bulk, mapped (fd -1: none) */
     bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
     bool by_hash;                        /* the call being served came VGPU_REMOTE_BY_HASH (image_cache.h) */
-    bool async;                       /* the call being served came VGPU_REMOTE_ASYNC: no reply */
-    bool sync;                        /* the call being served synchronizes: it returns a deferred error */
-    int deferred;                     /* the first error of an asynchronous call since the last synchronizing one */
-    struct vgpu_exec_layout *layouts; /* kernels' parameter sizes (guest_state.c) */
-    bool said_pointer;                /* a refused device pointer was logged */
-    bool said_capture;                /* a refused copy on a capturing stream was logged */
-    bool said_pinned;                 /* a block refused for the limit on pinned memory was logged */
-    const char *call;                 /* the name of the call being served, for the log */
-    int layout_length[VGPU_EXEC_MAX_DEVICES]; /* each device's layout's length (cuda/private/export_tables.c): 0 not learnt, -1 not */
+    bool async;                          /* the call being served came VGPU_REMOTE_ASYNC: no reply */
+    bool sync;                           /* the call being served synchronizes: it returns a deferred error */
+    int deferred;                        /* the first error of an asynchronous call since the last synchronizing one */
+    struct vgpu_exec_layout *layouts;    /* kernels' parameter sizes (guest_state.c) */
+    bool said_pointer;                   /* a refused device pointer was logged */
+    bool said_capture;                   /* a refused copy on a capturing stream was logged */
+    bool said_pinned;                    /* a block refused for the limit on pinned memory was logged */
+    const char *call;                    /* the name of the call being served, for the log */
+    /* Each device's layout's length (cuda/private/export_tables.c): 0 not learnt, -1 not measurable. */
+    int layout_length[VGPU_EXEC_MAX_DEVICES];
 };
 
 /* The driver's function of slot (or of the slot named so), looked up once

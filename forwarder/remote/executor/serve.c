@@ -175,7 +175,7 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *pa
         vgpu_error("executor: %s sent with its image named by hash, which it has not: closing", name);
         return VGPU_EXEC_CLOSE;
     }
-    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async) {
+    if ((h->flags & VGPU_REMOTE_ASYNC) && !c->async && !(shared && c->async_shared)) {
         vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", name);
         return VGPU_EXEC_CLOSE;
     }

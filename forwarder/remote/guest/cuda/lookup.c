@@ -95,13 +95,16 @@ static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int 
     struct vgpu_in_cuGetProcAddress_v2 in = { .cudaVersion = version, .flags = flags, .symbol = symbol };
     char name[VGPU_OUT_cuGetProcAddress_v2_name_MAX];
     struct vgpu_out_cuGetProcAddress_v2 out = { .tail = name, .tail_size = sizeof(name) };
+    /* The status comes back whatever the driver returned (a name it does
+     * not know, at this version), or, with no reply, stays as it was. */
+    out.symbolStatus = status ? *status : CU_GET_PROC_ADDRESS_SUCCESS;
     CUresult r = (CUresult)vgpu_remote_call_cuGetProcAddress_v2(slot, 0, &in, &out);
+    if (status)
+        *status = out.symbolStatus;
     if (r != CUDA_SUCCESS) {
         *pfn = NULL;
         return r;
     }
-    if (status)
-        *status = out.symbolStatus;
     int found = *out.name ? vgpu_dispatch_slot(&vgpu_cuda, out.name) : -1;
     *pfn = found < 0 ? NULL : vgpu_cuda.remote[found];
     if (found < 0 && status && out.symbolStatus == CU_GET_PROC_ADDRESS_SUCCESS)
