@@ -104,6 +104,7 @@ struct CUctx_st {
     int primary;
     int alive;
     unsigned flags;
+    int sm_count;                     /* its execution affinity: the SMs it may use */
     size_t limit[LIMITS];             /* 0: the default */
     unsigned long long limit_charged; /* device memory its limits reserve beyond the defaults */
 };
@@ -212,6 +213,8 @@ FAKEGPU_HIDDEN struct CUfunc_st *fake_kernel_by_name(const char *name);
 
 /* modules.c: whether image is one (a string starting with "fakegpu") */
 FAKEGPU_HIDDEN int fake_image_ok(const void *image);
+/* A file's bytes, NUL after them, in *image (the caller frees it). */
+FAKEGPU_HIDDEN CUresult fake_read_image(const char *path, char **image);
 
 /* ------------------------------------------------------------------------ */
 /* Streams, events, stream capture (streams/) and graphs (graphs/)          */

@@ -45,6 +45,7 @@ static const struct versioned_name g_versions[] = {
     { "cuDevicePrimaryCtxSetFlags", 11000, "cuDevicePrimaryCtxSetFlags_v2" },
     { "cuDeviceGetUuid", 11040, "cuDeviceGetUuid_v2" },
     { "cuCtxCreate", 12050, "cuCtxCreate_v4" },
+    { "cuCtxCreate", 11040, "cuCtxCreate_v3" },
     { "cuCtxCreate", 3020, "cuCtxCreate_v2" },
     { "cuGetProcAddress", 12000, "cuGetProcAddress_v2" },
     { "cuCtxGetDevice", 13000, "cuCtxGetDevice_v2" },

@@ -44,7 +44,8 @@ void fake_context_gone_locked(struct CUctx_st *ctx)
     fake_uncharge(dev, --g_live_contexts[dev] ? c->ctx_extra : c->ctx_overhead);
 }
 
-static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
+/* sm_count: the SMs its execution affinity gives it (0: all of them). */
+static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev, int sm_count)
 {
     if (!pctx)
         return CUDA_ERROR_INVALID_VALUE;
@@ -66,6 +67,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
     c->device = dev;
     c->refcount = 1;
     c->flags = flags;
+    c->sm_count = sm_count ? sm_count : SM_COUNT;
     c->alive = 1;
     fake_push_ctx(c);
     *pctx = c;
@@ -75,20 +77,63 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev)
 CUresult cuCtxCreate(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     ENTER();
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 0);
 }
 
 CUresult cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
     ENTER();
-    return ctx_create(pctx, flags, dev);
+    return ctx_create(pctx, flags, dev, 0);
 }
 
+/* Execution affinity: an SM count of 1 to all of them, each type at most once. */
+static CUresult ctx_create_affine(CUcontext *pctx, const CUexecAffinityParam *params, int n, unsigned int flags,
+                                  CUdevice dev)
+{
+    int sm_count = 0;
+    if (n < 0 || (n && !params))
+        return CUDA_ERROR_INVALID_VALUE;
+    for (int i = 0; i < n; i++) {
+        if (params[i].type != CU_EXEC_AFFINITY_TYPE_SM_COUNT || sm_count)
+            return CUDA_ERROR_INVALID_VALUE;
+        unsigned v = params[i].param.smCount.val;
+        if (v == 0 || v > SM_COUNT)
+            return CUDA_ERROR_INVALID_VALUE;
+        sm_count = (int)v;
+    }
+    return ctx_create(pctx, flags, dev, sm_count);
+}
+
+CUresult cuCtxCreate_v3(CUcontext *pctx, CUexecAffinityParam *paramsArray, int numParams, unsigned int flags,
+                        CUdevice dev)
+{
+    ENTER();
+    return ctx_create_affine(pctx, paramsArray, numParams, flags, dev);
+}
+
+/* A CUDA-in-graphics context needs a graphics API's queue: the fake has none. */
 CUresult cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *ctxCreateParams, unsigned int flags, CUdevice dev)
 {
     ENTER();
-    (void)ctxCreateParams;
-    return ctx_create(pctx, flags, dev);
+    if (!ctxCreateParams)
+        return ctx_create(pctx, flags, dev, 0);
+    if (ctxCreateParams->cigParams)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    return ctx_create_affine(pctx, ctxCreateParams->execAffinityParams, ctxCreateParams->numExecAffinityParams, flags,
+                             dev);
+}
+
+CUresult cuCtxGetExecAffinity(CUexecAffinityParam *pExecAffinity, CUexecAffinityType type)
+{
+    ENTER();
+    if (!pExecAffinity || type != CU_EXEC_AFFINITY_TYPE_SM_COUNT)
+        return CUDA_ERROR_INVALID_VALUE;
+    CUcontext ctx = fake_current_ctx();
+    if (!fake_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    pExecAffinity->type = type;
+    pExecAffinity->param.smCount.val = (unsigned)(ctx->sm_count ? ctx->sm_count : SM_COUNT);
+    return CUDA_SUCCESS;
 }
 
 static CUresult ctx_destroy(CUcontext ctx)

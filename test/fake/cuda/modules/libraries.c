@@ -5,9 +5,7 @@
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
 
-#include <fcntl.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 struct CUlib_st {
     unsigned magic;
@@ -60,15 +58,12 @@ CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_o
     (void)numLibraryOptions;
     if (!library || !fileName)
         return CUDA_ERROR_INVALID_VALUE;
-    int fd = open(fileName, O_RDONLY | O_CLOEXEC);
-    if (fd < 0)
-        return CUDA_ERROR_FILE_NOT_FOUND;
-    char buf[64] = { 0 };
-    ssize_t n = read(fd, buf, sizeof buf - 1);
-    close(fd);
-    if (n < 0)
-        return CUDA_ERROR_FILE_NOT_FOUND;
-    return library_new(library, buf);
+    char *image = NULL;
+    CUresult r = fake_read_image(fileName, &image);
+    if (r == CUDA_SUCCESS)
+        r = library_new(library, image);
+    free(image);
+    return r;
 }
 
 static int library_valid(CUlibrary l)

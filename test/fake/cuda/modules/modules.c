@@ -1,13 +1,17 @@
 /*
- * Modules: an image is a NUL-terminated string starting with "fakegpu";
- * every module holds the same built-in kernels (kernels.c).
+ * Modules: an image is a NUL-terminated string starting with "fakegpu", in
+ * memory or a file's bytes; every module holds the same built-in kernels
+ * (kernels.c).
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
 
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define IMAGE_TAG "fakegpu"
 
@@ -38,10 +42,55 @@ static CUresult module_load(CUmodule *module, const void *image)
     return CUDA_SUCCESS;
 }
 
+CUresult fake_read_image(const char *path, char **image)
+{
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    struct stat st;
+    char *bytes = NULL;
+    size_t got = 0;
+    if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && (bytes = malloc((size_t)st.st_size + 1)))
+        while (got < (size_t)st.st_size) {
+            ssize_t n = read(fd, bytes + got, (size_t)st.st_size - got);
+            if (n <= 0)
+                break;
+            got += (size_t)n;
+        }
+    close(fd);
+    if (!bytes || got != (size_t)st.st_size) {
+        free(bytes);
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    }
+    bytes[got] = 0;
+    *image = bytes;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuModuleLoadData(CUmodule *module, const void *image)
 {
     ENTER();
     return module_load(module, image);
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+    ENTER();
+    if (!module || !fname)
+        return CUDA_ERROR_INVALID_VALUE;
+    char *image = NULL;
+    CUresult r = fake_read_image(fname, &image);
+    if (r == CUDA_SUCCESS)
+        r = module_load(module, image);
+    free(image);
+    return r;
+}
+
+/* A fat binary is an image like any other here. */
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    ENTER();
+    return module_load(module, fatCubin);
 }
 
 /* The JIT's options as a driver answers them: the info log says what was
