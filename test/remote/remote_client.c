@@ -4,8 +4,8 @@
  * (test/remote/remote.sh).  It loads the driver as applications do
  * (dlopen("libcuda.so.1"), which is vgpu) on the fake GPU's kernels.
  *
- *   remote_client paths          devices, memory, copies, a module and a
- *                                launch, streams, events, errors: the cases
+ *   remote_client paths          devices, contexts, memory, copies, modules
+ *                                and launches, streams, events, errors: the cases
  *                                of paths_cases, each after a line "-- CASE"
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
  *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
@@ -31,6 +31,7 @@
 #define _GNU_SOURCE
 #include <cuda.h>
 #include <dlfcn.h>
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -197,6 +198,102 @@ static void jit_options(void)
         if (jitted)
             SHOW("cuModuleUnload", F(cuModuleUnload)(jitted));
     }
+}
+
+/* Modules and libraries from files (the way Triton's launcher loads its
+ * cubins) and a fat binary: each load's kernel is found; a missing file
+ * is the driver's FILE_NOT_FOUND, an image it cannot read INVALID_IMAGE. */
+static void modules_from_files(void)
+{
+    char path[] = "/tmp/remote_client.image.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, "fakegpu from a file", 19) != 19) {
+        fprintf(stderr, "remote_client: %s: cannot write %s\n", current_case, path);
+        exit(1);
+    }
+    close(fd);
+    CUmodule m = NULL;
+    CUfunction f = NULL;
+    SHOW("cuModuleLoad", F(cuModuleLoad)(&m, path));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, m, "add_one"));
+    SHOW("cuModuleUnload", F(cuModuleUnload)(m));
+    CUlibrary lib = NULL;
+    CUkernel k = NULL;
+    SHOW("cuLibraryLoadFromFile", F(cuLibraryLoadFromFile)(&lib, path, NULL, NULL, 0, NULL, NULL, 0));
+    SHOW("cuLibraryGetKernel", F(cuLibraryGetKernel)(&k, lib, "add_one"));
+    SHOW("cuLibraryUnload", F(cuLibraryUnload)(lib));
+    SHOW("cuModuleLoadFatBinary", F(cuModuleLoadFatBinary)(&m, "fakegpu as a fat binary"));
+    SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, m, "add_one"));
+    SHOW("cuModuleUnload", F(cuModuleUnload)(m));
+    strict = 0;
+    SHOW("cuModuleLoad of a missing file", F(cuModuleLoad)(&m, "/nonexistent/remote_client.cubin"));
+    SHOW("cuLibraryLoadFromFile of a missing file",
+         F(cuLibraryLoadFromFile)(&lib, "/nonexistent/remote_client.cubin", NULL, NULL, 0, NULL, NULL, 0));
+    fd = open(path, O_WRONLY | O_TRUNC);
+    if (fd < 0 || write(fd, "not an image", 12) != 12) {
+        fprintf(stderr, "remote_client: %s: cannot write %s\n", current_case, path);
+        exit(1);
+    }
+    close(fd);
+    SHOW("cuModuleLoad of no image", F(cuModuleLoad)(&m, path));
+    strict = 1;
+    unlink(path);
+}
+
+/* A created context's execution affinity, as cuCtxGetExecAffinity answers it. */
+static void print_affinity(const char *how)
+{
+    CUexecAffinityParam a = { 0 };
+    SHOW("cuCtxGetExecAffinity", F(cuCtxGetExecAffinity)(&a, CU_EXEC_AFFINITY_TYPE_SM_COUNT));
+    printf("%s: %u SMs\n", how, a.param.smCount.val);
+}
+
+/* Contexts as each version of cuCtxCreate makes them (CUDA 13's header
+ * spells cuCtxCreate as _v4), current once made, with the execution
+ * affinity they were given; what a driver refuses, refused alike. */
+static void contexts_of_every_version(void)
+{
+    CUcontext c = NULL, cur = NULL;
+    SHOW("cuCtxCreate_v4 without parameters", F(cuCtxCreate_v4)(&c, NULL, 0, p.dev));
+    SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&cur));
+    printf("the new context is current %d\n", cur == c);
+    print_affinity("cuCtxCreate_v4 without parameters");
+    SHOW("cuCtxDestroy_v2", F(cuCtxDestroy_v2)(c));
+    CUexecAffinityParam half = { .type = CU_EXEC_AFFINITY_TYPE_SM_COUNT, .param.smCount.val = 66 };
+    SHOW("cuCtxCreate_v3", F(cuCtxCreate_v3)(&c, &half, 1, 0, p.dev));
+    print_affinity("cuCtxCreate_v3 of 66 SMs");
+    SHOW("cuCtxDestroy_v2", F(cuCtxDestroy_v2)(c));
+    CUexecAffinityParam quarter = { .type = CU_EXEC_AFFINITY_TYPE_SM_COUNT, .param.smCount.val = 33 };
+    CUctxCreateParams params = { .execAffinityParams = &quarter, .numExecAffinityParams = 1 };
+    SHOW("cuCtxCreate_v4", F(cuCtxCreate_v4)(&c, &params, 0, p.dev));
+    print_affinity("cuCtxCreate_v4 of 33 SMs");
+    SHOW("cuCtxDestroy_v2", F(cuCtxDestroy_v2)(c));
+    SHOW("cuCtxCreate_v2", F(cuCtxCreate_v2)(&c, 0, p.dev));
+    print_affinity("cuCtxCreate_v2");
+    SHOW("cuCtxDestroy_v2", F(cuCtxDestroy_v2)(c));
+    strict = 0;
+    CUexecAffinityParam none = { .type = CU_EXEC_AFFINITY_TYPE_SM_COUNT, .param.smCount.val = 0 };
+    SHOW("cuCtxCreate_v3 of no SMs", F(cuCtxCreate_v3)(&c, &none, 1, 0, p.dev));
+    SHOW("cuCtxCreate_v3 of a negative count", F(cuCtxCreate_v3)(&c, &half, -1, 0, p.dev));
+    CUctxCigParam cig = { .sharedDataType = CIG_DATA_TYPE_NV_BLOB, .sharedData = &cig };
+    CUctxCreateParams in_graphics = { .cigParams = &cig };
+    SHOW("cuCtxCreate_v4 in graphics", F(cuCtxCreate_v4)(&c, &in_graphics, 0, p.dev));
+    strict = 1;
+    SHOW("cuCtxSetCurrent", F(cuCtxSetCurrent)(p.ctx));
+}
+
+/* A device by its PCI bus id, as NCCL and NVML-minded programs find theirs. */
+static void a_device_by_its_bus_id(void)
+{
+    char bus[32];
+    CUdevice dev = -1;
+    SHOW("cuDeviceGetPCIBusId", F(cuDeviceGetPCIBusId)(bus, sizeof(bus), p.dev));
+    printf("bus id %s\n", bus);
+    SHOW("cuDeviceGetByPCIBusId", F(cuDeviceGetByPCIBusId)(&dev, bus));
+    printf("the device of its bus id %d\n", dev == p.dev);
+    strict = 0;
+    SHOW("cuDeviceGetByPCIBusId of no device", F(cuDeviceGetByPCIBusId)(&dev, "0000:ff:1f.0"));
+    strict = 1;
 }
 
 /* Elements of the N at d that are not their index plus added (element 1: one). */
@@ -506,6 +603,9 @@ static const struct {
     { "the current context", the_current_context },
     { "memory and a module", memory_and_a_module },
     { "JIT options", jit_options },
+    { "modules from files", modules_from_files },
+    { "contexts of every version", contexts_of_every_version },
+    { "a device by its bus id", a_device_by_its_bus_id },
     { "a launch timed by events", a_launch_timed_by_events },
     { "parameters in one buffer", parameters_in_one_buffer },
     { "2D copies", copies_in_2d },

@@ -2,7 +2,9 @@
  * Modules and libraries, the guest's side (forwarder/remote/executor/cuda/
  * library.c is the other; the messages: forwarder/remote/spec/cuda.remote).
  * Images travel whole, their extent read from their own headers, or by
- * their SHA-256 where the executor has a cache of them.  Options that only
+ * their SHA-256 where the executor has a cache of them; a module or a
+ * library loaded from a file is the file's bytes, read in the guest (the
+ * path is the guest's), sent as an image in memory is.  Options that only
  * tune a library's loading are dropped; those that would give the host
  * guest pointers (a table of host functions) are refused; a module's JIT
  * options cross, its log buffers emulated.  A module's functions and
@@ -18,9 +20,13 @@
 
 #include "vgpu_cuda_slots.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
 
@@ -60,18 +66,69 @@ static CUresult load_call(unsigned slot, uint32_t flags, const void *image, size
     return (CUresult)vgpu_remote_call_cuModuleLoadData(slot, flags, &in, ctx);
 }
 
-/* A load of an image: the handle it gives. */
+/* The bytes of the image file at path, a NUL after them (PTX is read to
+ * its NUL), and the extent its headers give: 0, *bytes (the caller frees
+ * them) and *n, or the code to return.  An image the driver could not read
+ * whole is not one: a file that cannot be read is the driver's "file not
+ * found", one no message could carry refused. */
+static CUresult read_image_file(unsigned slot, const char *path, char **bytes, size_t *n)
+{
+    if (!path)
+        return CUDA_ERROR_INVALID_VALUE;
+    int fd = open(path, O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+        return CUDA_ERROR_FILE_NOT_FOUND;
+    struct stat st;
+    CUresult r = CUDA_SUCCESS;
+    char *b = NULL;
+    size_t size = 0, got = 0;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+        r = CUDA_ERROR_FILE_NOT_FOUND;
+    else if ((uint64_t)st.st_size > VGPU_REMOTE_MAX_LEN - 64)
+        r = vgpu_remote_refuse_why(slot, "its file is larger than a message carries");
+    else if (!(b = malloc((size = (size_t)st.st_size) + 1)))
+        r = CUDA_ERROR_OUT_OF_MEMORY;
+    while (r == CUDA_SUCCESS && got < size) {
+        ssize_t k = read(fd, b + got, size - got);
+        if (k < 0 && errno == EINTR)
+            continue;
+        if (k <= 0)
+            r = CUDA_ERROR_FILE_NOT_FOUND; /* cut while it was read */
+        else
+            got += (size_t)k;
+    }
+    close(fd);
+    if (r == CUDA_SUCCESS) {
+        b[size] = 0;
+        *n = vgpu_remote_image_extent(b, size + 1);
+        if (!*n)
+            r = CUDA_ERROR_INVALID_IMAGE;
+    }
+    if (r != CUDA_SUCCESS) {
+        free(b);
+        return r;
+    }
+    *bytes = b;
+    return CUDA_SUCCESS;
+}
+
+/* A load of n bytes of an image: the handle it gives. */
+static CUresult load_bytes(unsigned slot, const void *image, size_t n, CUmodule *handle)
+{
+    struct vgpu_out_cuModuleLoadData out = { 0 };
+    CUresult r = send_image(slot, image, n, load_call, &out);
+    if (r == CUDA_SUCCESS)
+        *handle = out.module;
+    return r;
+}
+
+/* A load of an image in memory: the handle it gives. */
 static CUresult load(unsigned slot, const void *code, CUmodule *handle)
 {
     const void *image;
     size_t n = 0;
     CUresult r = image_of(slot, code, VGPU_REMOTE_MAX_LEN - 64, &image, &n);
-    struct vgpu_out_cuModuleLoadData out = { 0 };
-    if (r == CUDA_SUCCESS)
-        r = send_image(slot, image, n, load_call, &out);
-    if (r == CUDA_SUCCESS)
-        *handle = out.module;
-    return r;
+    return r == CUDA_SUCCESS ? load_bytes(slot, image, n, handle) : r;
 }
 
 CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
@@ -79,6 +136,28 @@ CUresult vgpu_remote_guest_cuModuleLoadData(CUmodule *module, const void *image)
     if (!module)
         return CUDA_ERROR_INVALID_VALUE;
     return load(SLOT(cuModuleLoadData), image, module);
+}
+
+/* A fat binary is an image as cuModuleLoadData takes one. */
+CUresult vgpu_remote_guest_cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    return load(SLOT(cuModuleLoadData), fatCubin, module);
+}
+
+/* Triton's launcher's way (a cubin it wrote to its cache). */
+CUresult vgpu_remote_guest_cuModuleLoad(CUmodule *module, const char *fname)
+{
+    if (!module)
+        return CUDA_ERROR_INVALID_VALUE;
+    char *image = NULL;
+    size_t n = 0;
+    CUresult r = read_image_file(SLOT(cuModuleLoad), fname, &image, &n);
+    if (r == CUDA_SUCCESS)
+        r = load_bytes(SLOT(cuModuleLoadData), image, n, module);
+    free(image);
+    return r;
 }
 
 /* cuModuleLoadDataEx: the JIT's options cross with the image: plain values
@@ -201,6 +280,28 @@ CUresult vgpu_remote_guest_cuLibraryLoadData(CUlibrary *library, const void *cod
         return vgpu_remote_refuse_why(SLOT(cuLibraryLoadData), "JIT and library options are not carried");
     CUmodule h = NULL;
     CUresult r = load(SLOT(cuLibraryLoadData), code, &h);
+    if (r == CUDA_SUCCESS)
+        *library = (CUlibrary)h;
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+                                                 void **jitOptionsValues, unsigned int numJitOptions,
+                                                 CUlibraryOption *libraryOptions, void **libraryOptionValues,
+                                                 unsigned int numLibraryOptions)
+{
+    (void)jitOptions, (void)jitOptionsValues, (void)libraryOptionValues;
+    if (!library)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!options_droppable(numJitOptions, libraryOptions, numLibraryOptions))
+        return vgpu_remote_refuse_why(SLOT(cuLibraryLoadFromFile), "JIT and library options are not carried");
+    char *image = NULL;
+    size_t n = 0;
+    CUmodule h = NULL;
+    CUresult r = read_image_file(SLOT(cuLibraryLoadFromFile), fileName, &image, &n);
+    if (r == CUDA_SUCCESS)
+        r = load_bytes(SLOT(cuLibraryLoadData), image, n, &h);
+    free(image);
     if (r == CUDA_SUCCESS)
         *library = (CUlibrary)h;
     return r;
