@@ -175,6 +175,127 @@ def cuda_python():
     print("result cudapy_sum %.6e" % float(out.sum()))
 
 
+def torch_compile():
+    # Inductor's code: Triton kernels compiled in this process (a cache of
+    # its own, so the guest compiles rather than reads the native run's),
+    # their cubins loaded from files (cuModuleLoad); then a CUDA graph of
+    # them ("reduce-overhead").
+    import os
+    import tempfile
+    cache = tempfile.mkdtemp(prefix="vgpu-inductor-")
+    os.environ["TORCHINDUCTOR_CACHE_DIR"] = os.path.join(cache, "inductor")
+    os.environ["TRITON_CACHE_DIR"] = os.path.join(cache, "triton")
+    import torch
+    torch.manual_seed(5)
+    model = torch.nn.Sequential(torch.nn.Linear(256, 512), torch.nn.GELU(), torch.nn.LayerNorm(512),
+                                torch.nn.Linear(512, 10)).cuda()
+    x = torch.randn(512, 256, device="cuda")
+    compiled = torch.compile(model)
+    loss = compiled(x).pow(2).mean()
+    loss.backward()
+    print("result compile_loss %.6f" % float(loss))
+    print("result compile_grad_sum %.6f" % float(model[0].weight.grad.abs().sum()))
+    fused = torch.compile(lambda a: torch.nn.functional.silu(a) * a.sin(), mode="reduce-overhead")
+    for _ in range(3):
+        z = fused(x)
+    print("result compile_graph_sum %.6f" % float(z.sum()))
+    print("ok torch.compile, default and reduce-overhead")
+
+
+def driver_files():
+    # The driver API as a C program calls it (ctypes on libcuda.so.1):
+    # contexts as CUDA 13's header spells cuCtxCreate (_v4), with and
+    # without execution affinity, a cubin from a file as a module and as a
+    # library, a device by its bus id.
+    import ctypes
+    import os
+    import tempfile
+    from cuda.bindings import nvrtc as r
+    cu = ctypes.CDLL("libcuda.so.1")
+    p = ctypes.c_void_p
+    size = ctypes.c_size_t
+    cu.cuMemAlloc_v2.argtypes = [p, size]
+    cu.cuMemcpyHtoD_v2.argtypes = [ctypes.c_uint64, p, size]
+    cu.cuMemcpyDtoH_v2.argtypes = [p, ctypes.c_uint64, size]
+
+    def call(name, *args):
+        return getattr(cu, name)(*args)
+
+    def ok(name, *args):
+        rc = call(name, *args)
+        assert rc == 0, "%s: %d" % (name, rc)
+
+    ok("cuInit", 0)
+    dev = ctypes.c_int()
+    ok("cuDeviceGet", ctypes.byref(dev), 0)
+    bus = ctypes.create_string_buffer(32)
+    ok("cuDeviceGetPCIBusId", bus, 32, dev)
+    by_bus = ctypes.c_int(-1)
+    ok("cuDeviceGetByPCIBusId", ctypes.byref(by_bus), bus)
+    print("result bus_id_device %d" % by_bus.value)
+    ctx = p()
+    ok("cuCtxCreate_v4", ctypes.byref(ctx), None, 0, dev)
+
+    class Affinity(ctypes.Structure):
+        _fields_ = [("type", ctypes.c_int), ("val", ctypes.c_uint)]
+
+    class Params(ctypes.Structure):
+        _fields_ = [("affinity", ctypes.POINTER(Affinity)), ("n", ctypes.c_int), ("cig", p)]
+
+    half = Affinity(0, 66)  # CU_EXEC_AFFINITY_TYPE_SM_COUNT; outside MPS, the driver's own answer
+    other = p()
+    params = Params(ctypes.pointer(half), 1, None)
+    print("result affinity_context %d" % call("cuCtxCreate_v4", ctypes.byref(other), ctypes.byref(params), 0, dev))
+    if other.value:
+        ok("cuCtxDestroy_v2", other)
+    ok("cuCtxSetCurrent", ctx)
+    src = b'extern "C" __global__ void sq(float *x, int n) { int i = threadIdx.x + blockIdx.x * blockDim.x; ' \
+          b'if (i < n) x[i] = x[i] * x[i]; }'
+    err, prog = r.nvrtcCreateProgram(src, b"sq.cu", 0, [], [])
+    major = ctypes.c_int()
+    minor = ctypes.c_int()
+    ok("cuDeviceGetAttribute", ctypes.byref(major), 75, dev)
+    ok("cuDeviceGetAttribute", ctypes.byref(minor), 76, dev)
+    arch = b"--gpu-architecture=sm_%d%d" % (major.value, minor.value)
+    assert int(r.nvrtcCompileProgram(prog, 1, [arch])[0]) == 0
+    err, cubin_size = r.nvrtcGetCUBINSize(prog)
+    cubin = b" " * cubin_size
+    r.nvrtcGetCUBIN(prog, cubin)
+    fd, path = tempfile.mkstemp(suffix=".cubin")
+    os.write(fd, cubin)
+    os.close(fd)
+    mod = p()
+    ok("cuModuleLoad", ctypes.byref(mod), path.encode())
+    fn = p()
+    ok("cuModuleGetFunction", ctypes.byref(fn), mod, b"sq")
+    lib = p()
+    ok("cuLibraryLoadFromFile", ctypes.byref(lib), path.encode(), None, None, 0, None, None, 0)
+    kernels = ctypes.c_uint()
+    ok("cuLibraryGetKernelCount", ctypes.byref(kernels), lib)
+    print("result library_kernels %d" % kernels.value)
+    os.unlink(path)
+    missing = p()
+    print("result missing_file %d" % call("cuModuleLoad", ctypes.byref(missing), b"/nonexistent/sq.cubin"))
+    n = 4096
+    host = (ctypes.c_float * n)(*range(n))
+    buf = ctypes.c_uint64()
+    ok("cuMemAlloc_v2", ctypes.byref(buf), n * 4)
+    ok("cuMemcpyHtoD_v2", buf, host, n * 4)
+    count = ctypes.c_int(n)
+    args = (p * 2)(ctypes.cast(ctypes.byref(buf), p), ctypes.cast(ctypes.byref(count), p))
+    ok("cuLaunchKernel", fn, n // 256, 1, 1, 256, 1, 1, 0, None, args, None)
+    ok("cuCtxSynchronize")
+    out = (ctypes.c_float * n)()
+    ok("cuMemcpyDtoH_v2", out, buf, n * 4)
+    assert all(out[i] == float(i * i) for i in range(n))
+    print("result module_file_sum %.6e" % sum(out))
+    ok("cuMemFree_v2", buf)
+    ok("cuLibraryUnload", lib)
+    ok("cuModuleUnload", mod)
+    ok("cuCtxDestroy_v2", ctx)
+    print("ok contexts by cuCtxCreate_v4, a cubin from a file as a module and a library")
+
+
 def jax_jit():
     import jax
     import jax.numpy as jnp
@@ -202,7 +323,8 @@ def pynvml_query():
 
 WORKLOADS = {"torch-train": torch_train, "torch-bf16": torch_bf16, "torch-infer": torch_infer, "torch-graph": torch_graph,
              "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "jax": jax_jit,
-             "pynvml": pynvml_query}
+             "pynvml": pynvml_query,
+             "torch-compile": torch_compile, "driver-files": driver_files}
 
 if __name__ == "__main__":
     WORKLOADS[sys.argv[1]]()

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # The gpu suite's check of real clients on a remote GPU (docs/design/remote.md):
 # PyTorch (a training step in fp32 and one in bf16, inference with a pinned
-# copy, a CUDA graph, the quota's torch.OutOfMemoryError), CuPy, cuda-python
-# (NVRTC, the driver API, a 2D copy), JAX, pynvml and nvidia-smi, each run
+# copy, a CUDA graph, the quota's torch.OutOfMemoryError, torch.compile in
+# its default and reduce-overhead modes), CuPy, cuda-python (NVRTC, the
+# driver API, a 2D copy), the driver API as a C program calls it (contexts
+# by cuCtxCreate_v4, a cubin from a file), JAX, pynvml and nvidia-smi, each run
 # twice: natively under an 8 GiB vGPU, and as a guest of an executor under
 # the same vGPU, in a mount namespace where /dev holds no NVIDIA device and
 # every NVIDIA driver library is an empty file.  Their results must agree
@@ -16,7 +18,8 @@
 gpu_check "$@"
 out=$(realpath "$out")
 shift $(($# < 2 ? $# : 2))
-workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom cupy cudapy jax pynvml smi}
+workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom torch-compile cupy cudapy driver-files jax pynvml
+    smi}
 need_root "the guests run in a mount namespace of their own"
 need_private_mounts
 libs=$preload
