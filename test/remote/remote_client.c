@@ -4,8 +4,8 @@
  * (test/remote/remote.sh).  It loads the driver as applications do
  * (dlopen("libcuda.so.1"), which is vgpu) on the fake GPU's kernels.
  *
- *   remote_client paths          devices, contexts, memory, copies, modules
- *                                and launches, streams, events, errors: the cases
+ *   remote_client paths          devices, contexts, memory, copies, modules,
+ *                                linking and launches, streams, events, errors: the cases
  *                                of paths_cases, each after a line "-- CASE"
  *   remote_client quota BYTES    allocates BYTES at once: prints the result
  *   remote_client hold BYTES     allocates BYTES, prints "held", waits to be killed
@@ -238,6 +238,64 @@ static void modules_from_files(void)
     SHOW("cuModuleLoad of no image", F(cuModuleLoad)(&m, path));
     strict = 1;
     unlink(path);
+}
+
+/* The JIT linker as Numba and CuPy's linker drive it: inputs from memory
+ * and a file, the logs and the wall time, the image loaded as a module; a
+ * link of an input the linker refuses fails, its error log saying why
+ * (a remote guest hears it from cuLinkComplete, not the add). */
+static void jit_linking(void)
+{
+    char path[] = "/tmp/remote_client.link.XXXXXX";
+    int fd = mkstemp(path);
+    if (fd < 0 || write(fd, "fakegpu object", 14) != 14) {
+        fprintf(stderr, "remote_client: %s: cannot write %s\n", current_case, path);
+        exit(1);
+    }
+    close(fd);
+    for (int bad = 0; bad < 2; bad++) {
+        char info_log[96], error_log[96];
+        memset(info_log, 0, sizeof(info_log));
+        memset(error_log, 0, sizeof(error_log));
+        CUjit_option jit[5] = { CU_JIT_INFO_LOG_BUFFER, CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES, CU_JIT_ERROR_LOG_BUFFER,
+                                CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES, CU_JIT_WALL_TIME };
+        void *values[5] = { info_log, (void *)(uintptr_t)sizeof(info_log), error_log,
+                            (void *)(uintptr_t)sizeof(error_log), NULL };
+        CUlinkState link = NULL;
+        SHOW("cuLinkCreate_v2", F(cuLinkCreate_v2)(5, jit, values, &link));
+        char ptx[] = "fakegpu ptx";
+        SHOW("cuLinkAddData_v2", F(cuLinkAddData_v2)(link, CU_JIT_INPUT_PTX, ptx, sizeof(ptx), "kernels.ptx", 0, NULL,
+                                                      NULL));
+        SHOW("cuLinkAddFile_v2", F(cuLinkAddFile_v2)(link, CU_JIT_INPUT_OBJECT, path, 0, NULL, NULL));
+        void *image = NULL;
+        size_t size = 0;
+        CUresult added = CUDA_SUCCESS, linked;
+        if (bad) {
+            char junk[] = "not an input";
+            added = F(cuLinkAddData_v2)(link, CU_JIT_INPUT_CUBIN, junk, sizeof(junk), "junk.cubin", 0, NULL, NULL);
+            linked = added == CUDA_SUCCESS ? F(cuLinkComplete)(link, &image, &size) : added;
+            printf("the link of a bad input fails with %d\n", (int)linked);
+        } else {
+            SHOW("cuLinkComplete", (linked = F(cuLinkComplete)(link, &image, &size)));
+            /* the file's name is its path, which differs run to run: cut at it */
+            printf("linked %zu bytes: %.*s\n", size, (int)(strstr(image, ", /tmp/") - (char *)image), (char *)image);
+            CUmodule mod = NULL;
+            CUfunction f = NULL;
+            SHOW("cuModuleLoadData of the linked image", F(cuModuleLoadData)(&mod, image));
+            SHOW("cuModuleGetFunction", F(cuModuleGetFunction)(&f, mod, "add_one"));
+            SHOW("cuModuleUnload", F(cuModuleUnload)(mod));
+        }
+        float ms;
+        memcpy(&ms, &values[4], sizeof(ms));
+        printf("link: info \"%s\" (%zu), error \"%.40s\" (%zu), %.1f ms\n", info_log, (size_t)(uintptr_t)values[1],
+               error_log, (size_t)(uintptr_t)values[3], bad ? 0.0f : ms);
+        SHOW("cuLinkDestroy", F(cuLinkDestroy)(link));
+    }
+    unlink(path);
+    strict = 0;
+    CUlinkState none = NULL;
+    SHOW("cuLinkDestroy of no link", F(cuLinkDestroy)((CUlinkState)&none));
+    strict = 1;
 }
 
 /* A created context's execution affinity, as cuCtxGetExecAffinity answers it. */
@@ -604,6 +662,7 @@ static const struct {
     { "memory and a module", memory_and_a_module },
     { "JIT options", jit_options },
     { "modules from files", modules_from_files },
+    { "JIT linking", jit_linking },
     { "contexts of every version", contexts_of_every_version },
     { "a device by its bus id", a_device_by_its_bus_id },
     { "a launch timed by events", a_launch_timed_by_events },

@@ -22,7 +22,9 @@ verbatim when the mechanical part is written again):
                      queries  it only asks the driver about a device address
                      ends     it ends the handle its first parameter is
   refused REASON     no guest may make it (the reason is logged and documented)
-  guest REASON       answered in the guest, with no message of its own
+  guest REASON       answered in the guest, with no message of its own (by
+                     vgpu_remote_guest_NAME: a carried call's, of the
+                     header's prototype, declared in the guest's manual.h)
   hand SIDE...       the sides written by hand: guest, executor
   as OTHER           its message is OTHER's (the fields declared there)
   prototype PROTO    an absent call's C prototype (the header lacks it)

@@ -5,5 +5,8 @@
  */
 #pragma once
 
-/* Each of cuModuleLoadDataEx's JIT logs, at most: its size option is cut to it. */
+/* Each JIT log of a load or a link, at most: its size option is cut to it. */
 #define VGPU_REMOTE_JIT_LOG (64u << 10)
+/* The JIT options of a load or a link, at most (each message's numOptions
+ * is declared <= it). */
+#define VGPU_REMOTE_JIT_OPTIONS 32

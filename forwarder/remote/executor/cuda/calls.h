@@ -5,6 +5,7 @@
 #pragma once
 
 #include "forwarder/remote/executor/executor.h"
+#include "forwarder/remote/spec/bounds.h"
 
 #include "vgpu_remote_cuda_exec.h"
 
@@ -15,3 +16,21 @@
  * filled two ways: CUDA_SUCCESS and *length (0 where this allocator does
  * not tell), or get's error (private/export_tables.c). */
 CUresult vgpu_exec_copied_length(void *get, void *release, size_t *length);
+
+/* A load's or a link's JIT options as the driver takes them (modules/jit.c): the
+ * log buffers the executor's own, logs (the info log, then the error
+ * log) at the sizes their options give. */
+struct vgpu_exec_jit {
+    unsigned n;
+    CUjit_option options[VGPU_REMOTE_JIT_OPTIONS];
+    void *values[VGPU_REMOTE_JIT_OPTIONS];
+    size_t info, error;
+    char *logs;
+};
+/* The n options as they crossed: 0, or the code to reply (an option that
+ * passes pointers: not supported).  vgpu_exec_jit_free frees what it took. */
+int vgpu_exec_jit_options(struct vgpu_exec_jit *j, unsigned n, const CUjit_option *options, const uint64_t *values);
+/* After the call: each option's value as the JIT left it (a log buffer's
+ * 0), the logs ended within their sizes. */
+void vgpu_exec_jit_left(struct vgpu_exec_jit *j, uint64_t *left);
+void vgpu_exec_jit_free(struct vgpu_exec_jit *j);

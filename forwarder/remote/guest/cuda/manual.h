@@ -10,7 +10,9 @@
 #include <cuda.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
+#include "forwarder/remote/spec/bounds.h"
 #include "vgpu_remote_cuda_guest.h"
 
 /* The remote driver's own function of a public call, for the hand-written
@@ -20,7 +22,28 @@
 /* cuBLASLt's private table (private/device_layout.c). */
 extern const void *const vgpu_remote_cublaslt_table[];
 
-/* Wraps the carried cuLibraryUnload: the library's kernels end with it (library.c). */
+/* JIT options as they cross (modules/jit.c): each one's word (0 for a log
+ * buffer), and the sizes of the logs that come back. */
+struct vgpu_remote_jit {
+    uint64_t words[VGPU_REMOTE_JIT_OPTIONS];
+    size_t info, error;
+};
+/* The words of n options, or the call's refusal (slot's) of an option
+ * that does not cross. */
+CUresult vgpu_remote_jit_options(unsigned slot, unsigned n, const CUjit_option *options, void *const *values,
+                                 struct vgpu_remote_jit *j);
+/* What the JIT left: each output option's value (left[i]), and the logs
+ * (the info log, then the error log) copied into the caller's buffers. */
+void vgpu_remote_jit_results(unsigned n, const CUjit_option *options, void **values, const struct vgpu_remote_jit *j,
+                             const uint64_t *left, const char *logs);
+
+/* A file's bytes, a NUL after them (the caller frees them): 0, or the
+ * call's code (slot's: refused past max bytes; unreadable: the driver's
+ * "file not found") (modules/library.c). */
+CUresult vgpu_remote_read_file(unsigned slot, const char *path, size_t max, char **bytes, size_t *n);
+/* A link is the guest's until it completes (modules/link.c): its end too. */
+CUresult vgpu_remote_guest_cuLinkDestroy(CUlinkState state);
+/* Wraps the carried cuLibraryUnload: the library's kernels end with it (modules/library.c). */
 CUresult vgpu_remote_guest_cuLibraryUnload(CUlibrary library);
 /* Whether f is a library's kernel this process was given (cuLibraryGetKernel). */
 bool vgpu_remote_is_kernel(const void *f);

@@ -1,6 +1,6 @@
 /*
  * JIT options as the executor gives them to the driver, for a load or a
- * link (what crosses: forwarder/remote/guest/cuda/jit.c).  The log
+ * link (what crosses: forwarder/remote/guest/cuda/modules/jit.c).  The log
  * buffers are the executor's own, at the sizes their options give (cut to
  * VGPU_REMOTE_JIT_LOG); what the JIT leaves in each option comes back, the
  * log buffers' words 0.  Options that pass arrays of pointers are refused.

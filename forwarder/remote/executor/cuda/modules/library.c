@@ -1,6 +1,6 @@
 /*
  * Modules and libraries, the executor's side (the guest's:
- * forwarder/remote/guest/cuda/library.c; the messages: forwarder/remote/spec/
+ * forwarder/remote/guest/cuda/modules/library.c; the messages: forwarder/remote/spec/
  * cuda.remote).  An image is checked against its own headers before the
  * driver reads it; every module, library and kernel the driver returns
  * becomes the guest's.  A module's functions and globals by name are
@@ -80,64 +80,33 @@ int vgpu_exec_cuModuleLoadData(struct vgpu_exec *x, void *fn, const struct vgpu_
     return vgpu_exec_reply_cuModuleLoadData(x, r, in, &out);
 }
 
-/* The JIT's options (what crosses: forwarder/remote/guest/cuda/library.c):
- * the module, the options' values as the JIT left them (the log buffers'
- * own words zero: they are the executor's), the info and error logs at
- * their sizes, zeroed past what the JIT wrote.  Options that pass arrays
- * of pointers are refused. */
+/* The JIT's options (jit.c): back, the module, the options' values as the
+ * JIT left them, the info and error logs at their sizes. */
 int vgpu_exec_cuModuleLoadDataEx(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuModuleLoadDataEx *in)
 {
-    unsigned n = in->numOptions;
-    CUjit_option options[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
-    void *values[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
-    size_t info = 0, error = 0;
-    for (unsigned i = 0; i < n; i++) {
-        CUjit_option o = in->options[i];
-        uint64_t v = in->values[i];
-        if ((unsigned)o >= CU_JIT_NUM_OPTIONS || o == CU_JIT_GLOBAL_SYMBOL_NAMES ||
-            o == CU_JIT_GLOBAL_SYMBOL_ADDRESSES || o == CU_JIT_REFERENCED_KERNEL_NAMES ||
-            o == CU_JIT_REFERENCED_VARIABLE_NAMES)
-            return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
-        if (o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES)
-            info = v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
-        if (o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES)
-            error = v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
-        options[i] = o;
-        values[i] = (void *)(uintptr_t)(o == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES    ? info
-                                        : o == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES ? error
-                                                                                  : v);
+    struct vgpu_exec_jit j;
+    int r = vgpu_exec_jit_options(&j, in->numOptions, in->options, in->values);
+    if (r != CUDA_SUCCESS) {
+        vgpu_exec_jit_free(&j);
+        return vgpu_exec_reply(x, r, NULL, 0);
     }
-    int r;
     size_t extent;
     char *image = image_of(x, in->image, in->image_size, "cuModuleLoadDataEx", &r, &extent);
-    if (!image)
+    if (!image) {
+        vgpu_exec_jit_free(&j);
         return r == VGPU_EXEC_CLOSE ? r : vgpu_exec_reply(x, r, NULL, 0);
-    char *logs = calloc(1, info + error + 1);
-    if (!logs) {
-        free(image);
-        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
     }
-    for (unsigned i = 0; i < n; i++)
-        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER)
-            values[i] = options[i] == CU_JIT_INFO_LOG_BUFFER ? (info ? logs : NULL) : (error ? logs + info : NULL);
     CUmodule m = NULL;
-    r = ((CUresult(*)(CUmodule *, const void *, unsigned, CUjit_option *, void **))fn)(&m, image, n, options, values);
+    r = ((CUresult(*)(CUmodule *, const void *, unsigned, CUjit_option *, void **))fn)(&m, image, j.n, j.options,
+                                                                                       j.values);
     free(image);
     cache_loaded(in->image, extent, r);
-    uint64_t left[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
-    for (unsigned i = 0; i < n; i++) {
-        bool buffer = options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER;
-        left[i] = 0;
-        if (!buffer)
-            memcpy(&left[i], &values[i], sizeof(left[i]));
-    }
-    if (info)
-        logs[info - 1] = 0; /* the JIT's text ends within its buffer */
-    if (error)
-        logs[info + error - 1] = 0;
-    struct vgpu_out_cuModuleLoadDataEx out = { .module = m, .values = left, .logs = logs, .logs_size = info + error };
+    uint64_t left[VGPU_REMOTE_JIT_OPTIONS];
+    vgpu_exec_jit_left(&j, left);
+    struct vgpu_out_cuModuleLoadDataEx out = { .module = m, .values = left, .logs = j.logs,
+                                               .logs_size = j.info + j.error };
     int sent = vgpu_exec_reply_cuModuleLoadDataEx(x, r, in, &out);
-    free(logs);
+    vgpu_exec_jit_free(&j);
     return sent;
 }
 

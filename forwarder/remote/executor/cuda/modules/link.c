@@ -1,6 +1,6 @@
 /*
  * The JIT linker, the executor's side (the guest's, which keeps a link
- * until it completes: forwarder/remote/guest/cuda/link.c).  One message
+ * until it completes: forwarder/remote/guest/cuda/modules/link.c).  One message
  * is a whole link: its options (jit.c), then each input; the executor
  * creates a link, adds each input, completes it and destroys it, replying
  * with the options' values, the logs and the image.  Each input's extent

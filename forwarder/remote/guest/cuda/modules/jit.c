@@ -1,6 +1,6 @@
 /*
  * JIT options as they cross, the guest's side (cuModuleLoadDataEx's and a
- * link's; the executor's: forwarder/remote/executor/cuda/jit.c).  Plain
+ * link's; the executor's: forwarder/remote/executor/cuda/modules/jit.c).  Plain
  * values cross as they are, the two log buffers as 0: the executor's own
  * buffers receive the logs, which come back at the sizes their options
  * give (at most VGPU_REMOTE_JIT_LOG each), with each option's value as the

@@ -66,12 +66,7 @@ static CUresult load_call(unsigned slot, uint32_t flags, const void *image, size
     return (CUresult)vgpu_remote_call_cuModuleLoadData(slot, flags, &in, ctx);
 }
 
-/* The bytes of the image file at path, a NUL after them (PTX is read to
- * its NUL), and the extent its headers give: 0, *bytes (the caller frees
- * them) and *n, or the code to return.  An image the driver could not read
- * whole is not one: a file that cannot be read is the driver's "file not
- * found", one no message could carry refused. */
-static CUresult read_image_file(unsigned slot, const char *path, char **bytes, size_t *n)
+CUresult vgpu_remote_read_file(unsigned slot, const char *path, size_t max, char **bytes, size_t *n)
 {
     if (!path)
         return CUDA_ERROR_INVALID_VALUE;
@@ -84,7 +79,7 @@ static CUresult read_image_file(unsigned slot, const char *path, char **bytes, s
     size_t size = 0, got = 0;
     if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
         r = CUDA_ERROR_FILE_NOT_FOUND;
-    else if ((uint64_t)st.st_size > VGPU_REMOTE_MAX_LEN - 64)
+    else if ((uint64_t)st.st_size > max)
         r = vgpu_remote_refuse_why(slot, "its file is larger than a message carries");
     else if (!(b = malloc((size = (size_t)st.st_size) + 1)))
         r = CUDA_ERROR_OUT_OF_MEMORY;
@@ -98,18 +93,30 @@ static CUresult read_image_file(unsigned slot, const char *path, char **bytes, s
             got += (size_t)k;
     }
     close(fd);
-    if (r == CUDA_SUCCESS) {
-        b[size] = 0;
-        *n = vgpu_remote_image_extent(b, size + 1);
-        if (!*n)
-            r = CUDA_ERROR_INVALID_IMAGE;
-    }
     if (r != CUDA_SUCCESS) {
         free(b);
         return r;
     }
+    b[size] = 0;
     *bytes = b;
+    *n = size;
     return CUDA_SUCCESS;
+}
+
+/* The bytes of the image file at path and the extent its headers give (an
+ * image the driver could not read whole is not one): 0, *bytes (the
+ * caller frees them) and *n, or the code to return. */
+static CUresult read_image_file(unsigned slot, const char *path, char **bytes, size_t *n)
+{
+    size_t size = 0;
+    CUresult r = vgpu_remote_read_file(slot, path, VGPU_REMOTE_MAX_LEN - 64, bytes, &size);
+    if (r != CUDA_SUCCESS)
+        return r;
+    *n = vgpu_remote_image_extent(*bytes, size + 1); /* PTX is read to its NUL */
+    if (*n)
+        return CUDA_SUCCESS;
+    free(*bytes);
+    return CUDA_ERROR_INVALID_IMAGE;
 }
 
 /* A load of n bytes of an image: the handle it gives. */
@@ -160,32 +167,9 @@ CUresult vgpu_remote_guest_cuModuleLoad(CUmodule *module, const char *fname)
     return r;
 }
 
-/* cuModuleLoadDataEx: the JIT's options cross with the image: plain values
- * as they are, the two log buffers as 0 (the executor's own buffers
- * receive the logs, which come back at the sizes their options give).
- * Back: the module, each option's value as the JIT left it (the threads it
- * targeted, the wall time, the logs' lengths), then the info log and the
- * error log.  Options that pass arrays of the guest's pointers (symbols,
- * kernels' names) are refused. */
-
-static bool jit_option_carried(CUjit_option o)
-{
-    return o < CU_JIT_NUM_OPTIONS && o != CU_JIT_GLOBAL_SYMBOL_NAMES && o != CU_JIT_GLOBAL_SYMBOL_ADDRESSES &&
-           o != CU_JIT_REFERENCED_KERNEL_NAMES && o != CU_JIT_REFERENCED_VARIABLE_NAMES;
-}
-
-/* The size option of log buffer option o's, and the size it names. */
-static size_t jit_log_size(unsigned n, const CUjit_option *options, void *const *values, CUjit_option o)
-{
-    CUjit_option size_option =
-        o == CU_JIT_INFO_LOG_BUFFER ? CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES : CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES;
-    for (unsigned i = 0; i < n; i++)
-        if (options[i] == size_option) {
-            size_t v = (size_t)(uintptr_t)values[i];
-            return v < VGPU_REMOTE_JIT_LOG ? v : VGPU_REMOTE_JIT_LOG;
-        }
-    return 0;
-}
+/* cuModuleLoadDataEx: the JIT's options cross with the image (jit.c).
+ * Back: the module, each option's value as the JIT left it, then the info
+ * log and the error log. */
 
 /* The request, with its image set by send_image, and the reply. */
 struct load_ex {
@@ -204,52 +188,33 @@ static CUresult load_ex_call(unsigned slot, uint32_t flags, const void *image, s
 CUresult vgpu_remote_guest_cuModuleLoadDataEx(CUmodule *module, const void *code, unsigned int n, CUjit_option *options,
                                               void **values)
 {
+    _Static_assert(VGPU_IN_cuModuleLoadDataEx_numOptions_MAX == VGPU_REMOTE_JIT_OPTIONS, "its JIT options' bound");
     if (!module || !code || (n && (!options || !values)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (n > VGPU_IN_cuModuleLoadDataEx_numOptions_MAX)
-        return vgpu_remote_refuse(SLOT(cuModuleLoadDataEx));
-    uint64_t words[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
-    for (unsigned i = 0; i < n; i++) {
-        if (!jit_option_carried(options[i]))
-            return vgpu_remote_refuse_why(SLOT(cuModuleLoadDataEx),
-                                          "a JIT option that passes the guest's pointers is not carried");
-        words[i] = (uint64_t)(uintptr_t)values[i];
-        if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER)
-            words[i] = 0; /* the guest's buffer: never the executor's business */
-    }
-    const void *image;
-    size_t extent = 0;
-    CUresult r = image_of(SLOT(cuModuleLoadDataEx), code, VGPU_REMOTE_MAX_LEN - 64 - 12 * (size_t)n, &image, &extent);
+    struct vgpu_remote_jit jit;
+    CUresult r = vgpu_remote_jit_options(SLOT(cuModuleLoadDataEx), n, options, values, &jit);
     if (r != CUDA_SUCCESS)
         return r;
-    size_t info = jit_log_size(n, options, values, CU_JIT_INFO_LOG_BUFFER);
-    size_t error = jit_log_size(n, options, values, CU_JIT_ERROR_LOG_BUFFER);
-    char *logs = calloc(1, info + error + 1);
+    const void *image;
+    size_t extent = 0;
+    r = image_of(SLOT(cuModuleLoadDataEx), code, VGPU_REMOTE_MAX_LEN - 64 - 12 * (size_t)n, &image, &extent);
+    if (r != CUDA_SUCCESS)
+        return r;
+    char *logs = calloc(1, jit.info + jit.error + 1);
     if (!logs)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    uint64_t left[VGPU_IN_cuModuleLoadDataEx_numOptions_MAX];
+    uint64_t left[VGPU_REMOTE_JIT_OPTIONS];
     struct load_ex c = {
-        .in = { .numOptions = n, .options = options, .values = words },
-        .out = { .values = left, .tail = logs, .tail_size = info + error },
+        .in = { .numOptions = n, .options = options, .values = jit.words },
+        .out = { .values = left, .tail = logs, .tail_size = jit.info + jit.error },
     };
     r = send_image(SLOT(cuModuleLoadDataEx), image, extent, load_ex_call, &c);
     /* The JIT's outputs and logs come back whether it succeeded or not: a
      * failed compilation's error log is the point of asking for one. */
-    if (c.out.logs && c.out.logs_size == info + error) {
-        for (unsigned i = 0; i < n; i++) {
-            if (options[i] == CU_JIT_INFO_LOG_BUFFER || options[i] == CU_JIT_ERROR_LOG_BUFFER) {
-                size_t size = options[i] == CU_JIT_INFO_LOG_BUFFER ? info : error;
-                if (values[i] && size)
-                    memcpy(values[i], logs + (options[i] == CU_JIT_INFO_LOG_BUFFER ? 0 : info), size);
-            } else if (options[i] == CU_JIT_THREADS_PER_BLOCK || options[i] == CU_JIT_WALL_TIME ||
-                       options[i] == CU_JIT_INFO_LOG_BUFFER_SIZE_BYTES ||
-                       options[i] == CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES) {
-                memcpy(&values[i], &left[i], sizeof(values[i]));
-            }
-        }
-    } else if (r == CUDA_SUCCESS) {
+    if (c.out.logs && c.out.logs_size == jit.info + jit.error)
+        vgpu_remote_jit_results(n, options, values, &jit, left, logs);
+    else if (r == CUDA_SUCCESS)
         r = CUDA_ERROR_UNKNOWN;
-    }
     free(logs);
     if (r == CUDA_SUCCESS)
         *module = c.out.module;

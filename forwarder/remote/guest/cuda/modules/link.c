@@ -1,6 +1,6 @@
 /*
  * The JIT linker (cuLink*), the guest's side (the executor's:
- * forwarder/remote/executor/cuda/link.c; the message: cuLinkComplete's, in
+ * forwarder/remote/executor/cuda/modules/link.c; the message: cuLinkComplete's, in
  * forwarder/remote/spec/cuda.remote).  A link is the guest's until it
  * completes: cuLinkCreate keeps its options, cuLinkAddData and
  * cuLinkAddFile (the file read here, whose path it is) its inputs, and
