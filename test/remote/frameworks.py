@@ -206,7 +206,7 @@ def driver_files():
     # The driver API as a C program calls it (ctypes on libcuda.so.1):
     # contexts as CUDA 13's header spells cuCtxCreate (_v4), with and
     # without execution affinity, a cubin from a file as a module and as a
-    # library, a device by its bus id.
+    # library, PTX through the JIT linker, a device by its bus id.
     import ctypes
     import os
     import tempfile
@@ -289,11 +289,48 @@ def driver_files():
     ok("cuMemcpyDtoH_v2", out, buf, n * 4)
     assert all(out[i] == float(i * i) for i in range(n))
     print("result module_file_sum %.6e" % sum(out))
+    # The JIT linker (Numba's, CuPy's): the kernel's PTX linked into a cubin,
+    # which is loaded and squares the squares; then a link of an input that
+    # is none, which fails (a guest hears it from cuLinkComplete).
+    cu.cuLinkAddData_v2.argtypes = [p, ctypes.c_int, p, size, ctypes.c_char_p, ctypes.c_uint, p, p]
+    err, prog2 = r.nvrtcCreateProgram(src, b"sq.cu", 0, [], [])
+    virtual = b"--gpu-architecture=compute_%d%d" % (major.value, minor.value)
+    assert int(r.nvrtcCompileProgram(prog2, 1, [virtual])[0]) == 0
+    err, ptx_size = r.nvrtcGetPTXSize(prog2)
+    ptx = b" " * ptx_size
+    r.nvrtcGetPTX(prog2, ptx)
+    info = ctypes.create_string_buffer(4096)
+    jit = (ctypes.c_int * 2)(3, 4)  # CU_JIT_INFO_LOG_BUFFER, its size
+    jit_values = (p * 2)(ctypes.cast(info, p), 4096)
+    link = p()
+    ok("cuLinkCreate_v2", 2, jit, jit_values, ctypes.byref(link))
+    ok("cuLinkAddData_v2", link, 1, ptx, len(ptx), b"sq.ptx", 0, None, None)  # CU_JIT_INPUT_PTX
+    linked, linked_size = p(), ctypes.c_size_t()
+    ok("cuLinkComplete", link, ctypes.byref(linked), ctypes.byref(linked_size))
+    linked_mod = p()
+    ok("cuModuleLoadData", ctypes.byref(linked_mod), linked)
+    ok("cuLinkDestroy", link)
+    fn2 = p()
+    ok("cuModuleGetFunction", ctypes.byref(fn2), linked_mod, b"sq")
+    ok("cuLaunchKernel", fn2, n // 256, 1, 1, 256, 1, 1, 0, None, args, None)
+    ok("cuCtxSynchronize")
+    ok("cuMemcpyDtoH_v2", out, buf, n * 4)
+    assert all(out[i] == float(i * i) ** 2 for i in range(64))
+    print("result linked_sum %.6e" % sum(out))
+    bad = p()
+    ok("cuLinkCreate_v2", 0, None, None, ctypes.byref(bad))
+    junk = b"not a cubin"
+    rc = call("cuLinkAddData_v2", bad, 0, junk, len(junk), b"junk.cubin", 0, None, None)  # CU_JIT_INPUT_CUBIN
+    if rc == 0:
+        rc = call("cuLinkComplete", bad, ctypes.byref(linked), ctypes.byref(linked_size))
+    print("result bad_link %d" % rc)
+    ok("cuLinkDestroy", bad)
+    ok("cuModuleUnload", linked_mod)
     ok("cuMemFree_v2", buf)
     ok("cuLibraryUnload", lib)
     ok("cuModuleUnload", mod)
     ok("cuCtxDestroy_v2", ctx)
-    print("ok contexts by cuCtxCreate_v4, a cubin from a file as a module and a library")
+    print("ok contexts by cuCtxCreate_v4, a cubin from a file as a module and a library, PTX linked")
 
 
 def jax_jit():
