@@ -21,6 +21,7 @@
 #include <fcntl.h>
 #include <link.h>
 #include <pthread.h>
+#include <sched.h>
 #include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
@@ -239,12 +240,33 @@ struct shared_state *fakegpu_state_get(void)
     return st;
 }
 
+/* The lock, tried until it is had.  When a robust mutex's holder dies,
+ * the kernel wakes one of its waiters; one killed before it takes the
+ * lock leaves the others asleep for ever (test/stress kills processes at
+ * such moments), so no waiter sleeps on it: each tries it again, yielding
+ * first, then sleeping 50 us a time, and finds its owner dead.  (A timed
+ * lock would do, but ThreadSanitizer's takes a dead owner's lock for not
+ * taken.) */
+static int lock_by_trying(pthread_mutex_t *lock)
+{
+    const struct timespec nap = { 0, 50 * 1000 };
+    for (unsigned tries = 0;; tries++) {
+        int rc = pthread_mutex_trylock(lock);
+        if (rc != EBUSY)
+            return rc;
+        if (tries < 100)
+            sched_yield();
+        else
+            nanosleep(&nap, NULL);
+    }
+}
+
 struct shared_state *fakegpu_lock_state(void)
 {
     struct shared_state *st = fakegpu_state_get();
     if (!st)
         return NULL;
-    int rc = pthread_mutex_lock(&st->lock);
+    int rc = lock_by_trying(&st->lock);
     if (rc == EOWNERDEAD) {
         /* The holder died; every slot is self-consistent, so carry on. */
         pthread_mutex_consistent(&st->lock);
