@@ -244,21 +244,27 @@ standalone-host-bound-pair-keeps-its-speed | mediated-host-bound-pair-keeps-its-
     # 100 us of the device): side by side without vgpu each runs at its own
     # pace, the GPU idle most of the time.  Under shares of 50/50 and 25/75
     # each keeps at least 75% of that pace (exclusive turns gave them half
-    # and a quarter: each waited for a GPU that the other left idle).
+    # and a quarter: each waited for a GPU that the other left idle).  The
+    # pace is the host's, so it is measured again just before each split:
+    # a machine that grew busier in between is not taken for vgpu's cost.
     export FAKEGPU_LAUNCH_NS=300000
     load="launch 3 --kernel-us 100 --batch 20"
-    at=$(soon)
-    bare a0 $load --start-at "$at"; a=$last
-    bare b0 $load --start-at "$at"; b=$last
-    join $a a0; join $b b0
-    pace=$(awk -v a="$(field "$tmp/a0.out" kernels_per_s)" -v b="$(field "$tmp/b0.out" kernels_per_s)" \
-        'BEGIN { print (a + b) / 2 }')
     if [ "${scenario%%-*}" = mediated ]; then
         mediator "[vgpu.a]" "devices = 0" "memory = 4G" "compute = 50" "uids = $me" \
                  "[vgpu.b]" "devices = 0" "memory = 4G" "compute = 50" "uids = $me"
     fi
     for split in "50 50" "25 75"; do
         set -- $split
+        # The mediator is stopped while the bare pair runs: its watch would
+        # take them for processes that escaped it.
+        [ -n "$medpid" ] && kill -STOP "$medpid"
+        at=$(soon)
+        bare a0 $load --start-at "$at"; a=$last
+        bare b0 $load --start-at "$at"; b=$last
+        join $a a0; join $b b0
+        [ -n "$medpid" ] && kill -CONT "$medpid"
+        pace=$(awk -v a="$(field "$tmp/a0.out" kernels_per_s)" -v b="$(field "$tmp/b0.out" kernels_per_s)" \
+            'BEGIN { print (a + b) / 2 }')
         if [ "${scenario%%-*}" = mediated ]; then
             reload "[vgpu.a]" "devices = 0" "memory = 4G" "compute = $1" "uids = $me" \
                    "[vgpu.b]" "devices = 0" "memory = 4G" "compute = $2" "uids = $me"
@@ -399,9 +405,12 @@ standalone-tenant-idle-a-minute-gets-the-gpu-again)
     # processes): the thread counted itself waiting in the dropped entry,
     # then took the same slot anew, which cleared the count, so the vGPU
     # never wanted the GPU.
+    # a's entry is aged and dropped before it launches again: its start is
+    # far enough off for a machine that is busy with something else.
     now=$(date +%s%3N)
-    standalone a 30% cap matmul 2 --warm-up-ms 30 --start-at $((now + 3000)); a=$last
-    for _ in $(seq 1 100); do [ -n "$(page)" ] && "$tool" show "$(page)" | grep -q " mode 1 " && break; sleep 0.02; done
+    standalone a 30% cap matmul 2 --warm-up-ms 30 --start-at $((now + 6000)); a=$last
+    for _ in $(seq 1 500); do [ -n "$(page)" ] && "$tool" show "$(page)" | grep -q " mode 1 " && break; sleep 0.02; done
+    [ -n "$(page)" ] || fail "a made no page of the arbiter's"
     sleep 0.5 # warmed up, its entry idle
     "$tool" age "$(page)" "$tmp/a.bar0" 120 || fail "could not age a's entry"
     standalone b 50% - matmul 0.3; join $last b # its steps drop a's stale entry
