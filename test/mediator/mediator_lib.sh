@@ -74,6 +74,19 @@ start_mediator() {
     fail "the mediator did not answer within 10 s"
 }
 
+# ended_within SECONDS: whether the mediator, this shell's child, ended
+# within SECONDS (past them it is killed).  Its own wait, not /proc: a PID
+# the shell reaped may be another process's already (a flood of threads
+# wraps a pid_max of 32768 in seconds).
+ended_within() {
+    (exec >/dev/null 2>&1; sleep "$1"; kill -9 "$medpid") & local dog=$!
+    wait "$medpid"
+    local rc=$?
+    kill "$dog" 2>/dev/null
+    wait "$dog" 2>/dev/null
+    [ "$rc" -ne 137 ]
+}
+
 stop_mediator() { # SIGNAL
     kill "-$1" "$medpid"
     wait "$medpid" 2>/dev/null
