@@ -3,7 +3,8 @@
  * the executor's socket, to put what no guest library sends to the
  * executor: driver settings it may not give, and shared page-locked
  * memory (SHARE, UNSHARE, copies flagged VGPU_REMOTE_SHARED) forged every
- * way, and module images named by hashes the executor never made.  Prints "what: code" a line; the
+ * way, module images named by hashes the executor never made, and images
+ * whose words a driver would follow as addresses (fatbin wrappers).  Prints "what: code" a line; the
  * executor must refuse each forgery and serve on, or close the connection
  * where the protocol says so.
  *
@@ -251,6 +252,42 @@ static int images_by_hash(void)
     return 0;
 }
 
+/* A fatbin wrapper as nvcc makes it, its data pointer one the guest chose:
+ * a driver that loads it reads there (the fake does too), so the executor
+ * refuses it as a module's image and as a link's input; text with a
+ * control character is no PTX either.  Each is refused with 200
+ * (CUDA_ERROR_INVALID_IMAGE) and the executor serves on. */
+static const struct {
+    uint32_t magic, version;
+    uint64_t data, prelinked;
+} forged_wrapper = { 0x466243b1, 1, 0x4141414141414140ull, 0 };
+
+static long link_one(uint32_t type, const void *data, uint64_t n)
+{
+    /* cuLinkComplete's message (forwarder/remote/spec/cuda.remote): no
+     * options, one input of that type, no name. */
+    uint64_t head[6] = { 0, 1, type, 0, n, n };
+    unsigned char out[256];
+    struct iovec q[2] = { { head, sizeof(head) }, { (void *)data, n } };
+    struct vgpu_remote_hdr h;
+    if (vgpu_wire_send(&w, VGPU_REMOTE_CALL, SLOT(cuLinkComplete), 0, q, 2) != 0 || vgpu_wire_read_hdr(&w, &h) != 0 ||
+        h.len > sizeof(out) || (h.len && vgpu_wire_read(&w, out, h.len) != 0))
+        return -1;
+    return h.call;
+}
+
+static int images_that_point_elsewhere(void)
+{
+    printf("cuModuleLoadData of a fatbin wrapper: %ld\n", load((const char *)&forged_wrapper, sizeof(forged_wrapper), NULL));
+    printf("cuLinkComplete of a fatbin wrapper: %ld\n",
+           link_one(CU_JIT_INPUT_FATBINARY, &forged_wrapper, sizeof(forged_wrapper)));
+    static const char control[] = "fakegpu\001 not text";
+    printf("cuModuleLoadData of text with a control character: %ld\n", load(control, sizeof(control), NULL));
+    static const char text[] = "fakegpu after them";
+    printf("cuModuleLoadData after them: %ld\n", load(text, sizeof(text), NULL));
+    return 0;
+}
+
 /* A call that is no such copy flagged as one closes the connection; on
  * another connection, a hash on a call that loads no image closes it. */
 static int flags_a_call_cannot_take(void)
@@ -276,6 +313,7 @@ static const struct {
     { "shared copies within their bounds", shared_copies_within_bounds },
     { "blocks shared in the window", share_in_the_window },
     { "images by hash", images_by_hash },
+    { "images that point elsewhere", images_that_point_elsewhere },
     { "flags a call cannot take", flags_a_call_cannot_take },
 };
 

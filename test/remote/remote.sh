@@ -176,6 +176,7 @@ paths-match-a-local-run)
     guest paths >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed"
     diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
     grep -q "elements wrong after the kernel 0" "$tmp/remote.out" || fail "the kernel did not run remotely"
+    grep -q "fakegpu linked 3: kernels.ptx, wrapped" "$tmp/remote.out" || fail "the fatbin wrapper was not linked"
     # The guest never loaded a driver: only vgpu.
     guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
     grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
@@ -231,6 +232,9 @@ shared-memory-forgeries-are-refused)
     # such copy flagged as one closes the connection (-1).  A module image
     # named by a hash misses unless the executor hashed those bytes itself
     # when they were sent whole; a hash on a call that is no load closes.
+    # A fatbin wrapper (whose data pointer a driver follows) is refused as a
+    # module's image and a link's input, text with a control character as
+    # an image (200), and the executor serves on.
     executor
     "$build/test/remote/raw_guest" "$tmp/sock" >"$tmp/raw.out" 2>"$tmp/raw.err" || fail "raw_guest failed"
     for want in "a window offered: yes" "SHARE unsealed: 801" "SHARE longer than its memory: 801" "SHARE: 0" \
@@ -243,6 +247,8 @@ shared-memory-forgeries-are-refused)
         "shared copy after UNSHARE: 1" "cuCtxSynchronize flagged shared: -1" "an image cache offered: yes" \
         "cuModuleLoadData by the hash of an image never sent: miss" "cuModuleLoadData whole: 0" \
         "cuModuleLoadData by its hash: 0" "cuModuleLoadData by the hash of other bytes: miss" \
+        "cuModuleLoadData of a fatbin wrapper: 200" "cuLinkComplete of a fatbin wrapper: 200" \
+        "cuModuleLoadData of text with a control character: 200" "cuModuleLoadData after them: 0" \
         "cuCtxSynchronize flagged by hash: -1"; do
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done

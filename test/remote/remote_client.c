@@ -241,7 +241,7 @@ static void modules_from_files(void)
 }
 
 /* The JIT linker as Numba and CuPy's linker drive it: inputs from memory
- * and a file, the logs and the wall time, the image loaded as a module; a
+ * (one a fatbin wrapper, whose fatbin a guest sends) and a file, the logs and the wall time, the image loaded as a module; a
  * link of an input the linker refuses fails, its error log saying why
  * (a remote guest hears it from cuLinkComplete, not the add). */
 static void jit_linking(void)
@@ -266,6 +266,13 @@ static void jit_linking(void)
         char ptx[] = "fakegpu ptx";
         SHOW("cuLinkAddData_v2", F(cuLinkAddData_v2)(link, CU_JIT_INPUT_PTX, ptx, sizeof(ptx), "kernels.ptx", 0, NULL,
                                                       NULL));
+        static const char fatbin[] = "fakegpu fatbin";
+        const struct {
+            unsigned magic, version;
+            const void *data, *prelinked;
+        } wrapper = { 0x466243b1, 1, fatbin, NULL };
+        SHOW("cuLinkAddData_v2 of a fatbin wrapper", F(cuLinkAddData_v2)(link, CU_JIT_INPUT_FATBINARY, (void *)&wrapper,
+                                                                           sizeof(wrapper), "wrapped", 0, NULL, NULL));
         SHOW("cuLinkAddFile_v2", F(cuLinkAddFile_v2)(link, CU_JIT_INPUT_OBJECT, path, 0, NULL, NULL));
         void *image = NULL;
         size_t size = 0;

@@ -1,10 +1,12 @@
 /* Module images' extents (image.h). */
 #include "forwarder/remote/transport/image.h"
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <string.h>
 
 #define FATBIN_MAGIC 0xba55ed50u
+#define FATBIN_WRAPPER_MAGIC 0x466243b1u
 
 /* end = max(end, off + len), 0 when that passes max (or overflows). */
 static int extend(uint64_t *end, uint64_t off, uint64_t len, size_t max)
@@ -55,9 +57,32 @@ static size_t elf_extent(const unsigned char *p, size_t max)
     return (size_t)end;
 }
 
+bool vgpu_remote_image_is_wrapper(const void *image, size_t n)
+{
+    uint32_t magic;
+    if (n < sizeof(magic))
+        return false;
+    memcpy(&magic, image, sizeof(magic));
+    return magic == FATBIN_WRAPPER_MAGIC;
+}
+
+/* Text to its NUL, of characters PTX is written in: no control character
+ * but white space (a binary structure the driver knows by its first bytes,
+ * and whose words it follows, is not text). */
+static size_t text_extent(const unsigned char *p, size_t max)
+{
+    size_t n = 0;
+    for (; n < max && p[n]; n++)
+        if ((p[n] < 0x20 && (p[n] < '\t' || p[n] > '\r')) || p[n] == 0x7f)
+            return 0;
+    return n < max ? n + 1 : 0;
+}
+
 size_t vgpu_remote_image_extent(const void *image, size_t max)
 {
     const unsigned char *p = image;
+    if (vgpu_remote_image_is_wrapper(image, max))
+        return 0; /* its words are addresses in the memory of whoever made it */
     if (max >= 16) {
         uint32_t magic;
         memcpy(&magic, p, 4);
@@ -71,11 +96,8 @@ size_t vgpu_remote_image_extent(const void *image, size_t max)
         if (memcmp(p, "\177ELF", 4) == 0)
             return p[4] == 2 ? elf_extent(p, max) : 0; /* ELF64 only */
     }
-    size_t n = strnlen((const char *)p, max);
-    return n < max ? n + 1 : 0;
+    return text_extent(p, max);
 }
-
-#define FATBIN_WRAPPER_MAGIC 0x466243b1u
 
 const void *vgpu_remote_image_unwrap(const void *image)
 {

@@ -98,7 +98,7 @@ static CUresult link_add_data(CUlinkState state, CUjitInputType type, void *data
     if (!data || !size || (unsigned)type >= CU_JIT_NUM_INPUT_TYPES)
         return CUDA_ERROR_INVALID_VALUE;
     name = name ? name : "(unnamed)";
-    if (size < 7 || memcmp(data, "fakegpu", 7) != 0) {
+    if (size < 7 || !fake_image_ok(data)) { /* a fatbin wrapper followed, as a driver does */
         write_log(state, CU_JIT_ERROR_LOG_BUFFER, CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES,
                   "fakegpu link: %s is nothing it can link", name);
         return type == CU_JIT_INPUT_PTX ? CUDA_ERROR_INVALID_PTX : CUDA_ERROR_INVALID_IMAGE;

@@ -1,7 +1,8 @@
 /*
  * Modules: an image is a NUL-terminated string starting with "fakegpu", in
- * memory or a file's bytes; every module holds the same built-in kernels
- * (kernels.c).
+ * memory or a file's bytes, or a fatbin wrapper (nvcc's, magic 0x466243b1)
+ * whose data pointer the fake follows to one, as a driver does; every
+ * module holds the same built-in kernels (kernels.c).
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -15,8 +16,17 @@
 
 #define IMAGE_TAG "fakegpu"
 
+#define WRAPPER_MAGIC 0x466243b1u
+
 int fake_image_ok(const void *image)
 {
+    const struct {
+        unsigned magic, version;
+        const void *data, *prelinked;
+    } *wrapper = image;
+    unsigned magic = WRAPPER_MAGIC;
+    if (image && strnlen(image, sizeof(magic)) == sizeof(magic) && memcmp(image, &magic, sizeof(magic)) == 0)
+        image = wrapper->data;
     return image && strncmp((const char *)image, IMAGE_TAG, strlen(IMAGE_TAG)) == 0;
 }
 

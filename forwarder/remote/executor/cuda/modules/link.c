@@ -9,6 +9,7 @@
 #include "forwarder/remote/executor/cuda/calls.h"
 
 #include "common/log.h"
+#include "forwarder/remote/transport/image.h"
 #include "forwarder/remote/transport/wire.h"
 
 #include <stdlib.h>
@@ -19,6 +20,21 @@ typedef CUresult (*add_fn)(CUlinkState, CUjitInputType, void *, size_t, const ch
                            void **);
 typedef CUresult (*complete_fn)(CUlinkState, void **, size_t *);
 typedef CUresult (*destroy_fn)(CUlinkState);
+
+/* Whether an input's bytes are what its type says, by their own headers: a
+ * cubin or fatbin spans no more than was sent, and no input is a fatbin
+ * wrapper, whose words the driver would follow as addresses
+ * (transport/image.h). */
+static bool input_is_its_type(unsigned type, const void *bytes, size_t n)
+{
+    if (vgpu_remote_image_is_wrapper(bytes, n))
+        return false;
+    if (type == CU_JIT_INPUT_CUBIN || type == CU_JIT_INPUT_FATBINARY) {
+        size_t spans = vgpu_remote_image_extent(bytes, n);
+        return spans && spans <= n;
+    }
+    return true;
+}
 
 /* Whether the inputs' names and data span exactly what was sent, each name
  * NUL-ended. */
@@ -44,6 +60,8 @@ static CUresult add_inputs(add_fn add, CUlinkState s, const struct vgpu_in_cuLin
     for (unsigned i = 0; i < in->numInputs && r == CUDA_SUCCESS; i++) {
         size_t name = in->nameSizes[i], data = in->dataSizes[i];
         char *bytes = (char *)p + name, *ended = NULL;
+        if (!input_is_its_type(in->types[i], bytes, data))
+            return CUDA_ERROR_INVALID_IMAGE;
         if (in->types[i] == CU_JIT_INPUT_PTX && data && bytes[data - 1]) {
             ended = malloc(data + 1); /* PTX without its NUL: the driver would read on */
             if (!ended)

@@ -17,6 +17,7 @@
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
 #include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/transport/image.h"
 #include "forwarder/remote/transport/wire.h"
 
 #include "vgpu_cuda_slots.h"
@@ -160,6 +161,12 @@ static CUresult add(unsigned slot, CUlinkState state, CUjitInputType type, const
         return CUDA_ERROR_INVALID_VALUE;
     if (numOptions)
         return vgpu_remote_refuse_why(slot, "an input's own JIT options are not carried");
+    if (vgpu_remote_image_is_wrapper(data, size)) { /* the fatbin it points to goes, not its pointers */
+        if (!(data = vgpu_remote_image_unwrap(data)))
+            return vgpu_remote_refuse_why(slot, "its image is not one the host's driver can be sent");
+        if (!(size = vgpu_remote_image_extent(data, INPUTS_MAX)))
+            return CUDA_ERROR_INVALID_IMAGE;
+    }
     size_t name_size = name ? strnlen(name, 4096) + 1 : 0;
     if (name_size > 4096)
         return CUDA_ERROR_INVALID_VALUE;
