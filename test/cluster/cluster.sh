@@ -288,6 +288,17 @@ CONF
 devices = 0
 containers = 3
 CONF
+    # A class is a Kubernetes resource and CDI devices: names a kubelet refuses are refused here.
+    expect_config_error 6 "becomes the Kubernetes resource vgpu.dev/_edge" "begin and end with a letter or a digit" <<'CONF'
+[vgpu._edge]
+devices = 0
+containers = 2
+CONF
+    expect_config_error 6 "the CDI devices vgpu.dev/vgpu=edge.-N" <<'CONF'
+[vgpu.edge.]
+devices = 0
+containers = 2
+CONF
     ;;
 
 *)

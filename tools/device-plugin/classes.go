@@ -21,6 +21,43 @@ type device struct {
 	Why     string // why it is unhealthy
 }
 
+// resourceName reports whether vgpu.dev/class is a name a kubelet takes:
+// the name part of a qualified name, 1 to 63 letters, digits, '-', '_' or
+// '.', beginning and ending with a letter or digit.  The mediator refuses
+// other class names at config load; one from a mediator that did not is
+// not offered rather than registered for ever in vain.
+func resourceName(class string) bool {
+	alnum := func(c byte) bool { return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' }
+	if class == "" || len(class) > 63 || !alnum(class[0]) || !alnum(class[len(class)-1]) {
+		return false
+	}
+	for i := 0; i < len(class); i++ {
+		if !alnum(class[i]) && class[i] != '-' && class[i] != '_' && class[i] != '.' {
+			return false
+		}
+	}
+	return true
+}
+
+// offered reports whether v is a device of a class this plugin offers.
+func offered(v clusterVGPU) bool {
+	return v.Flags&protocol.VGPU_CLUSTER_CONTAINERS != 0 &&
+		v.Flags&(protocol.VGPU_CLUSTER_RETIRED|protocol.VGPU_CLUSTER_GUEST) == 0 && v.Class != ""
+}
+
+// unnamable is the classes of c whose names no kubelet takes, in order.
+func unnamable(c *cluster) []string {
+	seen := map[string]bool{}
+	if c != nil {
+		for _, v := range c.VGPUs {
+			if offered(v) && !resourceName(v.Class) {
+				seen[v.Class] = true
+			}
+		}
+	}
+	return sortedKeys(seen)
+}
+
 // classesOf gives each class's devices; unreachable marks every one
 // unhealthy, for that reason.
 func classesOf(c *cluster, unreachable string) map[string][]device {
@@ -29,8 +66,7 @@ func classesOf(c *cluster, unreachable string) map[string][]device {
 		return out
 	}
 	for _, v := range c.VGPUs {
-		if v.Flags&protocol.VGPU_CLUSTER_CONTAINERS == 0 ||
-			v.Flags&(protocol.VGPU_CLUSTER_RETIRED|protocol.VGPU_CLUSTER_GUEST) != 0 || v.Class == "" {
+		if !offered(v) || !resourceName(v.Class) {
 			continue
 		}
 		d := device{ID: v.Name, Healthy: true, Bound: v.Flags&protocol.VGPU_CLUSTER_BOUND != 0}

@@ -4,9 +4,11 @@ package main
 // directory looked at every second, until a signal.
 
 import (
+	"fmt"
 	"log"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 )
 
@@ -66,10 +68,14 @@ func (p *plugin) pollMediator() {
 // describe is a CLUSTER in a few words, for the log.
 func describe(c *cluster) string {
 	classes := classesOf(c, "")
-	if len(classes) == 0 {
-		return "no vGPU is made for containers (containers = N in a [vgpu.CLASS] section)"
-	}
 	out := ""
+	if bad := unnamable(c); len(bad) > 0 {
+		out = fmt.Sprintf("not offered, a resource name begins and ends with a letter or a digit: %s; ",
+			strings.Join(bad, ", "))
+	}
+	if len(classes) == 0 {
+		return out + "no vGPU is made for containers (containers = N in a [vgpu.CLASS] section)"
+	}
 	for _, class := range sortedKeys(classes) {
 		if out != "" {
 			out += ", "

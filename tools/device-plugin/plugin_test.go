@@ -199,6 +199,28 @@ func TestClassesOf(t *testing.T) {
 	}
 }
 
+// A class whose name no kubelet takes as a resource's is not offered, and
+// the log says so, rather than registering it for ever in vain.
+func TestClassNamesAKubeletRefuses(t *testing.T) {
+	for name, want := range map[string]bool{"train": true, "a": true, "t.4-x_1": true, "_edge": false,
+		"edge-": false, "e/dge": false, "": false, strings.Repeat("a", 64): false, strings.Repeat("a", 63): true} {
+		if resourceName(name) != want {
+			t.Errorf("resourceName(%q) = %v", name, !want)
+		}
+	}
+	c := &cluster{VGPUs: []clusterVGPU{
+		{Name: "_edge-0", Class: "_edge", Flags: protocol.VGPU_CLUSTER_CONTAINERS},
+		{Name: "train-0", Class: "train", Flags: protocol.VGPU_CLUSTER_CONTAINERS},
+	}}
+	if got := classesOf(c, ""); len(got) != 1 || len(got["train"]) != 1 {
+		t.Fatalf("classes %+v", got)
+	}
+	if d := describe(c); !strings.Contains(d, "not offered") || !strings.Contains(d, "_edge") ||
+		!strings.Contains(d, "train (train-0)") {
+		t.Fatalf("described as %q", d)
+	}
+}
+
 func TestPrefer(t *testing.T) {
 	s := &classServer{devices: []device{
 		{ID: "t-0", Healthy: true, Bound: true}, {ID: "t-1", Healthy: false}, {ID: "t-2", Healthy: true},

@@ -483,6 +483,10 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
         if (!parse_uint(value, MED_MAX_CONTAINERS, &n) || n == 0)
             return error_at(p, p->line, "containers = %s: how many containers may each have a vGPU of this section "
                             "at once, 1 to %d", value, MED_MAX_CONTAINERS);
+        if (!isalnum((unsigned char)v->name[0]) || !isalnum((unsigned char)v->name[strlen(v->name) - 1]))
+            return error_at(p, p->line, "containers: [vgpu.%s] becomes the Kubernetes resource vgpu.dev/%s and the "
+                            "CDI devices vgpu.dev/vgpu=%s-N, whose names begin and end with a letter or a digit: "
+                            "rename the section", v->name, v->name, v->name);
         if (strlen(v->name) + 1 + (n > 10 ? 2 : 1) >= VGPU_NAME_LEN)
             return error_at(p, p->line, "containers: vGPU %s's are named %s-0 to %s-%lu, longer than %d characters: "
                             "shorten the section's name", v->name, v->name, v->name, n - 1, VGPU_NAME_LEN - 1);
