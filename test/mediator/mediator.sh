@@ -106,6 +106,11 @@ config-errors)
         # vm_channels: 1 to 256, on a remote vGPU whose executors run as a user of their own.
         "vm_channels on a local vGPU|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nvm_channels = 4|vm_channels needs remote = yes and an executor_user"
         "vm_pinned without vm_channels|7|[vgpu.a]\ndevices = 0\nuids = 0\nvm_pinned = 64M|vm_pinned applies to a vGPU with vm_channels"
+        # Executors' limits (docs/guide/remote.md): on a remote vGPU, a count and a cgroup path.
+        "max_executors on a local vGPU|7|[vgpu.a]\ndevices = 0\nuids = 0\nmax_executors = 4|max_executors applies to a vGPU with remote = yes"
+        "max_executors of none|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nmax_executors = 0|max_executors = 0|1 to 4096"
+        "executor_cgroup not a path|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_cgroup = exec|executor_cgroup = exec: a cgroup v2 path below the root"
+        "executor_cgroup above the root|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_cgroup = /a/../..|a cgroup v2 path below the root"
         "no vm_channels|9|[vgpu.a]\ndevices = 0\nuids = 0, daemon\nremote = yes\nexecutor_user = daemon\nvm_channels = 0|vm_channels = 0: the CUDA and NVML connections"
         # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.
         "executor_user on a local vGPU|7|[vgpu.a]\ndevices = 0\nuids = 0\nexecutor_user = daemon|executor_user applies to a vGPU with remote = yes"

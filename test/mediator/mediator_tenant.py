@@ -25,6 +25,10 @@
   mediator_tenant.py SOCKET deaf N
       N connections that keep asking for STATUS and never read the answers;
       then a new process's HELLO -> ADMIT, timed: prints "admitted in MS ms"
+  mediator_tenant.py SOCKET remote N NAME GO
+      one process asks for N executors of vGPU NAME (REMOTE) over N
+      connections and never says HELLO to them; prints "ready K" and the
+      first refusal, then holds them until GO exists (or its parent ends)
   mediator_tenant.py SOCKET flood SECONDS
       opens connections as fast as it can for SECONDS, holding every one;
       prints how many were opened and how many were refused with a reason
@@ -39,6 +43,7 @@ import time
 
 MAGIC, VERSION = 0x4D504756, 1
 HELLO, ADMIT, REFUSE, ENTER, ENTERED, STATUS_REQUEST, STATUS = 1, 2, 3, 4, 5, 6, 7
+REMOTE, REMOTE_READY = 12, 13
 CONFIG_PAGE = 0x1000
 PROC_SIZE = 160
 PROCS_IN_STATUS = 0x1000  # the process table, from the start of the status part
@@ -222,24 +227,24 @@ def slots(path, n):
     print("refused: %s" % refusal)
 
 
-def connections(path, n, go):
+def connections(path, n, go, ask=HELLO, yes=ADMIT, name=""):
     held, admits, refusal = [], 0, ""
     for _ in range(n):
         try:
             s = connect(path)
-            send(s, hello())
+            send(s, frame(ask, hello(name)[12:]))
             t, payload, fds = receive(s)
         except OSError as e:
             t, payload, fds = None, b"", []
             refusal = refusal or "connect: %s" % e
         for fd in fds:
             os.close(fd)
-        if t == ADMIT:
+        if t == yes:
             admits += 1
             held.append(s)
         elif not refusal:
             refusal = reason(payload) if t == REFUSE else "closed without a word"
-    print("admitted %d" % admits, flush=True)
+    print("%s %d" % ("admitted" if ask == HELLO else "ready", admits), flush=True)
     print("refused: %s" % refusal, flush=True)
     # Until GO, or until the test that started it is gone (a scenario that
     # ends without GO kills only the shell that runs this in the background).
@@ -325,6 +330,8 @@ def main():
         slots(path, int(args[0]))
     elif what == "connections":
         connections(path, int(args[0]), args[1])
+    elif what == "remote":
+        connections(path, int(args[0]), args[2], REMOTE, REMOTE_READY, args[1])
     elif what == "deaf":
         deaf(path, int(args[0]))
     elif what == "flood":

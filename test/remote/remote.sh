@@ -168,6 +168,70 @@ sys.exit(0 if held and sum(held[0]['memory']) >= 536870912 else 1)" ||
     ! pgrep -u "$guest_uid" -f "vgpu-executor --fd" >/dev/null || fail "an executor outlived its guest"
     ;;
 
+executors-count-against-their-guests-caps)
+    # A guest that asks for executors (REMOTE) and never says HELLO to them:
+    # each executor counts against its guest's user's max_connections_per_uid
+    # from its start (4: 4 ready, the rest refused, naming the cap) and its
+    # vGPU's max_executors (2 on vGPU two), gives up on its silent guest
+    # within 5 s, and then counts no more.  As root, with a cgroup v2
+    # hierarchy, the guest runs in a cgroup of its own, and so does each
+    # executor: charged where its guest is.
+    mediator "max_connections_per_uid = 4" \
+             "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 40" "uids = $guest_uid" "remote = yes" \
+             "[vgpu.two]" "devices = 0" "memory = 1G" "compute = 40" "uids = $guest_uid" "remote = yes" \
+             "max_executors = 2"
+    # (the system's Python: the guest's user may not reach the caller's own)
+    tenant="$([ -x /usr/bin/python3 ] && echo /usr/bin/python3 || echo python3)"
+    tenant="$tenant $(dirname "$(realpath "$0")")/../mediator/mediator_tenant.py"
+    cg_mount=$(awk '$3 == "cgroup2" { print $2; exit }' /proc/mounts)
+    cg=
+    if [ "$me" = 0 ] && [ -n "$cg_mount" ] && mkdir "$cg_mount/vgpu-remote-test.$$" 2>/dev/null; then
+        cg=/vgpu-remote-test.$$
+        at_exit 'pkill -9 -u 65534 -f "vgpu-executor --fd"; sleep 0.2; rmdir "$cg_mount$cg"'
+    fi
+    in_guest_cgroup() {
+        if [ -n "$cg" ]; then
+            sh -c 'echo $$ > "$0/cgroup.procs" && exec "$@"' "$cg_mount$cg" $as_guest "$@"
+        else
+            $as_guest "$@"
+        fi
+    }
+    executors_of_guest() { pgrep -u "$guest_uid" -f "vgpu-executor --fd" | wc -l; }
+    in_guest_cgroup $tenant "$tmp/sock" remote 12 far "$tmp/go" >"$tmp/far.out" 2>"$tmp/far.err" &
+    tenant_pid=$!
+    wait_for "refused" "$tmp/far.out" 10
+    grep -qx "ready 4" "$tmp/far.out" || fail "the guest's user had other than 4 executors: $(cat "$tmp/far.out")"
+    grep -q "uid $guest_uid (.*) has 4 connections to vgpu-mediatord (executors of its guests among them)" \
+        "$tmp/far.out" || fail "the refusal did not name the user's cap: $(cat "$tmp/far.out")"
+    [ "$(executors_of_guest)" = 4 ] || fail "$(executors_of_guest) executors run for the guest, not 4"
+    if [ -n "$cg" ]; then
+        for pid in $(pgrep -u "$guest_uid" -f "vgpu-executor --fd"); do
+            grep -qx "0::$cg" "/proc/$pid/cgroup" ||
+                fail "executor $pid is in $(sed -n 's/^0:://p' "/proc/$pid/cgroup"), not its guest's cgroup $cg"
+        done
+        grep -q "executor [0-9]* serves it, in cgroup $cg" "$tmp/med.err" || fail "the mediator did not say where"
+    fi
+    # Silent for 5 s: each executor gives up, and the user's count is free.
+    for _ in $(seq 1 400); do [ "$(executors_of_guest)" = 0 ] && break; sleep 0.025; done
+    [ "$(executors_of_guest)" = 0 ] || fail "executors of a guest that said no HELLO outlived 10 s"
+    grep -q "the guest said no hello within 5 s: closing" "$tmp/med.err" || fail "no executor said why it ended"
+    touch "$tmp/go"
+    wait "$tenant_pid"
+    # A vGPU's max_executors: 2 of vGPU two, the third refused naming it.
+    rm -f "$tmp/go"
+    in_guest_cgroup $tenant "$tmp/sock" remote 3 two "$tmp/go" >"$tmp/two.out" 2>"$tmp/two.err" &
+    tenant_pid=$!
+    wait_for "refused" "$tmp/two.out" 10
+    grep -qx "ready 2" "$tmp/two.out" || fail "vGPU two had other than 2 executors: $(cat "$tmp/two.out")"
+    grep -q "it has 2 executors, its most: .* raises max_executors in \[vgpu.two\]" "$tmp/two.out" ||
+        fail "the refusal did not name the vGPU's cap: $(cat "$tmp/two.out")"
+    touch "$tmp/go"
+    wait "$tenant_pid"
+    # And a guest that says its HELLO is served as ever.
+    mediated_guest far quota 1048576 >"$tmp/quota.out" 2>"$tmp/quota.err" || true
+    grep -q "cuMemAlloc_v2: 0" "$tmp/quota.out" || fail "a guest after them was not served: $(cat "$tmp/quota.err")"
+    ;;
+
 paths-match-a-local-run)
     # Every path of the client gives what it gives on the local driver.
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

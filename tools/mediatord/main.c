@@ -28,6 +28,7 @@
 #include "tools/mediatord/gpus.h"
 #include "tools/mediatord/health/xid.h"
 #include "tools/mediatord/ratelimit.h"
+#include "tools/mediatord/remote/executors.h"
 #include "tools/mediatord/vgpus/vgpus.h"
 #include "tools/mediatord/vgpus/window_guard.h"
 #include "tools/mediatord/watch/watch.h"
@@ -76,6 +77,7 @@ static struct med_gpus gpus;
 static struct med_vgpus vgpus;
 static struct med_sched sched; /* the compute share's arbitration of each GPU (sched.h) */
 static struct med_world world;
+static struct med_executors executors; /* the world's: the executors started (remote/executors.h) */
 static struct med_watch watcher;
 static struct med_views views; /* the compute share's views (utilization.h) */
 static int epfd = -1;
@@ -604,6 +606,7 @@ int main(int argc, char **argv)
     }
     world.config = c;
     world.vgpus = &vgpus;
+    world.executors = &executors;
     world.watch = &watcher;
     world.views = &views;
     world.health = med_health_start(&gpus);

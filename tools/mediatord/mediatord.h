@@ -8,6 +8,7 @@
 
 struct med_client;
 struct med_config;
+struct med_executors;
 struct med_health;
 struct med_vgpus;
 struct med_views;
@@ -20,6 +21,7 @@ struct med_world {
     struct med_views *views;     /* the compute share's views (utilization.h) */
     struct med_health *health;   /* the GPUs' health (health/xid.h) */
     struct med_client **clients; /* every connection, for STATUS and the caps */
+    struct med_executors *executors; /* the executors started, for the caps (remote/executors.h) */
     int nclients;
     int max_connections;         /* in force: the config's, or what the descriptor limit allows */
     int fd_limit;                /* RLIMIT_NOFILE, for messages */

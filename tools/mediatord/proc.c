@@ -141,7 +141,7 @@ bool med_read_cgroup(pid_t pid, char *out, size_t len)
 
 /* Where the mediator's cgroup v2 hierarchy is mounted whole (its root, not
  * a subtree bound elsewhere), "" where it is not: read once, by the loop
- * thread (its one caller). */
+ * thread (its callers' one thread). */
 static const char *cgroup2_mount(void)
 {
     static char where[4096];
@@ -178,6 +178,24 @@ int med_cgroup_populated(const char *path)
     text[n] = '\0';
     const char *p = strstr(text, "populated ");
     return p ? p[10] == '1' : -1;
+}
+
+int med_cgroup_move(const char *path, pid_t pid)
+{
+    const char *mount = cgroup2_mount();
+    char procs[8192], text[32];
+    if (!mount[0])
+        return ENODEV;
+    if (path[0] != '/' || strstr(path, "/.."))
+        return EINVAL;
+    snprintf(procs, sizeof(procs), "%s%s/cgroup.procs", mount, strcmp(path, "/") == 0 ? "" : path);
+    int fd = open(procs, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (fd < 0)
+        return errno;
+    int n = snprintf(text, sizeof(text), "%d", (int)pid);
+    int e = write(fd, text, (size_t)n) == n ? 0 : errno;
+    close(fd);
+    return e;
 }
 
 static bool same_ns(pid_t pid, const char *ns, const char *than)

@@ -47,3 +47,8 @@ int med_cgroup_populated(const char *path);
  * namespace or that of PID 1: the host's, where a container runtime's
  * hooks run)? */
 bool med_host_namespaces(pid_t pid, bool mount);
+
+/* Moves pid into the cgroup v2 at path (as /proc/PID/cgroup names it),
+ * where the mediator's cgroup v2 hierarchy is mounted whole: 0, or an
+ * errno (ENODEV: no such mount). */
+int med_cgroup_move(const char *path, pid_t pid);

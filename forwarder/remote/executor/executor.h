@@ -20,6 +20,9 @@
  * connection is to close. */
 #define VGPU_EXEC_CLOSE (-2)
 
+/* How long a guest has to say its HELLO once connected (serve.c). */
+#define VGPU_EXEC_HELLO_MS 5000
+
 struct vgpu_exec;
 
 /* A set of handles (guest_state.c). */

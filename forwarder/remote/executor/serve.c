@@ -8,12 +8,17 @@
 #include "forwarder/remote/transport/wire.h"
 
 #include <dlfcn.h>
+#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <poll.h>
+#include <sys/ioctl.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
+#include <time.h>
 #include <unistd.h>
 
 /* The guest's HELLO: which library it drives, at which ABI; that library
@@ -240,12 +245,68 @@ static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct v
     return sent;
 }
 
+static uint64_t now_ms(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (uint64_t)t.tv_sec * 1000 + (uint64_t)t.tv_nsec / 1000000;
+}
+
+/* Waits until at least want bytes wait on socket fd, or the deadline (a
+ * now_ms() time) passed: 1, 0 (too late), -1 (the peer hung up first). */
+static int arrived(int fd, size_t want, uint64_t deadline)
+{
+    for (;;) {
+        int have = 0;
+        if (ioctl(fd, FIONREAD, &have) != 0)
+            return -1;
+        if ((size_t)have >= want)
+            return 1;
+        uint64_t now = now_ms();
+        if (now >= deadline)
+            return 0;
+        struct pollfd p = { .fd = fd, .events = POLLIN | POLLRDHUP };
+        int r = poll(&p, 1, (int)(deadline - now));
+        if (r < 0 && errno != EINTR)
+            return -1;
+        if (r > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) && ioctl(fd, FIONREAD, &have) == 0 &&
+            (size_t)have < want)
+            return -1;
+    }
+}
+
+/* Whether a whole HELLO arrives on socket fd within VGPU_EXEC_HELLO_MS: a
+ * guest that says nothing, or says it a byte at a time, holds an executor
+ * (a process the mediator started for it) no longer (docs/guide/remote.md,
+ * "Executors' limits").  Not a socket (a test's pipe): true. */
+static bool hello_in_time(int fd)
+{
+    uint64_t deadline = now_ms() + VGPU_EXEC_HELLO_MS;
+    struct vgpu_remote_hdr h;
+    int type = 0;
+    socklen_t len = sizeof(type);
+    if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &len) != 0)
+        return true;
+    int r = arrived(fd, sizeof(h), deadline);
+    if (r < 0)
+        return true; /* gone: hello() says so */
+    if (r == 0 || recv(fd, &h, sizeof(h), MSG_PEEK) != (ssize_t)sizeof(h))
+        return false;
+    if (h.len > sizeof(struct vgpu_remote_hello) + VGPU_REMOTE_ENV_BYTES)
+        return true; /* no hello: hello() says so */
+    return arrived(fd, sizeof(h) + h.len, deadline) != 0;
+}
+
 int vgpu_exec_serve(int fd)
 {
     /* A connection handed over by the mediator comes non-blocking (its loop's). */
     int fl = fcntl(fd, F_GETFL);
     if (fl >= 0 && (fl & O_NONBLOCK))
         fcntl(fd, F_SETFL, fl & ~O_NONBLOCK);
+    if (!hello_in_time(fd)) {
+        vgpu_error("executor: the guest said no hello within %d s: closing", VGPU_EXEC_HELLO_MS / 1000);
+        return 1;
+    }
     return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd }, NULL);
 }
 

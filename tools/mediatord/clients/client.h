@@ -25,6 +25,7 @@ struct med_client {
     int ngroups;
     uint64_t start_time;         /* /proc/PID/stat's, at accept */
     struct med_cgroup cgroup;    /* its cgroup, read at accept (cgroups.h) */
+    bool executor;               /* an executor this mediator started: its record counts for it */
     char comm[16];               /* /proc/PID/comm, non-printable bytes as '?' */
     char user[32];               /* the uid's name, looked up when first needed (med_client_user) */
     uint64_t last_ms;            /* when it was accepted, or last asked something */

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "tools/mediatord/clients/status.h"
 #include "tools/mediatord/remote/executor.h"
+#include "tools/mediatord/remote/executors.h"
 #include "tools/mediatord/ratelimit.h"
 #include "tools/mediatord/watch/watch.h"
 
@@ -59,7 +60,9 @@ void med_client_refuse_fd(int fd, uint32_t code, const char *reason)
  * The cap a new connection of uid would pass, said to it; false if none.
  * A user's connections are counted together, but those in a vGPU's cgroup
  * (home) apart, by that vGPU: containers all run as root, and one must not
- * take the others' share of root's connections.
+ * take the others' share of root's connections.  The executors started
+ * for a user's guests count as its connections (remote/executors.h), and
+ * their own connections not again.
  */
 static bool over_cap(struct med_world *w, uid_t uid, const struct med_vgpu *home, char *reason, size_t len)
 {
@@ -67,20 +70,32 @@ static bool over_cap(struct med_world *w, uid_t uid, const struct med_vgpu *home
     struct med_client *one = NULL; /* its name is looked up once per connection, not per refusal */
     int mine = 0;
     for (int i = 0; i < w->nclients; i++)
-        if (w->clients[i]->uid == uid && med_cgroup_home(w, w->clients[i]->cgroup.path, NULL) == home) {
+        if (w->clients[i]->uid == uid && !w->clients[i]->executor &&
+            med_cgroup_home(w, w->clients[i]->cgroup.path, NULL) == home) {
             one = w->clients[i];
             mine++;
         }
-    if (w->nclients >= w->max_connections)
-        snprintf(reason, len, "vgpu-mediatord has %d connections, its most: the operator raises max_connections in "
+    med_executors_prune(w->executors);
+    int executors = med_executors_of_uid(w->executors, uid, home ? home->conf.name : "");
+    mine += executors;
+    if (w->nclients + w->executors->n >= w->max_connections) {
+        char started[48] = "";
+        if (w->executors->n)
+            snprintf(started, sizeof(started), " and %d executors", w->executors->n);
+        snprintf(reason, len, "vgpu-mediatord has %d connections%s, its most: the operator raises max_connections in "
                  "[mediator] of %.200s (and the descriptor limit with it, now %d: LimitNOFILE= under systemd)",
-                 w->nclients, c->path, w->fd_limit);
-    else if (one && mine >= c->max_connections_per_uid)
-        snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord%s%s, the most one user may have: end "
-                 "some of its processes, or the operator raises max_connections_per_uid in [mediator] of %.200s",
-                 (unsigned)uid, med_client_user(one), mine, home ? " from the cgroup of vGPU " : "",
-                 home ? home->conf.name : "", c->path);
-    else
+                 w->nclients, started, c->path, w->fd_limit);
+    } else if (mine >= c->max_connections_per_uid) {
+        char user[32];
+        if (one)
+            snprintf(user, sizeof(user), "%s", med_client_user(one));
+        else
+            med_user_name(uid, true, user, sizeof(user));
+        snprintf(reason, len, "uid %u (%s) has %d connections to vgpu-mediatord%s%s%s, the most one user may have: "
+                 "end some of its processes, or the operator raises max_connections_per_uid in [mediator] of %.200s",
+                 (unsigned)uid, user, mine, executors ? " (executors of its guests among them)" : "",
+                 home ? " from the cgroup of vGPU " : "", home ? home->conf.name : "", c->path);
+    } else
         return false;
     return true;
 }
@@ -98,7 +113,9 @@ struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_m
     uint64_t start_time = cred.pid ? vgpu_proc_start_time(cred.pid) : 0;
     struct med_cgroup cgroup;
     med_cgroup_of(cred.pid, start_time, &cgroup);
-    if (over_cap(w, cred.uid, med_cgroup_home(w, cgroup.path, NULL), reason, sizeof(reason))) {
+    /* An executor's own connections: its record counted it from its start. */
+    bool executor = cred.pid && med_executors_has(w->executors, cred.pid);
+    if (!executor && over_cap(w, cred.uid, med_cgroup_home(w, cgroup.path, NULL), reason, sizeof(reason))) {
         unsigned long held;
         w->vgpus->refused_admissions++;
         if (med_ratelimit_allow(&cap_log, now_ms, &held))
@@ -126,6 +143,7 @@ struct med_client *med_client_accept(int fd, struct med_world *w, uint64_t now_m
     c->ngroups = peer_groups(fd, &c->groups);
     c->start_time = start_time;
     c->cgroup = cgroup;
+    c->executor = executor;
     med_read_comm(c->pid, c->comm, sizeof(c->comm));
     return c;
 }
@@ -274,7 +292,7 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
                       "sets remote = yes in its section of %s", v->conf.name, w->config->path);
     /* As the user the vGPU names, else as the guest's own. */
     struct med_executor_for f = { c->fd, c->uid, c->gid, c->groups, c->ngroups, v->conf.name, w->config->socket,
-                                  NULL };
+                                  NULL, c->cgroup.path, v->conf.executor_cgroup[0] ? v->conf.executor_cgroup : NULL };
     if (v->conf.has_executor_user) {
         f.uid = v->conf.executor_uid;
         f.gid = v->conf.executor_gid;
@@ -285,6 +303,15 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     if (med_executor_check(&f, why, sizeof(why)) != 0)
         return refuse(c, VGPU_REFUSE_UNAVAILABLE, "no remote GPU of vGPU %s for pid %d (%s): %s", v->conf.name,
                       (int)c->pid, c->comm, why);
+    /* The executor takes this connection's place in its user's count
+     * (over_cap), and one of the vGPU's. */
+    med_executors_prune(w->executors);
+    if (med_executors_of_vgpu(w->executors, v->conf.name) >= (int)v->conf.max_executors)
+        return refuse(c, VGPU_REFUSE_UNAVAILABLE, "no remote GPU of vGPU %s for pid %d (%s): it has %d executors, "
+                      "its most: end some of its guests, or the operator raises max_executors in [vgpu.%s] of %s",
+                      v->conf.name, (int)c->pid, c->comm, med_executors_of_vgpu(w->executors, v->conf.name),
+                      v->conf.name, w->config->path);
+    const struct med_vgpu *home = med_cgroup_home(w, c->cgroup.path, NULL);
     struct vgpu_msg_admit a = { .slot = UINT32_MAX, .epoch = w->vgpus->epoch };
     vgpu_proto_copy_string(a.vgpu, sizeof(a.vgpu), v->conf.name);
     /* Said before the executor starts, and not queued: once it runs, the
@@ -293,13 +320,21 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
         vgpu_warn("pid %d (%s): could not say REMOTE_READY: %s", (int)c->pid, c->comm, strerror(errno));
         return false;
     }
-    if (med_executor_start(&f, why, sizeof(why)) != 0) {
+    struct med_executor_started started;
+    if (med_executor_start(&f, &started, why, sizeof(why)) != 0) {
         vgpu_error("pid %d (%s, uid %u) asked for a remote GPU of vGPU %s: %s", (int)c->pid, c->comm,
                    (unsigned)c->uid, v->conf.name, why);
         return false;
     }
-    vgpu_info("pid %d (%s, uid %u) has a remote GPU of vGPU %s: an executor serves it", (int)c->pid, c->comm,
-              (unsigned)c->uid, v->conf.name);
+    struct med_executor_record r = { .pidfd = started.pidfd, .pid = started.pid, .guest_uid = c->uid };
+    snprintf(r.home, sizeof(r.home), "%s", home ? home->conf.name : "");
+    snprintf(r.vgpu, sizeof(r.vgpu), "%s", v->conf.name);
+    if (started.pidfd < 0 || !med_executors_add(w->executors, &r))
+        vgpu_warn("the executor of pid %d (%s) is not counted against its caps: %s", (int)c->pid, c->comm,
+                  started.pidfd < 0 ? "the kernel gives no pidfd" : "out of memory");
+    vgpu_info("pid %d (%s, uid %u) has a remote GPU of vGPU %s: executor %d serves it, in cgroup %s", (int)c->pid,
+              c->comm, (unsigned)c->uid, v->conf.name, (int)started.pid,
+              started.cgroup[0] ? started.cgroup : "(vgpu-mediatord's)");
     return false;
 }
 

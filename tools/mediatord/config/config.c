@@ -98,6 +98,7 @@ static void section(struct parse *p, char *text)
     snprintf(p->v->name, sizeof(p->v->name), "%.*s", VGPU_NAME_LEN - 1, name);
     p->v->line = p->line;
     p->v->compute = 100;
+    p->v->max_executors = MED_DEFAULT_EXECUTORS;
     p->v->vm_pinned = MED_DEFAULT_VM_PINNED;
 }
 
@@ -416,14 +417,16 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
                  { "guest", &v->guest_line }, { "enforce", &v->enforce_line }, { "remote", &v->remote_line },
                  { "executor_user", &v->executor_user_line }, { "vm_channels", &v->vm_channels_line },
                  { "vm_pinned", &v->vm_pinned_line }, { "cgroups", &v->cgroups_line },
-                 { "containers", &v->containers_line } };
+                 { "containers", &v->containers_line }, { "max_executors", &v->max_executors_line },
+                 { "executor_cgroup", &v->executor_cgroup_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
         if (strcmp(name, keys[i].key) == 0)
             line = keys[i].line;
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
-                        "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned, cgroups, containers", name,
+                        "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned, cgroups, containers, "
+                        "max_executors, executor_cgroup", name,
                         v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
@@ -479,6 +482,18 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
                             "executor, a size up to 16G, such as 64M", value);
     } else if (line == &v->cgroups_line) {
         return cgroups(p, v, value);
+    } else if (line == &v->max_executors_line) {
+        if (!parse_uint(value, MED_MAX_EXECUTORS, &n) || n == 0)
+            return error_at(p, p->line, "max_executors = %s: how many executors the vGPU's guests may have at "
+                            "once, 1 to %d", value, MED_MAX_EXECUTORS);
+        v->max_executors = (unsigned)n;
+    } else if (line == &v->executor_cgroup_line) {
+        size_t len = strlen(value);
+        if (value[0] != '/' || len < 2 || len >= VGPU_CGROUP_LEN || med_cgroup_outside(value) ||
+            strstr(value, "//") || value[len - 1] == '/')
+            return error_at(p, p->line, "executor_cgroup = %s: a cgroup v2 path below the root, such as "
+                            "/vgpu-executors.slice, made by the operator with pids.max and memory.max", value);
+        snprintf(v->executor_cgroup, sizeof(v->executor_cgroup), "%s", value);
     } else if (line == &v->containers_line) {
         if (!parse_uint(value, MED_MAX_CONTAINERS, &n) || n == 0)
             return error_at(p, p->line, "containers = %s: how many containers may each have a vGPU of this section "
@@ -538,6 +553,10 @@ static int check(struct parse *p)
         if (v->guest && v->remote)
             return error_at(p, v->remote_line, "vGPU %s is a guest's: a VM reaches it through its window, not "
                             "through the mediator's socket, so remote does not apply", v->name);
+        if ((v->max_executors_line || v->executor_cgroup_line) && !v->remote)
+            return error_at(p, v->max_executors_line ? v->max_executors_line : v->executor_cgroup_line,
+                            "vGPU %s: %s applies to a vGPU with remote = yes", v->name,
+                            v->max_executors_line ? "max_executors" : "executor_cgroup");
         if (v->executor_user_line && !v->remote)
             return error_at(p, v->executor_user_line, "vGPU %s: executor_user applies to a vGPU with remote = yes",
                             v->name);

@@ -22,6 +22,8 @@
 #define MED_MAX_CGROUPS 4
 /* containers = N: at most this many vGPUs made of one section. */
 #define MED_MAX_CONTAINERS 64
+#define MED_DEFAULT_EXECUTORS 64   /* max_executors, a vGPU's */
+#define MED_MAX_EXECUTORS 4096
 #define MED_MAX_VM_PINNED (16ull << 30)
 /* Connections one user may hold at once, unless the config says otherwise:
  * one a process, and a machine's tenants seldom run more. */
@@ -78,6 +80,13 @@ struct med_vgpu_conf {
     unsigned containers;
     int containers_line;
     char cls[VGPU_NAME_LEN];      /* a vGPU made so: its CLASS; "" otherwise */
+    /* max_executors = N: executors of its guests at once (remote = yes) */
+    unsigned max_executors;
+    int max_executors_line;
+    /* executor_cgroup = PATH: where its executors go when their guest's
+     * cgroup cannot take them; "" none (docs/guide/remote.md) */
+    char executor_cgroup[VGPU_CGROUP_LEN];
+    int executor_cgroup_line;
 };
 
 struct med_config {

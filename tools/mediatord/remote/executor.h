@@ -17,6 +17,17 @@ struct med_executor_for {
     const char *socket; /* the mediator's socket */
     const char *channels; /* NULL: serve the connection fd (--fd); else fd is a VM's channels file, served
                            * as this many channels (--bar-fd, vm_channels.h) */
+    const char *cgroup;   /* the guest's cgroup v2 path, where the executor is charged; NULL or "" unknown */
+    const char *fallback; /* the vGPU's executor_cgroup, where it goes if not there; NULL none */
+};
+
+/* A started executor: its pid, a pidfd (readable once it ended; -1 where
+ * the kernel has none), and the cgroup it was placed in ("" the
+ * mediator's, where neither of f's could take it). */
+struct med_executor_started {
+    pid_t pid;
+    int pidfd;
+    char cgroup[4096];
 };
 
 /*
@@ -25,10 +36,14 @@ struct med_executor_for {
  * root: a guest running as root, with no executor_user, is refused), holding no other descriptor
  * of the mediator's, with
  * vgpu's libraries preloaded and VGPU_NAME and VGPU_MEDIATOR_SOCKET naming
- * f's vGPU and this mediator.  0, or -1 with err saying why (the mediator
- * cannot become that user, no vgpu-executor or libraries were found).
+ * f's vGPU and this mediator.  Before it runs a line of its own it is
+ * moved into f->cgroup, else f->fallback (docs/guide/remote.md,
+ * "Executors' limits").  0 and *out, or -1 with err saying why (the
+ * mediator cannot become that user, no vgpu-executor or libraries were
+ * found).
  */
-int med_executor_start(const struct med_executor_for *f, char *err, size_t errlen);
+int med_executor_start(const struct med_executor_for *f, struct med_executor_started *out, char *err,
+                       size_t errlen);
 
 /* Whether an executor could be started for f (its user, the mediator's
  * rights, vgpu-executor found): 0, or -1 with err, before anything is said. */

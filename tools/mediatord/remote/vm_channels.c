@@ -93,8 +93,12 @@ int med_vm_channels_serve(int dir, const char *dir_path, const struct med_vgpu_c
     char count[16];
     snprintf(count, sizeof(count), "%u", v->vm_channels);
     struct med_executor_for f = { fd,           v->executor_uid, v->executor_gid, v->executor_groups,
-                                  v->executor_ngroups, v->name,     socket,           count };
-    int r = med_executor_start(&f, err, errlen);
+                                  v->executor_ngroups, v->name,     socket,           count,
+                                  NULL, v->executor_cgroup[0] ? v->executor_cgroup : NULL };
+    struct med_executor_started started;
+    int r = med_executor_start(&f, &started, err, errlen);
+    if (r == 0 && started.pidfd >= 0)
+        close(started.pidfd); /* a VM's supervisor: one a vGPU, started by the operator's config */
     close(fd); /* the supervisor's is its own open description's copy, its lock with it */
     return r;
 }
