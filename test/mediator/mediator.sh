@@ -110,6 +110,8 @@ config-errors)
         "max_executors on a local vGPU|7|[vgpu.a]\ndevices = 0\nuids = 0\nmax_executors = 4|max_executors applies to a vGPU with remote = yes"
         "max_executors of none|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nmax_executors = 0|max_executors = 0|1 to 4096"
         "executor_cgroup not a path|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_cgroup = exec|executor_cgroup = exec: a cgroup v2 path below the root"
+        "pinned on a local vGPU|7|[vgpu.a]\ndevices = 0\nuids = 0\npinned = 1G|pinned applies to a vGPU with remote = yes"
+        "pinned of nothing|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\npinned = 0|pinned = 0: the page-locked memory"
         "executor_cgroup above the root|8|[vgpu.a]\ndevices = 0\nuids = 0\nremote = yes\nexecutor_cgroup = /a/../..|a cgroup v2 path below the root"
         "no vm_channels|9|[vgpu.a]\ndevices = 0\nuids = 0, daemon\nremote = yes\nexecutor_user = daemon\nvm_channels = 0|vm_channels = 0: the CUDA and NVML connections"
         # executor_user: a remote vGPU's, an existing user, never root, one the vGPU admits.

@@ -232,6 +232,41 @@ executors-count-against-their-guests-caps)
     grep -q "cuMemAlloc_v2: 0" "$tmp/quota.out" || fail "a guest after them was not served: $(cat "$tmp/quota.err")"
     ;;
 
+page-locked-memory-is-bounded-per-vgpu)
+    # A vGPU's pinned = bounds the page-locked memory its executors register
+    # of their guests', together, counted by the mediator: with 32 MiB and
+    # 8 KiB, a guest holding 1 MiB leaves another no room for a block of 32
+    # MiB, whose copies still arrive (through messages), but room for its
+    # mapped page; once the first guest is killed, its MiB is the vGPU's
+    # again and one block of 32 MiB is shared.
+    export VGPU_LOG=debug
+    mediator "[vgpu.far]" "devices = 0" "memory = 1G" "compute = 40" "uids = $guest_uid" "remote = yes" \
+             "pinned = 33562624"
+    mkfifo "$tmp/go"
+    $as_guest env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE=mediator VGPU_MEDIATOR_SOCKET="$tmp/sock" VGPU_NAME=far \
+        "$client" pinned-kept "$tmp/go" >"$tmp/kept.out" 2>"$tmp/kept.err" &
+    keeper=$!
+    wait_for held "$tmp/kept.out" 10 || fail "the first guest never held its page-locked MiB"
+    mediated_guest far pinned >"$tmp/second.out" 2>"$tmp/second.err" || fail "the second guest failed"
+    grep -q "asynchronous copies match" "$tmp/second.out" || fail "the second guest's copies did not match"
+    grep -q "would pass its vGPU's pinned = 32 MiB (its guests hold 1 MiB)" "$tmp/med.err" ||
+        fail "the second guest's block was not refused for the vGPU's bound"
+    ! grep -q "block of 33554432 bytes shared and registered" "$tmp/med.err" || fail "a block passed the bound"
+    kill -9 "$keeper"
+    wait "$keeper" 2>/dev/null
+    for _ in $(seq 1 250); do
+        pgrep -u "$guest_uid" -f "vgpu-executor --fd" >/dev/null || break
+        sleep 0.02
+    done
+    mediated_guest far pinned >"$tmp/third.out" 2>"$tmp/third.err" || fail "the third guest failed"
+    grep -q "asynchronous copies match" "$tmp/third.out" || fail "the third guest's copies did not match"
+    [ "$(grep -c "block of 33554432 bytes shared and registered" "$tmp/med.err")" = 1 ] ||
+        fail "the killed guest's MiB did not come back: not one block of 32 MiB shared"
+    grep -q "would pass its vGPU's pinned = 32 MiB (its guests hold 32 MiB)" "$tmp/med.err" ||
+        fail "the third guest's second block was not refused"
+    ;;
+
 paths-match-a-local-run)
     # Every path of the client gives what it gives on the local driver.
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

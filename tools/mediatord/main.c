@@ -348,13 +348,14 @@ static void accept_some(int lfd, struct source *src, bool http, uint64_t now)
     }
 }
 
-/* Connections that were never admitted and sit idle, ones that do not
- * take their answers, and slow scrapes. */
+/* Connections that were never admitted and sit idle (but an executor's
+ * own, which lasts as long as it does: its record bounds it), ones that do
+ * not take their answers, and slow scrapes. */
 static void expire(uint64_t now)
 {
     for (int i = 0; i < world.nclients; i++) {
         struct med_client *c = world.clients[i];
-        const char *why = !c->vgpu && now - c->last_ms > IDLE_MS ? "the idle connection"
+        const char *why = !c->vgpu && !c->executor && now - c->last_ms > IDLE_MS ? "the idle connection"
                           : med_client_waiting(c) && now - c->out.since_ms > MED_STALL_MS
                               ? "the connection that does not read its answers"
                               : NULL;

@@ -233,6 +233,20 @@ ssize_t vgpu_proto_parse(const uint8_t *buf, size_t len, size_t max_payload, str
         if (!TERMINATED(msg->u.bound.vgpu) || !TERMINATED(msg->u.bound.cgroup))
             return vgpu_fail(err, errlen, "malformed BOUND");
         break;
+    case VGPU_MSG_PIN:
+        if (!fixed(h.length, sizeof(msg->u.pin), h.type, err, errlen))
+            return -1;
+        memcpy(&msg->u.pin, p, sizeof(msg->u.pin));
+        if ((msg->u.pin.flags & ~VGPU_PIN_RELEASE) || msg->u.pin.reserved)
+            return vgpu_fail(err, errlen, "malformed PIN");
+        break;
+    case VGPU_MSG_PINNED:
+        if (!fixed(h.length, sizeof(msg->u.pinned), h.type, err, errlen))
+            return -1;
+        memcpy(&msg->u.pinned, p, sizeof(msg->u.pinned));
+        if (msg->u.pinned.granted > 1)
+            return vgpu_fail(err, errlen, "malformed PINNED");
+        break;
     case VGPU_MSG_CLUSTER:
         if (check_cluster(p, h.length, err, errlen) != 0)
             return -1;

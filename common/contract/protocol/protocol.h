@@ -59,6 +59,9 @@ enum vgpu_msg_type {
     VGPU_MSG_CLUSTER_REQUEST = 16, /* device plugin: the vGPUs made for containers, their bindings and health
                                       (asked only of a mediator whose STATUS has VGPU_STATUS_HAS_CLUSTER) */
     VGPU_MSG_CLUSTER = 17,       /* mediator: a header and a record per vGPU */
+    VGPU_MSG_PIN = 18,           /* an executor the mediator started: may its guest's page-locked memory
+                                    grow (or shrink) by this much (docs/guide/remote.md, "Executors' limits") */
+    VGPU_MSG_PINNED = 19,        /* mediator: granted or not, against the vGPU's pinned = */
 };
 
 struct vgpu_proto_header {
@@ -114,6 +117,22 @@ struct vgpu_msg_bound {
     char cgroup[VGPU_CGROUP_LEN]; /* "" when unbound */
 };
 
+#define VGPU_PIN_RELEASE 1u /* the bytes are given back, not asked for */
+
+struct vgpu_msg_pin {
+    uint64_t bytes;
+    uint32_t flags;            /* VGPU_PIN_RELEASE, or 0 */
+    uint32_t reserved;         /* 0 */
+};
+
+struct vgpu_msg_pinned {
+    uint32_t granted;          /* 1: the executor may pin the bytes; 0: they would pass the vGPU's pinned = */
+    uint32_t reserved;
+    uint64_t held;             /* this connection's bytes now */
+    uint64_t vgpu_held;        /* the vGPU's guests' bytes now */
+    uint64_t limit;            /* the vGPU's pinned = */
+};
+
 /* ---- CLUSTER: a header, then n records ---- */
 
 #define VGPU_CLUSTER_MAX 256
@@ -158,6 +177,7 @@ _Static_assert(sizeof(struct vgpu_cluster_vgpu) == 96, "a CLUSTER record is 96 b
 #define VGPU_STATUS_HAS_WATCH 1u   /* WATCH_REQUEST */
 #define VGPU_STATUS_HAS_COMPUTE 2u /* COMPUTE_REQUEST */
 #define VGPU_STATUS_HAS_CLUSTER 4u /* BIND and CLUSTER_REQUEST */
+#define VGPU_STATUS_HAS_PIN 8u     /* PIN, from the executors it started */
 
 struct vgpu_status_header {
     uint32_t nvgpus;
@@ -306,6 +326,8 @@ struct vgpu_msg {
         struct vgpu_msg_entered entered;
         struct vgpu_msg_bind bind;
         struct vgpu_msg_bound bound;
+        struct vgpu_msg_pin pin;
+        struct vgpu_msg_pinned pinned;
     } u;
     /* STATUS: validated, pointing into the parsed buffer (may be unaligned:
      * copy records out with vgpu_proto_status_vgpu/_proc). */

@@ -20,6 +20,19 @@
  * connection is to close. */
 #define VGPU_EXEC_CLOSE (-2)
 
+/* The vGPU's bound on page-locked memory, counted by the mediator that
+ * started the executor (pin_budget.c): may bytes more be pinned?  Refused
+ * gives the vGPU's bytes held and its pinned = in *vgpu_held and *limit;
+ * uncounted: no mediator counts them, the executor's own bound alone holds. */
+enum vgpu_exec_pin {
+    VGPU_EXEC_PIN_GRANTED,
+    VGPU_EXEC_PIN_REFUSED,
+    VGPU_EXEC_PIN_UNCOUNTED,
+};
+enum vgpu_exec_pin vgpu_exec_pin(uint64_t bytes, uint64_t *vgpu_held, uint64_t *limit);
+/* Gives back bytes granted (nothing where none were counted). */
+void vgpu_exec_unpin(uint64_t bytes);
+
 /* How long a guest has to say its HELLO once connected (serve.c). */
 #define VGPU_EXEC_HELLO_MS 5000
 

@@ -186,6 +186,20 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
         x->said_pinned = true;
         return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
     }
+    /* Then the vGPU's bound, across its guests (pin_budget.c). */
+    uint64_t vgpu_held = 0, vgpu_limit = 0;
+    enum vgpu_exec_pin pin = vgpu_exec_pin(length, &vgpu_held, &vgpu_limit);
+    if (pin == VGPU_EXEC_PIN_REFUSED) {
+        if (fd >= 0)
+            close(fd);
+        if (!x->said_pinned)
+            vgpu_warn("executor: the guest's page-locked block of %llu MiB would pass its vGPU's pinned = %llu MiB "
+                      "(its guests hold %llu MiB): the block stays the guest's own (said once)",
+                      (unsigned long long)(length >> 20), (unsigned long long)(vgpu_limit >> 20),
+                      (unsigned long long)(vgpu_held >> 20));
+        x->said_pinned = true;
+        return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
+    }
     CUresult (*reg)(void *, size_t, unsigned) =
         x->lib->id == 0 ? (CUresult(*)(void *, size_t, unsigned))vgpu_exec_function_named(x, "cuMemHostRegister_v2")
                         : NULL;
@@ -226,9 +240,12 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     else if (at != MAP_FAILED && fd >= 0)
         munmap(at, length);
     free(b);
-    if (code != CUDA_SUCCESS)
+    if (code != CUDA_SUCCESS) {
+        if (pin == VGPU_EXEC_PIN_GRANTED)
+            vgpu_exec_unpin(length);
         vgpu_debug("executor: %llu bytes of the guest's page-locked memory not shared: %d", (unsigned long long)length,
                    code);
+    }
     return reply(x, code, &view);
 }
 
@@ -249,6 +266,7 @@ int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
     CUresult (*unreg)(void *) = (CUresult(*)(void *))vgpu_exec_function_named(x, "cuMemHostUnregister");
     int code = unreg ? unreg(b->at) : CUDA_SUCCESS;
     unmap_block(x, b->at, b->length); /* kept reserved, never the executor's again (above) */
+    vgpu_exec_unpin(b->length);
     free(b);
     return reply(x, code, NULL);
 }

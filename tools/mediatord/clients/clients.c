@@ -338,6 +338,30 @@ static bool remote(struct med_client *c, struct med_world *w, const struct vgpu_
     return false;
 }
 
+/* PIN from an executor this mediator started: its guest's page-locked
+ * memory, counted against its vGPU's pinned = across the vGPU's executors;
+ * an executor that ends gives its bytes back with its record. */
+static bool pin(struct med_client *c, struct med_world *w, const struct vgpu_msg_pin *q)
+{
+    med_executors_prune(w->executors);
+    struct med_executor_record *r = c->executor ? med_executors_find(w->executors, c->pid) : NULL;
+    if (!r)
+        return refuse(c, VGPU_REFUSE_BAD_REQUEST, "PIN is taken from an executor vgpu-mediatord started alone");
+    const struct med_vgpu *v = med_vgpus_find(w->vgpus, r->vgpu);
+    struct vgpu_msg_pinned a = { .limit = v ? v->conf.pinned : 0 };
+    uint64_t held = med_executors_pinned(w->executors, r->vgpu);
+    if (q->flags & VGPU_PIN_RELEASE) {
+        r->pinned -= q->bytes < r->pinned ? q->bytes : r->pinned;
+        a.granted = 1;
+    } else if (v && !v->retired && q->bytes <= a.limit && held <= a.limit - q->bytes) {
+        r->pinned += q->bytes;
+        a.granted = 1;
+    }
+    a.held = r->pinned;
+    a.vgpu_held = med_executors_pinned(w->executors, r->vgpu);
+    return send_or_drop(c, VGPU_MSG_PINNED, &a, sizeof(a), NULL, 0);
+}
+
 /* BIND: a container runtime's hook, or the device plugin (cgroups.h). */
 static bool bind_vgpu(struct med_client *c, struct med_world *w, const struct vgpu_msg_bind *b)
 {
@@ -419,6 +443,8 @@ static bool handle(struct med_client *c, struct med_world *w, const struct vgpu_
         if (c->vgpu)
             return refuse(c, VGPU_REFUSE_BAD_REQUEST, "BIND on a connection admitted to a vGPU");
         return bind_vgpu(c, w, &m->u.bind);
+    case VGPU_MSG_PIN:
+        return pin(c, w, &m->u.pin);
     case VGPU_MSG_CLUSTER_REQUEST:
         payload = med_cluster_build(w, c->uid, c->gid, c->groups, c->ngroups, &len);
         return send_built(c, VGPU_MSG_CLUSTER, payload, len);

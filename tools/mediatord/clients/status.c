@@ -81,7 +81,8 @@ uint8_t *med_status_build(struct med_world *w, uid_t uid, gid_t gid, const gid_t
                           uint32_t *len)
 {
     const struct med_vgpus *all = w->vgpus;
-    struct vgpu_status_header h = { .epoch = all->epoch, .features = VGPU_STATUS_HAS_WATCH | VGPU_STATUS_HAS_COMPUTE | VGPU_STATUS_HAS_CLUSTER,
+    struct vgpu_status_header h = { .epoch = all->epoch, .features = VGPU_STATUS_HAS_WATCH | VGPU_STATUS_HAS_COMPUTE | VGPU_STATUS_HAS_CLUSTER |
+                                                                           VGPU_STATUS_HAS_PIN,
                                     .refused_admissions = all->refused_admissions };
     vgpu_proto_copy_string(h.version, sizeof(h.version), VGPU_VERSION);
     int index[MED_MAX_VGPUS * 2];

@@ -418,6 +418,7 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
                  { "executor_user", &v->executor_user_line }, { "vm_channels", &v->vm_channels_line },
                  { "vm_pinned", &v->vm_pinned_line }, { "cgroups", &v->cgroups_line },
                  { "containers", &v->containers_line }, { "max_executors", &v->max_executors_line },
+                 { "pinned", &v->pinned_line },
                  { "executor_cgroup", &v->executor_cgroup_line } };
     int *line = NULL;
     for (size_t i = 0; i < sizeof(keys) / sizeof(*keys); i++)
@@ -426,7 +427,7 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
     if (!line)
         return error_at(p, p->line, "unknown key %s in [vgpu.%s]; known: devices, memory, compute, compute_mode, "
                         "uids, gids, guest, enforce, remote, executor_user, vm_channels, vm_pinned, cgroups, containers, "
-                        "max_executors, executor_cgroup", name,
+                        "max_executors, executor_cgroup, pinned", name,
                         v->name);
     if (*line)
         return error_at(p, p->line, "%s is set twice in [vgpu.%s] (first at line %d)", name, v->name, *line);
@@ -482,6 +483,10 @@ static int vgpu_key(struct parse *p, const char *name, const char *value)
                             "executor, a size up to 16G, such as 64M", value);
     } else if (line == &v->cgroups_line) {
         return cgroups(p, v, value);
+    } else if (line == &v->pinned_line) {
+        if (vgpu_parse_size(value, &v->pinned) != 0 || v->pinned == 0)
+            return error_at(p, p->line, "pinned = %s: the page-locked memory the vGPU's executors may register "
+                            "of their guests', together, a size such as 8G", value);
     } else if (line == &v->max_executors_line) {
         if (!parse_uint(value, MED_MAX_EXECUTORS, &n) || n == 0)
             return error_at(p, p->line, "max_executors = %s: how many executors the vGPU's guests may have at "
@@ -530,6 +535,21 @@ static int handler(void *user, const char *sec, const char *name, const char *va
     return error_at(p, p->line, "%s = %s is outside any section", name, value);
 }
 
+/* pinned = where not set: the vGPU's memory (on all its devices), at most
+ * half the host's; half the host's where its memory is the whole GPU's. */
+static void default_pinned(struct med_config *c)
+{
+    long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
+    uint64_t half = pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : UINT64_MAX;
+    for (int i = 0; i < c->nvgpus; i++) {
+        struct med_vgpu_conf *v = &c->vgpu[i];
+        uint64_t memory = v->memory && v->memory <= UINT64_MAX / (unsigned)v->ndev ? v->memory * (unsigned)v->ndev
+                                                                                   : half;
+        if (!v->pinned_line)
+            v->pinned = memory < half ? memory : half;
+    }
+}
+
 /* What a whole file must hold beyond each line being right. */
 static int check(struct parse *p)
 {
@@ -553,10 +573,16 @@ static int check(struct parse *p)
         if (v->guest && v->remote)
             return error_at(p, v->remote_line, "vGPU %s is a guest's: a VM reaches it through its window, not "
                             "through the mediator's socket, so remote does not apply", v->name);
-        if ((v->max_executors_line || v->executor_cgroup_line) && !v->remote)
-            return error_at(p, v->max_executors_line ? v->max_executors_line : v->executor_cgroup_line,
-                            "vGPU %s: %s applies to a vGPU with remote = yes", v->name,
-                            v->max_executors_line ? "max_executors" : "executor_cgroup");
+        const struct {
+            int line;
+            const char *key;
+        } remote_only[] = { { v->max_executors_line, "max_executors" },
+                            { v->executor_cgroup_line, "executor_cgroup" },
+                            { v->pinned_line, "pinned" } };
+        for (size_t k = 0; k < sizeof(remote_only) / sizeof(*remote_only) && !v->remote; k++)
+            if (remote_only[k].line)
+                return error_at(p, remote_only[k].line, "vGPU %s: %s applies to a vGPU with remote = yes", v->name,
+                                remote_only[k].key);
         if (v->executor_user_line && !v->remote)
             return error_at(p, v->executor_user_line, "vGPU %s: executor_user applies to a vGPU with remote = yes",
                             v->name);
@@ -682,6 +708,8 @@ int med_config_load(const char *path, struct med_config *c, char *err, size_t er
     }
     if (!p.err[0])
         check(&p);
+    if (!p.err[0])
+        default_pinned(c);
     if (!p.err[0])
         make_containers(&p);
     if (p.err[0]) {

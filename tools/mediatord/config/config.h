@@ -80,6 +80,11 @@ struct med_vgpu_conf {
     unsigned containers;
     int containers_line;
     char cls[VGPU_NAME_LEN];      /* a vGPU made so: its CLASS; "" otherwise */
+    /* pinned = SIZE: the page-locked memory its executors may register of
+     * their guests', together (remote = yes); default: its memory, at most
+     * half the host's */
+    uint64_t pinned;
+    int pinned_line;
     /* max_executors = N: executors of its guests at once (remote = yes) */
     unsigned max_executors;
     int max_executors_line;

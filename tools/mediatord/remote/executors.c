@@ -36,12 +36,26 @@ bool med_executors_add(struct med_executors *e, const struct med_executor_record
     return true;
 }
 
-bool med_executors_has(struct med_executors *e, pid_t pid)
+struct med_executor_record *med_executors_find(struct med_executors *e, pid_t pid)
 {
     for (int i = 0; i < e->n; i++)
         if (e->rec[i].pid == pid)
-            return true;
-    return false;
+            return &e->rec[i];
+    return NULL;
+}
+
+bool med_executors_has(struct med_executors *e, pid_t pid)
+{
+    return med_executors_find(e, pid) != NULL;
+}
+
+uint64_t med_executors_pinned(const struct med_executors *e, const char *vgpu)
+{
+    uint64_t n = 0;
+    for (int i = 0; i < e->n; i++)
+        if (strcmp(e->rec[i].vgpu, vgpu) == 0)
+            n += e->rec[i].pinned;
+    return n;
 }
 
 int med_executors_of_uid(const struct med_executors *e, uid_t uid, const char *home)

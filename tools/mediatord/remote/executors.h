@@ -20,6 +20,7 @@ struct med_executor_record {
     uid_t guest_uid;          /* whose caps it counts against */
     char home[VGPU_NAME_LEN]; /* the vGPU of its guest's cgroup, "" none (clients.c's over_cap) */
     char vgpu[VGPU_NAME_LEN]; /* the vGPU it serves */
+    uint64_t pinned;          /* its guest's page-locked bytes it registered, granted by PIN */
 };
 
 /* Owned by main.c's loop thread (the world's), its one user. */
@@ -36,6 +37,12 @@ bool med_executors_add(struct med_executors *e, const struct med_executor_record
 
 /* Whether pid is a live executor of this mediator's. */
 bool med_executors_has(struct med_executors *e, pid_t pid);
+
+/* The live executor pid's record, or NULL. */
+struct med_executor_record *med_executors_find(struct med_executors *e, pid_t pid);
+
+/* The page-locked bytes the executors of vgpu hold, together. */
+uint64_t med_executors_pinned(const struct med_executors *e, const char *vgpu);
 
 /* Executors of uid's guests whose cgroup's vGPU is home ("" none). */
 int med_executors_of_uid(const struct med_executors *e, uid_t uid, const char *home);
