@@ -8,13 +8,13 @@
 #include "forwarder/remote/transport/wire.h"
 
 #include <dlfcn.h>
-#include <stdbool.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <poll.h>
 #include <sys/ioctl.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>

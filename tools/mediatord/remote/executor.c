@@ -200,7 +200,7 @@ int med_executor_start(const struct med_executor_for *f, struct med_executor_sta
         if (write(go[1], "g", 1) != 1)
             out->pid = -1; /* the grandchild is gone: nothing runs */
     }
-    close(go[1]); /* lets the intermediate go, and a grandchild not let go end */
+    close(go[1]); /* a grandchild not let go (no byte) ends */
     int status = 0;
     int waited = child > 0 ? (int)waitpid(child, &status, 0) : -1;
     free(preload);
