@@ -289,6 +289,19 @@ typedef struct CUuuid_st {
     char bytes[16];
 } CUuuid;
 
+/* Interprocess handles: what one process gives another to open its
+ * device memory or an event (cuIpc*). */
+#define CU_IPC_HANDLE_SIZE 64
+typedef struct CUipcEventHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcEventHandle;
+typedef struct CUipcMemHandle_st {
+    char reserved[CU_IPC_HANDLE_SIZE];
+} CUipcMemHandle;
+typedef enum CUipcMem_flags_enum {
+    CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS = 0x1
+} CUipcMem_flags;
+
 typedef enum CUdevice_attribute_enum {
     CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_BLOCK = 1,
     CU_DEVICE_ATTRIBUTE_MAX_BLOCK_DIM_X = 2,
@@ -1030,6 +1043,11 @@ CUresult CUDAAPI cuMemAlloc_v2(CUdeviceptr *dptr, size_t bytesize);
 CUresult CUDAAPI cuMemAllocPitch_v2(CUdeviceptr *dptr, size_t *pPitch, size_t WidthInBytes, size_t Height,
                                     unsigned int ElementSizeBytes);
 CUresult CUDAAPI cuMemFree_v2(CUdeviceptr dptr);
+CUresult CUDAAPI cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr);
+CUresult CUDAAPI cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
+CUresult CUDAAPI cuIpcCloseMemHandle(CUdeviceptr dptr);
+CUresult CUDAAPI cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event);
+CUresult CUDAAPI cuIpcOpenEventHandle(CUevent *phEvent, CUipcEventHandle handle);
 CUresult CUDAAPI cuMemGetAddressRange_v2(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dptr);
 CUresult CUDAAPI cuMemAllocHost_v2(void **pp, size_t bytesize);
 CUresult CUDAAPI cuMemFreeHost(void *p);
@@ -1217,6 +1235,7 @@ CUresult CUDAAPI cuCtxPushCurrent(CUcontext ctx);
 CUresult CUDAAPI cuCtxPopCurrent(CUcontext *pctx);
 CUresult CUDAAPI cuMemGetInfo(unsigned int *free, unsigned int *total);
 CUresult CUDAAPI cuMemAlloc(CUdeviceptr_v1 *dptr, unsigned int bytesize);
+CUresult CUDAAPI cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags);
 CUresult CUDAAPI cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned int WidthInBytes,
                                  unsigned int Height, unsigned int ElementSizeBytes);
 CUresult CUDAAPI cuMemFree(CUdeviceptr_v1 dptr);

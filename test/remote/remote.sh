@@ -267,6 +267,33 @@ page-locked-memory-is-bounded-per-vgpu)
         fail "the third guest's second block was not refused"
     ;;
 
+ipc-between-guests-matches-a-local-run)
+    # Two processes share device memory and an event by IPC handles, as
+    # torch.multiprocessing does: natively, then as two guests, each
+    # through an executor process of its own; the taker sees the giver's
+    # bytes and the giver the taker's writes; a process's own handle, a
+    # forged one and a handle closed twice are refused alike.
+    ipc() { # ipc DIR RUNNER...: the giver and the taker, at once
+        local dir=$1; shift
+        mkdir -p "$dir"
+        "$@" "$build/test/remote/ipc_client" give "$dir" >"$dir/give.out" 2>"$dir/give.err" &
+        local giver=$!
+        "$@" "$build/test/remote/ipc_client" take "$dir" >"$dir/take.out" 2>"$dir/take.err" ||
+            fail "the taker failed: $(tail -1 "$dir/take.err")"
+        wait "$giver" || fail "the giver failed: $(tail -1 "$dir/give.err")"
+    }
+    ipc "$tmp/local" env VGPU_BAR0="$tmp/local.bar0"
+    executor
+    ipc "$tmp/remote" env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock"
+    for side in give take; do
+        diff "$tmp/local/$side.out" "$tmp/remote/$side.out" >"$tmp/diff.out" ||
+            fail "the guests' $side differs from the local run's"
+    done
+    grep -q "the taker sees the giver's bytes: all" "$tmp/remote/take.out" || fail "the taker did not see the bytes"
+    grep -q "its second 0x22 (the taker's write)" "$tmp/remote/give.out" || fail "the giver did not see the write"
+    ;;
+
 paths-match-a-local-run)
     # Every path of the client gives what it gives on the local driver.
     env VGPU_BAR0="$tmp/local.bar0" "$client" paths >"$tmp/local.out" 2>"$tmp/local.err" ||

@@ -700,7 +700,9 @@ class Message:
             elif fo is not None and fo.count.kind == "field" and fo.count.of_request:
                 rooms.append(n)  # the reply lands in the caller's array: checked once the counts are read
             if fi is not None:
-                if fi.kind == "struct" and fi.count.kind == "one":
+                if fi.kind == "struct" and fi.count.kind == "one" and pointee(t) is None:
+                    lines.append("    in.%s = %s;" % (n, n))  # a struct passed by value (an IPC handle)
+                elif fi.kind == "struct" and fi.count.kind == "one":
                     if fo is None or fo.count.kind != "one":
                         lines.append(invalid % (n, call.result(), self.lib.invalid))
                     lines.append("    memcpy(&in.%s, %s, sizeof(in.%s));" % (n, n, n))
@@ -789,7 +791,7 @@ class Message:
                 lines.insert(0, "if (in->%s && !vgpu_exec_device_memory(x, (uint64_t)in->%s, \"%s\"))\n    "
                              "return vgpu_exec_reply(x, %s, NULL, 0);" % (n, n, call.name, self.lib.invalid))
             if fi.kind == "struct" and fi.count.kind == "one":
-                args.append("&in->%s" % n)
+                args.append("&in->%s" % n if pointee(t) is not None else "in->%s" % n)
             elif fi.scalar() and pointee(t) not in (None, "void"):
                 lines.append("%s v_%s = in->%s;" % (self.value_type(fi), n, n))
                 args.append("&v_%s" % n)

@@ -135,6 +135,7 @@ enum alloc_kind {
     A_RESERVE,    /* cuMemAddressReserve: PROT_NONE address range */
     A_MAPPED,     /* cuMemMap: part of a reservation backed by a handle */
     A_REGISTERED, /* cuMemHostRegister: the caller's memory, not counted */
+    A_IPC,        /* cuIpcOpenMemHandle: another process's device memory, not counted here */
 };
 
 struct CUmemPoolHandle_st;
@@ -148,13 +149,15 @@ struct alloc {
     struct CUmemPoolHandle_st *pool;
     struct vmm_handle *handle;
     struct CUctx_st *ctx; /* A_DEVICE: the context it was made in; freed with it */
+    int ipc_fd;           /* A_DEVICE given to other processes (cuIpcGetMemHandle): its memfd + 1; 0 none */
     struct alloc *next;
 };
 
 /* Owned by allocations.c: what the fake handed out, under fake_lock. */
 FAKEGPU_HIDDEN extern struct alloc *fake_allocs;
 
-#define ACCESSIBLE ((1u << A_DEVICE) | (1u << A_POOL) | (1u << A_HOST) | (1u << A_MAPPED) | (1u << A_REGISTERED))
+#define ACCESSIBLE                                                                                                     \
+    ((1u << A_DEVICE) | (1u << A_POOL) | (1u << A_HOST) | (1u << A_MAPPED) | (1u << A_REGISTERED) | (1u << A_IPC))
 
 /* allocations.c */
 FAKEGPU_HIDDEN void *fake_map_bytes(size_t size, int prot, int low32);

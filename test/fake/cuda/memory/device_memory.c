@@ -9,6 +9,7 @@
 #include <limits.h>
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 /*
  * Freed device mappings of up to 64 MiB, kept for an allocation of the same
@@ -83,6 +84,8 @@ void fake_free_context_allocs_locked(struct CUctx_st *ctx)
         }
         *pp = a->next;
         fake_uncharge(a->dev, a->size);
+        if (a->ipc_fd)
+            close(a->ipc_fd - 1);
         munmap((void *)a->base, a->size);
         free(a);
     }
@@ -163,6 +166,10 @@ CUresult fake_mem_free(CUdeviceptr ptr)
     if (a->kind == A_POOL) {
         munmap((void *)a->base, a->size);
         fake_pool_return_block(a);
+    } else if (a->ipc_fd) { /* shared with other processes now: never handed out again */
+        close(a->ipc_fd - 1);
+        munmap((void *)a->base, a->size);
+        fake_uncharge(a->dev, a->size);
     } else {
         unmap_or_keep((void *)a->base, a->size);
         fake_uncharge(a->dev, a->size);
