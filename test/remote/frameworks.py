@@ -72,6 +72,36 @@ def torch_infer():
     print("ok torch pinned round trip")
 
 
+def _ipc_child(tensors, sums):
+    import torch
+    t = tensors.get()  # the parent's CUDA tensor, opened by its IPC handle
+    t.add_(1)
+    torch.cuda.synchronize()
+    sums.put(float(t.double().sum()))
+    tensors.get()  # the parent's word that it has read the tensor back
+
+
+def torch_ipc():
+    """A CUDA tensor sent to a process torch.multiprocessing started: the
+    child writes it in place, the parent sees the writes (cuIpc*)."""
+    import torch
+    import torch.multiprocessing as mp
+    ctx = mp.get_context("spawn")
+    tensors, sums = ctx.Queue(), ctx.Queue()
+    child = ctx.Process(target=_ipc_child, args=(tensors, sums))
+    child.start()
+    t = torch.arange(1 << 20, device="cuda", dtype=torch.float32)
+    tensors.put(t)
+    child_sum = sums.get(timeout=300)
+    torch.cuda.synchronize()
+    print("result ipc_child_sum %.6e" % child_sum)
+    print("result ipc_parent_sum %.6e" % float(t.double().sum()))
+    tensors.put(None)
+    child.join(300)
+    assert child.exitcode == 0, child.exitcode
+    print("ok torch tensor written in place by a torch.multiprocessing child")
+
+
 def torch_graph():
     import torch
     torch.manual_seed(2)
@@ -361,7 +391,7 @@ def pynvml_query():
 WORKLOADS = {"torch-train": torch_train, "torch-bf16": torch_bf16, "torch-infer": torch_infer, "torch-graph": torch_graph,
              "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "jax": jax_jit,
              "pynvml": pynvml_query,
-             "torch-compile": torch_compile, "driver-files": driver_files}
+             "torch-compile": torch_compile, "driver-files": driver_files, "torch-ipc": torch_ipc}
 
 if __name__ == "__main__":
     WORKLOADS[sys.argv[1]]()

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The gpu suite's check of real clients on a remote GPU (docs/design/remote.md):
 # PyTorch (a training step in fp32 and one in bf16, inference with a pinned
-# copy, a CUDA graph, the quota's torch.OutOfMemoryError, torch.compile in
+# copy, a CUDA graph, the quota's torch.OutOfMemoryError, a tensor written by a
+# torch.multiprocessing child through IPC, torch.compile in
 # its default and reduce-overhead modes), CuPy, cuda-python (NVRTC, the
 # driver API, a 2D copy), the driver API as a C program calls it (contexts
 # by cuCtxCreate_v4, a cubin from a file), JAX, pynvml and nvidia-smi, each run
@@ -18,7 +19,7 @@
 gpu_check "$@"
 out=$(realpath "$out")
 shift $(($# < 2 ? $# : 2))
-workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom torch-compile cupy cudapy driver-files jax pynvml
+workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom torch-compile torch-ipc cupy cudapy driver-files jax pynvml
     smi}
 need_root "the guests run in a mount namespace of their own"
 need_private_mounts
