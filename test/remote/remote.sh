@@ -303,6 +303,10 @@ paths-match-a-local-run)
     diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" || fail "the remote run differs from the local one"
     grep -q "elements wrong after the kernel 0" "$tmp/remote.out" || fail "the kernel did not run remotely"
     grep -q "fakegpu linked 3: kernels.ptx, wrapped" "$tmp/remote.out" || fail "the fatbin wrapper was not linked"
+    grep -q "array bytes back from 1024: match" "$tmp/remote.out" || fail "an array's bytes did not come back"
+    grep -q "array to device: match" "$tmp/remote.out" || fail "an array's bytes did not reach device memory"
+    grep -q "3D box weighs [1-9]" "$tmp/remote.out" || fail "the 3D copies moved nothing"
+    grep -q "cuMemcpy3D_v2 of a mipmap level: 801" "$tmp/remote.out" || fail "a mipmap level's copy was not refused"
     # The guest never loaded a driver: only vgpu.
     guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
     grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
@@ -544,8 +548,11 @@ forged-handles-are-refused)
         fail "the executor did not refuse the captured copy itself"
     grep -q "cuModuleLoadDataEx with symbols: 801" "$tmp/forged.out" ||
         fail "a JIT option passing the guest's pointers was not refused (801)"
-    grep -q "cuIpcGetMemHandle: 801" "$tmp/forged.out" || fail "cuIpcGetMemHandle was not refused"
-    grep -q "cuIpcGetMemHandle is not carried" "$tmp/forged.err" || fail "the refusal was not logged"
+    grep -q "cuIpcGetMemHandle forged pointer: 1" "$tmp/forged.out" ||
+        fail "an IPC handle of memory not the guest's was not refused (1)"
+    grep -q "cuCheckpointProcessLock: 801" "$tmp/forged.out" || fail "cuCheckpointProcessLock was not refused"
+    grep -q "cuCheckpointProcessLock is not carried: a checkpoint acts on host processes" "$tmp/forged.err" ||
+        fail "the refusal was not logged with its reason"
     grep -q "cuGetExportTable unknown: 500" "$tmp/forged.out" || fail "an unknown private table was found (want 500)"
     grep -q "no private table 00000000-" "$tmp/forged.err" || fail "the unknown private table was not logged"
     guest paths >"$tmp/after.out" 2>"$tmp/after.err" || fail "the executor did not serve on after the forgery"

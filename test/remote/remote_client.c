@@ -600,6 +600,74 @@ static void an_array(void)
     SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
 }
 
+/* The sum of n bytes, each weighted by its place: what a copy left, told
+ * apart from the same bytes elsewhere. */
+static unsigned long long weighed(const void *bytes, size_t n)
+{
+    unsigned long long sum = 0;
+    for (size_t i = 0; i < n; i++)
+        sum += (unsigned long long)((const unsigned char *)bytes)[i] * (i % 251 + 1);
+    return sum;
+}
+
+/* Copies with arrays and in three dimensions: the guest's memory to an
+ * array and back (whole and from an offset, plainly and on a stream), an
+ * array to and from device memory, 3D boxes between padded host memory,
+ * an array and pitched device memory; a copy past an array, and one of a
+ * mipmap level, refused. */
+static void arrays_and_3d_copies(void)
+{
+    enum { W = 64, H = 8, D = 4, ROW = W * 4, BYTES = ROW * H * D };
+    CUDA_ARRAY3D_DESCRIPTOR desc = { .Width = W, .Height = H, .Depth = D, .Format = CU_AD_FORMAT_FLOAT,
+                                     .NumChannels = 1 };
+    CUarray array;
+    SHOW("cuArray3DCreate_v2", F(cuArray3DCreate_v2)(&array, &desc));
+    static unsigned char host[BYTES], back[BYTES], padded[320 * 10 * D];
+    for (size_t i = 0; i < BYTES; i++)
+        host[i] = (unsigned char)(i * 7 + 3);
+    SHOW("cuMemcpyHtoA_v2", F(cuMemcpyHtoA_v2)(array, 0, host, BYTES));
+    memset(back, 0, sizeof(back));
+    SHOW("cuMemcpyAtoH_v2 from an offset", F(cuMemcpyAtoH_v2)(back, array, 1024, 4096));
+    printf("array bytes back from 1024: %s\n", memcmp(back, host + 1024, 4096) == 0 ? "match" : "differ");
+    SHOW("cuMemcpyAtoD_v2", F(cuMemcpyAtoD_v2)(p.d, array, 0, BYTES));
+    memset(back, 0, sizeof(back));
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(back, p.d, BYTES));
+    printf("array to device: %s\n", memcmp(back, host, BYTES) == 0 ? "match" : "differ");
+    /* 3D: a box of the padded host memory (pitch 320, 10 rows a layer) into the array. */
+    for (size_t i = 0; i < sizeof(padded); i++)
+        padded[i] = (unsigned char)(i * 13 + 1);
+    CUDA_MEMCPY3D c = { .srcMemoryType = CU_MEMORYTYPE_HOST, .srcHost = padded, .srcXInBytes = 32, .srcY = 1,
+                        .srcPitch = 320, .srcHeight = 10, .dstMemoryType = CU_MEMORYTYPE_ARRAY, .dstArray = array,
+                        .WidthInBytes = ROW, .Height = H, .Depth = D };
+    SHOW("cuMemcpy3D_v2 host to array", F(cuMemcpy3D_v2)(&c));
+    /* The array into pitched device memory (512 bytes a row, 8 rows a layer), on a stream. */
+    CUDA_MEMCPY3D a2d = { .srcMemoryType = CU_MEMORYTYPE_ARRAY, .srcArray = array,
+                          .dstMemoryType = CU_MEMORYTYPE_DEVICE, .dstDevice = p.d, .dstPitch = 512, .dstHeight = H,
+                          .WidthInBytes = ROW, .Height = H, .Depth = D };
+    SHOW("cuMemcpy3DAsync_v2 array to device", F(cuMemcpy3DAsync_v2)(&a2d, p.s));
+    /* A box of it back: 64 bytes from x 16, 3 rows from y 1, 2 layers from z 1. */
+    memset(back, 0, sizeof(back));
+    CUDA_MEMCPY3D d2h = { .srcMemoryType = CU_MEMORYTYPE_DEVICE, .srcDevice = p.d, .srcXInBytes = 16, .srcY = 1,
+                          .srcZ = 1, .srcPitch = 512, .srcHeight = H, .dstMemoryType = CU_MEMORYTYPE_HOST,
+                          .dstHost = back, .dstPitch = 100, .dstHeight = 4, .WidthInBytes = 64, .Height = 3,
+                          .Depth = 2 };
+    SHOW("cuMemcpy3DAsync_v2 device to host", F(cuMemcpy3DAsync_v2)(&d2h, p.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
+    printf("3D box weighs %llu\n", weighed(back, 100 * 4 * 2));
+    /* On a stream: host to array and back. */
+    SHOW("cuMemcpyHtoAAsync_v2", F(cuMemcpyHtoAAsync_v2)(array, 4096, host, 4096, p.s));
+    memset(back, 0, sizeof(back));
+    SHOW("cuMemcpyAtoHAsync_v2", F(cuMemcpyAtoHAsync_v2)(back, array, 0, BYTES, p.s));
+    SHOW("cuStreamSynchronize", F(cuStreamSynchronize)(p.s));
+    printf("array after the asynchronous copy weighs %llu\n", weighed(back, BYTES));
+    strict = 0;
+    SHOW("cuMemcpyAtoH_v2 past the array", F(cuMemcpyAtoH_v2)(back, array, BYTES - 16, 64));
+    c.dstLOD = 1;
+    SHOW("cuMemcpy3D_v2 of a mipmap level", F(cuMemcpy3D_v2)(&c));
+    strict = 1;
+    SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
+}
+
 /* Virtual memory: a range reserved, an allocation made, mapped into it and
  * opened to the device, written and read through it, then undone. */
 static void virtual_memory(void)
@@ -680,6 +748,7 @@ static const struct {
     { "memory info and error strings", memory_info_and_error_strings },
     { "a staging buffer", a_staging_buffer },
     { "an array", an_array },
+    { "arrays and 3D copies", arrays_and_3d_copies },
     { "virtual memory", virtual_memory },
     { "graph nodes", graph_nodes },
     { "everything released", everything_released },
@@ -1031,12 +1100,15 @@ static void forged_captured_copies(void)
     SHOW("cuCtxSynchronize after the captured copies", F(cuCtxSynchronize)());
 }
 
-/* A call no guest may make (another process's memory), and a private table
- * the guest does not answer. */
+/* An IPC handle of memory that is not the guest's, a call no guest may
+ * make (a checkpoint of a host process), and a private table the guest
+ * does not answer. */
 static void forged_private_calls(void)
 {
-    char ipc[64]; /* a CUipcMemHandle */
-    SHOW("cuIpcGetMemHandle", ((CUresult(*)(void *, CUdeviceptr))sym("cuIpcGetMemHandle"))(ipc, elsewhere));
+    CUipcMemHandle ipc;
+    SHOW("cuIpcGetMemHandle forged pointer", F(cuIpcGetMemHandle)(&ipc, elsewhere));
+    char args[64] = { 0 }; /* a CUcheckpointLockArgs */
+    SHOW("cuCheckpointProcessLock", ((CUresult(*)(int, void *))sym("cuCheckpointProcessLock"))(1, args));
     void *table = NULL;
     CUuuid id = { { 0 } };
     SHOW("cuGetExportTable unknown", F(cuGetExportTable)((const void **)&table, &id));

@@ -186,6 +186,12 @@ FAKEGPU_HIDDEN void fake_pool_return_block(struct alloc *a);
 /* Copies (copies/)                                                         */
 
 /* copies.c: one row of bytes; device ranges are checked */
+/* An array's bytes (memory/arrays.c): rows of *row bytes, *height of them
+ * a layer, *depth layers; NULL for no live array. */
+FAKEGPU_HIDDEN unsigned char *fake_array_bytes(CUarray a, size_t *row, size_t *height, size_t *depth);
+/* A 3D copy between host memory, device addresses and arrays
+ * (copies/copies_3d.c); a 2D one is its Depth 1. */
+FAKEGPU_HIDDEN CUresult fake_copy_3d(const CUDA_MEMCPY3D *c);
 FAKEGPU_HIDDEN CUresult fake_copy_htod(CUdeviceptr dst, const void *src, size_t n);
 FAKEGPU_HIDDEN CUresult fake_copy_dtoh(void *dst, CUdeviceptr src, size_t n);
 FAKEGPU_HIDDEN CUresult fake_copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);

@@ -10,7 +10,8 @@
  * it is freed: an asynchronous copy to or from the guest is refused there
  * (CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED), as copies from pageable memory
  * are in graphs the driver cannot keep pinned.  A 2D copy's device side is
- * checked from its first row's start to its last row's end.  A copy to or
+ * checked from its first row's start to its last row's end, a 3D copy's
+ * over its layers.  A copy to or
  * from a block the guest shared (shared_host.c) names it, and is the
  * driver's own, captured or not.
  */
@@ -220,4 +221,109 @@ int vgpu_exec_cuMemcpy2DUnaligned_v2(struct vgpu_exec *x, void *fn, const struct
 int vgpu_exec_cuMemcpy2DAsync_v2(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy2DAsync_v2 *in)
 {
     return copy_2d(x, fn, in, true, "cuMemcpy2DAsync_v2");
+}
+
+/* ---- 3D copies ---- */
+
+/* One side of a 3D copy: as a 2D one's, over (depth - 1) layers of height
+ * rows and height rows more. */
+static int side_3d(struct vgpu_exec *x, uint32_t type, uint64_t xb, uint64_t y, uint64_t z, uint64_t at,
+                   uint64_t pitch, uint64_t layer, uint64_t width, uint64_t height, uint64_t depth, const char *call)
+{
+    uint64_t first, rows;
+    if (type != CU_MEMORYTYPE_DEVICE || !width || !height || !depth)
+        return side_2d(x, type, xb, 0, at, pitch, width, height, call);
+    if (__builtin_mul_overflow(z, layer, &first) || __builtin_add_overflow(first, y, &first) ||
+        __builtin_mul_overflow(depth - 1, layer, &rows) || __builtin_add_overflow(rows, height, &rows))
+        return CUDA_ERROR_INVALID_VALUE;
+    return side_2d(x, type, xb, first, at, pitch, width, rows, call);
+}
+
+/* A 3D copy (what crosses: forwarder/remote/guest/cuda/copy.c): as a 2D
+ * copy, the guest's side packed, a layer after another. */
+static int copy_3d(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy3DAsync_v2 *in, bool async,
+                   const char *call)
+{
+    bool from_guest = in->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = in->dstMemoryType == CU_MEMORYTYPE_HOST;
+    uint64_t width = in->WidthInBytes, height = in->Height, depth = in->Depth ? in->Depth : 1, bytes = 0;
+    if ((from_guest || to_guest) &&
+        (from_guest == to_guest || __builtin_mul_overflow(width, height, &bytes) ||
+         __builtin_mul_overflow(bytes, depth, &bytes) || bytes > VGPU_REMOTE_CHUNK))
+        return vgpu_exec_malformed(call, in->rows_size);
+    if (in->rows_size != (from_guest ? bytes : 0))
+        return vgpu_exec_malformed(call, in->rows_size);
+    CUDA_MEMCPY3D c = {
+        .srcMemoryType = (CUmemorytype)in->srcMemoryType,
+        .srcXInBytes = from_guest ? 0 : in->srcXInBytes,
+        .srcY = from_guest ? 0 : in->srcY,
+        .srcZ = from_guest ? 0 : in->srcZ,
+        .srcPitch = from_guest ? width : in->srcPitch,
+        .srcHeight = from_guest ? height : in->srcHeight,
+        .dstMemoryType = (CUmemorytype)in->dstMemoryType,
+        .dstXInBytes = to_guest ? 0 : in->dstXInBytes,
+        .dstY = to_guest ? 0 : in->dstY,
+        .dstZ = to_guest ? 0 : in->dstZ,
+        .dstPitch = to_guest ? width : in->dstPitch,
+        .dstHeight = to_guest ? height : in->dstHeight,
+        .WidthInBytes = width,
+        .Height = height,
+        .Depth = in->Depth,
+    };
+    int r = 0;
+    if (async && (from_guest || to_guest) && capturing(x, in->hStream, call))
+        r = CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED;
+    if (r == 0 && !from_guest)
+        r = side_3d(x, in->srcMemoryType, in->srcXInBytes, in->srcY, in->srcZ, in->src, in->srcPitch, in->srcHeight,
+                    width, height, depth, call);
+    if (r == 0 && !to_guest)
+        r = side_3d(x, in->dstMemoryType, in->dstXInBytes, in->dstY, in->dstZ, in->dst, in->dstPitch, in->dstHeight,
+                    width, height, depth, call);
+    if (r != 0)
+        return vgpu_exec_reply(x, r, NULL, 0);
+    if (from_guest)
+        c.srcHost = in->rows;
+    else if (c.srcMemoryType == CU_MEMORYTYPE_ARRAY)
+        c.srcArray = (CUarray)(uintptr_t)in->src;
+    else
+        c.srcDevice = in->src;
+    void *buf = NULL;
+    if (to_guest && !(buf = calloc(1, bytes ? bytes : 1))) /* zeroed: nothing of the executor's goes back */
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    if (to_guest)
+        c.dstHost = buf;
+    else if (c.dstMemoryType == CU_MEMORYTYPE_ARRAY)
+        c.dstArray = (CUarray)(uintptr_t)in->dst;
+    else
+        c.dstDevice = in->dst;
+    r = async ? ((CUresult(*)(const CUDA_MEMCPY3D *, CUstream))fn)(&c, in->hStream)
+              : ((CUresult(*)(const CUDA_MEMCPY3D *))fn)(&c);
+    struct vgpu_out_cuMemcpy3DAsync_v2 out = { .rows = buf, .rows_size = to_guest ? bytes : 0 };
+    int sent = vgpu_exec_reply_cuMemcpy3DAsync_v2(x, r, in, &out);
+    free(buf);
+    return sent;
+}
+
+int vgpu_exec_cuMemcpy3D_v2(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy3DAsync_v2 *in)
+{
+    return copy_3d(x, fn, in, false, "cuMemcpy3D_v2");
+}
+
+int vgpu_exec_cuMemcpy3DAsync_v2(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy3DAsync_v2 *in)
+{
+    return copy_3d(x, fn, in, true, "cuMemcpy3DAsync_v2");
+}
+
+/* ---- arrays ---- */
+
+/* Bytes of the guest's to an array on a stream: refused while the stream
+ * is captured (the message's bytes would be the graph's), as a copy from
+ * the guest to the device is.  The array is one the guest was given (the
+ * message's check). */
+int vgpu_exec_cuMemcpyHtoAAsync_v2(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpyHtoAAsync_v2 *in)
+{
+    if (capturing(x, in->hStream, "cuMemcpyHtoAAsync_v2"))
+        return vgpu_exec_reply(x, CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, NULL, 0);
+    CUresult r = ((CUresult(*)(CUarray, size_t, const void *, size_t, CUstream))fn)(
+        (CUarray)(uintptr_t)in->dstArray, in->dstOffset, in->srcHost, in->ByteCount, in->hStream);
+    return vgpu_exec_reply(x, r, NULL, 0);
 }

@@ -6,7 +6,9 @@
  * (the guest's buffer is written when the reply comes, as a copy to
  * pageable memory is done when the driver returns).  A copy between
  * unified addresses asks the executor which side is the GPU's.  A 2D copy's
- * guest side crosses packed, its rows one after another.  The guest's own
+ * guest side crosses packed, its rows one after another, a 3D copy's a
+ * layer after another; an array's bytes to or from the guest's memory in
+ * chunks.  The guest's own
  * page-locked memory named as a copy's device side is the guest's: the
  * executor's driver has never seen it; a page-locked block shared with the
  * executor is named by its address, its bytes never in a message.
@@ -384,4 +386,238 @@ CUresult vgpu_remote_guest_cuMemcpy2DAsync_v2_ptsz(const CUDA_MEMCPY2D *copy, CU
 {
     stream = vgpu_remote_per_thread(stream);
     return copy_2d(SLOT(cuMemcpy2DAsync_v2), copy, &stream);
+}
+
+/* ---- 3D copies ---- */
+
+/* A 3D copy as it crosses: as a 2D one, the guest's side packed, a layer
+ * of height rows after another. */
+static CUresult send_3d(unsigned slot, const CUDA_MEMCPY3D *c, const CUstream *stream)
+{
+    bool from_guest = c->srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c->dstMemoryType == CU_MEMORYTYPE_HOST;
+    size_t width = c->WidthInBytes, depth = c->Depth ? c->Depth : 1, layer = width * c->Height;
+    size_t bytes = layer * depth;
+    struct vgpu_in_cuMemcpy3DAsync_v2 in = {
+        .srcMemoryType = c->srcMemoryType,
+        .srcXInBytes = from_guest ? 0 : c->srcXInBytes,
+        .srcY = from_guest ? 0 : c->srcY,
+        .srcZ = from_guest ? 0 : c->srcZ,
+        .src = c->srcMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->srcArray : c->srcDevice,
+        .srcPitch = from_guest ? width : c->srcPitch,
+        .srcHeight = from_guest ? c->Height : c->srcHeight,
+        .dstMemoryType = c->dstMemoryType,
+        .dstXInBytes = to_guest ? 0 : c->dstXInBytes,
+        .dstY = to_guest ? 0 : c->dstY,
+        .dstZ = to_guest ? 0 : c->dstZ,
+        .dst = c->dstMemoryType == CU_MEMORYTYPE_ARRAY ? (uint64_t)(uintptr_t)c->dstArray : c->dstDevice,
+        .dstPitch = to_guest ? width : c->dstPitch,
+        .dstHeight = to_guest ? c->Height : c->dstHeight,
+        .WidthInBytes = width,
+        .Height = c->Height,
+        .Depth = c->Depth,
+        .hStream = stream ? *stream : NULL,
+    };
+    char *packed = NULL;
+    if ((from_guest || to_guest) && !(packed = malloc(bytes ? bytes : 1)))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    for (size_t z = 0; from_guest && z < depth; z++)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy(packed + z * layer + y * width,
+                   (const char *)c->srcHost + ((c->srcZ + z) * c->srcHeight + c->srcY + y) * c->srcPitch +
+                       c->srcXInBytes,
+                   width);
+    in.rows = packed;
+    in.rows_size = from_guest ? bytes : 0;
+    struct vgpu_out_cuMemcpy3DAsync_v2 out = { .tail = packed, .tail_size = to_guest ? bytes : 0 };
+    CUresult r = stream && !to_guest ? vgpu_remote_send_cuMemcpy3DAsync_v2(slot, 0, &in)
+                                     : vgpu_remote_call_cuMemcpy3DAsync_v2(slot, 0, &in, &out);
+    if (r == CUDA_SUCCESS && to_guest && out.rows_size != bytes)
+        r = CUDA_ERROR_UNKNOWN;
+    for (size_t z = 0; r == CUDA_SUCCESS && to_guest && z < depth; z++)
+        for (size_t y = 0; y < c->Height; y++)
+            memcpy((char *)c->dstHost + ((c->dstZ + z) * c->dstHeight + c->dstY + y) * c->dstPitch + c->dstXInBytes,
+                   packed + z * layer + y * width, width);
+    free(packed);
+    return r;
+}
+
+/* A 3D copy: unified addresses resolved as a 2D copy's; guest memory on both
+ * sides the guest's own, after the stream's work; else in parts whose guest
+ * bytes fit a chunk (layers, or a layer's rows, or pieces of one row). */
+static CUresult copy_3d(unsigned slot, const CUDA_MEMCPY3D *copy, const CUstream *stream)
+{
+    if (!copy)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (copy->srcLOD || copy->dstLOD)
+        return vgpu_remote_refuse_why(slot, "a mipmap level of an array is not carried");
+    CUDA_MEMCPY3D c = *copy;
+    const void *src = c.srcHost;
+    guest_side(&c.srcMemoryType, c.srcDevice, &src);
+    c.srcHost = src;
+    const void *dst = c.dstHost;
+    guest_side(&c.dstMemoryType, c.dstDevice, &dst);
+    c.dstHost = (void *)dst;
+    bool from_guest = c.srcMemoryType == CU_MEMORYTYPE_HOST, to_guest = c.dstMemoryType == CU_MEMORYTYPE_HOST;
+    size_t depth = c.Depth ? c.Depth : 1;
+    if (!c.WidthInBytes || !c.Height || !(from_guest || to_guest))
+        return from_guest && to_guest ? CUDA_SUCCESS : send_3d(slot, &c, stream);
+    /* The guest's side is read or written here: it must hold the rows and layers. */
+    if ((from_guest && (!c.srcHost || c.srcPitch < c.WidthInBytes || (depth > 1 && c.srcHeight < c.Height))) ||
+        (to_guest && (!c.dstHost || c.dstPitch < c.WidthInBytes || (depth > 1 && c.dstHeight < c.Height))))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (from_guest && to_guest) {
+        CUresult r = stream ? VGPU_REMOTE_CUDA(cuStreamSynchronize)(*stream) : CUDA_SUCCESS;
+        for (size_t z = 0; r == CUDA_SUCCESS && z < depth; z++)
+            for (size_t y = 0; y < c.Height; y++)
+                memmove((char *)c.dstHost + ((c.dstZ + z) * c.dstHeight + c.dstY + y) * c.dstPitch + c.dstXInBytes,
+                        (const char *)c.srcHost + ((c.srcZ + z) * c.srcHeight + c.srcY + y) * c.srcPitch +
+                            c.srcXInBytes,
+                        c.WidthInBytes);
+        return r;
+    }
+    size_t layer = c.WidthInBytes * c.Height;
+    if (c.WidthInBytes <= VGPU_REMOTE_CHUNK && c.Height <= VGPU_REMOTE_CHUNK / c.WidthInBytes) {
+        size_t layers = VGPU_REMOTE_CHUNK / layer; /* whole layers a message */
+        for (size_t z = 0; z < depth; z += layers) {
+            CUDA_MEMCPY3D part = c;
+            part.srcZ += z;
+            part.dstZ += z;
+            part.Depth = depth - z < layers ? depth - z : layers;
+            CUresult r = send_3d(slot, &part, stream);
+            if (r != CUDA_SUCCESS)
+                return r;
+        }
+        return CUDA_SUCCESS;
+    }
+    size_t piece = c.WidthInBytes < VGPU_REMOTE_CHUNK ? c.WidthInBytes : VGPU_REMOTE_CHUNK;
+    size_t rows = piece == c.WidthInBytes ? VGPU_REMOTE_CHUNK / piece : 1;
+    for (size_t z = 0; z < depth; z++)
+        for (size_t y = 0; y < c.Height; y += rows)
+            for (size_t x = 0; x < c.WidthInBytes; x += piece) {
+                CUDA_MEMCPY3D part = c;
+                part.srcXInBytes += x;
+                part.dstXInBytes += x;
+                part.srcY += y;
+                part.dstY += y;
+                part.srcZ += z;
+                part.dstZ += z;
+                part.WidthInBytes = c.WidthInBytes - x < piece ? c.WidthInBytes - x : piece;
+                part.Height = c.Height - y < rows ? c.Height - y : rows;
+                part.Depth = 1;
+                CUresult r = send_3d(slot, &part, stream);
+                if (r != CUDA_SUCCESS)
+                    return r;
+            }
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemcpy3D_v2(const CUDA_MEMCPY3D *copy)
+{
+    return copy_3d(SLOT(cuMemcpy3D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy3D_v2_ptds(const CUDA_MEMCPY3D *copy)
+{
+    return copy_3d(SLOT(cuMemcpy3D_v2), copy, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy3DAsync_v2(const CUDA_MEMCPY3D *copy, CUstream stream)
+{
+    return copy_3d(SLOT(cuMemcpy3DAsync_v2), copy, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpy3DAsync_v2_ptsz(const CUDA_MEMCPY3D *copy, CUstream stream)
+{
+    stream = vgpu_remote_per_thread(stream);
+    return copy_3d(SLOT(cuMemcpy3DAsync_v2), copy, &stream);
+}
+
+/* ---- an array and the guest's memory: a chunk a message ---- */
+
+static CUresult host_to_array(CUarray a, size_t off, const void *src, size_t n, const CUstream *stream)
+{
+    if (!src && n)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t done = 0;
+    do {
+        size_t part = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
+        const char *from = (const char *)src + done;
+        CUresult r;
+        if (stream) {
+            struct vgpu_in_cuMemcpyHtoAAsync_v2 in = { .dstArray = a, .dstOffset = off + done, .ByteCount = part,
+                                                       .hStream = *stream, .srcHost = from, .srcHost_size = part };
+            r = (CUresult)vgpu_remote_send_cuMemcpyHtoAAsync_v2(SLOT(cuMemcpyHtoAAsync_v2), 0, &in);
+        } else {
+            struct vgpu_in_cuMemcpyHtoA_v2 in = { .dstArray = a, .dstOffset = off + done, .ByteCount = part,
+                                                  .srcHost = from, .srcHost_size = part };
+            struct vgpu_out_cuMemcpyHtoA_v2 out;
+            r = (CUresult)vgpu_remote_call_cuMemcpyHtoA_v2(SLOT(cuMemcpyHtoA_v2), 0, &in, &out);
+        }
+        if (r != CUDA_SUCCESS)
+            return r;
+        done += part;
+    } while (done < n);
+    return CUDA_SUCCESS;
+}
+
+static CUresult array_to_host(void *dst, CUarray a, size_t off, size_t n)
+{
+    if (!dst && n)
+        return CUDA_ERROR_INVALID_VALUE;
+    size_t done = 0;
+    do {
+        size_t part = n - done < VGPU_REMOTE_CHUNK ? n - done : VGPU_REMOTE_CHUNK;
+        struct vgpu_in_cuMemcpyAtoH_v2 in = { .srcArray = a, .srcOffset = off + done, .ByteCount = part };
+        struct vgpu_out_cuMemcpyAtoH_v2 out = { .dstHost = (char *)dst + done, .dstHost_size = part };
+        CUresult r = (CUresult)vgpu_remote_call_cuMemcpyAtoH_v2(SLOT(cuMemcpyAtoH_v2), 0, &in, &out);
+        if (r != CUDA_SUCCESS)
+            return r;
+        done += part;
+    } while (done < n);
+    return CUDA_SUCCESS;
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoA_v2(CUarray a, size_t off, const void *src, size_t n)
+{
+    return host_to_array(a, off, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoA_v2_ptds(CUarray a, size_t off, const void *src, size_t n)
+{
+    return host_to_array(a, off, src, n, NULL);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoAAsync_v2(CUarray a, size_t off, const void *src, size_t n, CUstream stream)
+{
+    return host_to_array(a, off, src, n, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyHtoAAsync_v2_ptsz(CUarray a, size_t off, const void *src, size_t n,
+                                                     CUstream stream)
+{
+    stream = vgpu_remote_per_thread(stream);
+    return host_to_array(a, off, src, n, &stream);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyAtoH_v2(void *dst, CUarray a, size_t off, size_t n)
+{
+    return array_to_host(dst, a, off, n);
+}
+
+CUresult vgpu_remote_guest_cuMemcpyAtoH_v2_ptds(void *dst, CUarray a, size_t off, size_t n)
+{
+    return array_to_host(dst, a, off, n);
+}
+
+/* To the guest's memory, which is written when the reply comes: the
+ * stream's work first, then the copy. */
+CUresult vgpu_remote_guest_cuMemcpyAtoHAsync_v2(void *dst, CUarray a, size_t off, size_t n, CUstream stream)
+{
+    CUresult r = VGPU_REMOTE_CUDA(cuStreamSynchronize)(stream);
+    return r == CUDA_SUCCESS ? array_to_host(dst, a, off, n) : r;
+}
+
+CUresult vgpu_remote_guest_cuMemcpyAtoHAsync_v2_ptsz(void *dst, CUarray a, size_t off, size_t n, CUstream stream)
+{
+    return vgpu_remote_guest_cuMemcpyAtoHAsync_v2(dst, a, off, n, vgpu_remote_per_thread(stream));
 }

@@ -1,7 +1,9 @@
 /*
  * Arrays and mipmapped arrays: the device memory they take (width x
  * height x depth x channels x element bytes, over every level of a
- * mipmap) and their descriptors.
+ * mipmap) and their descriptors.  An array's bytes are host memory of its
+ * own, rows of width x channels x element bytes, one layer after another
+ * (copies/copies_3d.c reads and writes them); a mipmap's are not kept.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -16,6 +18,7 @@ struct CUarray_st {
     int dev;
     unsigned long long bytes;
     CUDA_ARRAY3D_DESCRIPTOR desc;
+    unsigned char *mem; /* its bytes; freed when it is destroyed (the handle stays, dead) */
 };
 
 struct CUmipmappedArray_st {
@@ -53,7 +56,9 @@ static CUresult array_create(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTOR *de
     if (!a)
         return CUDA_ERROR_OUT_OF_MEMORY;
     a->bytes = level_bytes(desc->Width, desc->Height, desc->Depth, desc);
-    if (fake_charge(dev, a->bytes) != 0) {
+    a->mem = a->bytes <= (1ull << 32) ? calloc(1, a->bytes) : NULL;
+    if (!a->mem || fake_charge(dev, a->bytes) != 0) {
+        free(a->mem);
         free(a);
         return CUDA_ERROR_OUT_OF_MEMORY;
     }
@@ -120,7 +125,19 @@ CUresult cuArrayDestroy(CUarray hArray)
     if (!array_valid(hArray) || !__atomic_exchange_n(&hArray->alive, 0, __ATOMIC_ACQ_REL))
         return CUDA_ERROR_INVALID_HANDLE;
     fake_uncharge(hArray->dev, hArray->bytes);
+    free(hArray->mem);
+    hArray->mem = NULL;
     return CUDA_SUCCESS;
+}
+
+unsigned char *fake_array_bytes(CUarray a, size_t *row, size_t *height, size_t *depth)
+{
+    if (!array_valid(a) || !a->mem)
+        return NULL;
+    *row = a->desc.Width * a->desc.NumChannels * format_bytes(a->desc.Format);
+    *height = a->desc.Height ? a->desc.Height : 1;
+    *depth = a->desc.Depth ? a->desc.Depth : 1;
+    return a->mem;
 }
 
 CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
