@@ -50,9 +50,9 @@ static bool ask(uint64_t bytes, uint32_t flags, struct vgpu_msg_pinned *out)
     if (link_fd < 0)
         return false;
     struct vgpu_msg_pin q = { .bytes = bytes, .flags = flags };
-    struct vgpu_msg m;
+    struct vgpu_msg m = { 0 };
     int nfds = 0;
-    char why[256];
+    char why[256] = "the mediator closed the connection";
     if (vgpu_proto_send(link_fd, VGPU_MSG_PIN, &q, sizeof(q), NULL, 0) == 0 &&
         vgpu_proto_recv(link_fd, &buf, &cap, VGPU_PROTO_MAX_REQUEST + 512, 5000, &m, NULL, &nfds, why,
                         sizeof(why)) == 0 &&
