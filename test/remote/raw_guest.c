@@ -288,6 +288,39 @@ static int images_that_point_elsewhere(void)
     return 0;
 }
 
+/* A texture object over device memory that is none of the guest's (an
+ * address of the executor's, for all it knows): the executor refuses it
+ * (1) before its driver reads the descriptor, and says so, on a
+ * connection of its own. */
+static int resources_not_the_guests(void)
+{
+    if (connect_and_hello(g.socket, g.window) != 0)
+        return 1;
+    uint64_t out[8] = { 0 }, in[2] = { 0, 0 };
+    call(SLOT(cuInit), 0, in, 2, out);
+    call(SLOT(cuDevicePrimaryCtxRetain), 0, in, 2, out);
+    in[1] = out[0];
+    call(SLOT(cuCtxSetCurrent), 0, in, 2, out);
+    /* cuTexObjectCreate's message (forwarder/remote/spec/cuda.remote): the
+     * resource, the sampling, no view. */
+    struct {
+        CUDA_RESOURCE_DESC res;
+        CUDA_TEXTURE_DESC tex;
+        uint64_t has_view;
+        CUDA_RESOURCE_VIEW_DESC view;
+    } q;
+    memset(&q, 0, sizeof(q));
+    q.res.resType = CU_RESOURCE_TYPE_LINEAR;
+    q.res.res.linear.devPtr = (CUdeviceptr)(uintptr_t)&g; /* the raw guest's own address */
+    q.res.res.linear.format = CU_AD_FORMAT_FLOAT;
+    q.res.res.linear.numChannels = 1;
+    q.res.res.linear.sizeInBytes = 4096;
+    uint64_t tex = 0;
+    printf("cuTexObjectCreate over memory not the guest's: %ld\n",
+           exchange(VGPU_REMOTE_CALL, SLOT(cuTexObjectCreate), 0, &q, sizeof(q), &tex, sizeof(tex), -1));
+    return 0;
+}
+
 /* A call that is no such copy flagged as one closes the connection; on
  * another connection, a hash on a call that loads no image closes it. */
 static int flags_a_call_cannot_take(void)
@@ -314,6 +347,7 @@ static const struct {
     { "blocks shared in the window", share_in_the_window },
     { "images by hash", images_by_hash },
     { "images that point elsewhere", images_that_point_elsewhere },
+    { "resources not the guest's", resources_not_the_guests },
     { "flags a call cannot take", flags_a_call_cannot_take },
 };
 

@@ -307,6 +307,9 @@ paths-match-a-local-run)
     grep -q "array to device: match" "$tmp/remote.out" || fail "an array's bytes did not reach device memory"
     grep -q "3D box weighs [1-9]" "$tmp/remote.out" || fail "the 3D copies moved nothing"
     grep -q "cuMemcpy3D_v2 of a mipmap level: 801" "$tmp/remote.out" || fail "a mipmap level's copy was not refused"
+    grep -q "texture resource type 0, its array the same" "$tmp/remote.out" || fail "a texture's resource changed"
+    grep -q "cuTexObjectCreate past the allocation: 1" "$tmp/remote.out" ||
+        fail "a texture over more than the allocation was not refused"
     # The guest never loaded a driver: only vgpu.
     guest maps >"$tmp/maps.out" 2>"$tmp/maps.err"
     grep -q libvgpu-cuda "$tmp/maps.out" || fail "vgpu is not in the guest"
@@ -379,6 +382,7 @@ shared-memory-forgeries-are-refused)
         "cuModuleLoadData by its hash: 0" "cuModuleLoadData by the hash of other bytes: miss" \
         "cuModuleLoadData of a fatbin wrapper: 200" "cuLinkComplete of a fatbin wrapper: 200" \
         "cuModuleLoadData of text with a control character: 200" "cuModuleLoadData after them: 0" \
+        "cuTexObjectCreate over memory not the guest's: 1" \
         "cuCtxSynchronize flagged by hash: -1"; do
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done
@@ -392,6 +396,8 @@ shared-memory-forgeries-are-refused)
         fail "a setting with a value that is not plain was not refused"
     grep -q "sent as a copy of shared memory, which it is not: closing" "$tmp/executor.err" ||
         fail "the forged flag was not logged"
+    grep -q "cuTexObjectCreate with a device pointer that is none of the guest's allocations" "$tmp/executor.err" ||
+        fail "the executor did not check a texture's device memory itself"
     ;;
 
 guest-devices-are-chosen-among-the-executors)

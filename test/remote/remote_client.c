@@ -668,6 +668,64 @@ static void arrays_and_3d_copies(void)
     SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
 }
 
+/* Texture and surface objects: over an array and over device memory, with
+ * and without a view; their descriptors read back; one over more device
+ * memory than the allocation holds refused. */
+static void texture_and_surface_objects(void)
+{
+    CUDA_ARRAY_DESCRIPTOR ad = { 64, 16, CU_AD_FORMAT_FLOAT, 1 };
+    CUarray array;
+    SHOW("cuArrayCreate_v2", F(cuArrayCreate_v2)(&array, &ad));
+    CUDA_RESOURCE_DESC res, back;
+    memset(&res, 0, sizeof(res));
+    res.resType = CU_RESOURCE_TYPE_ARRAY;
+    res.res.array.hArray = array;
+    CUDA_TEXTURE_DESC tex;
+    memset(&tex, 0, sizeof(tex));
+    tex.addressMode[0] = tex.addressMode[1] = CU_TR_ADDRESS_MODE_CLAMP;
+    tex.filterMode = CU_TR_FILTER_MODE_LINEAR;
+    CUtexObject t1 = 0, t2 = 0;
+    CUsurfObject s1 = 0;
+    SHOW("cuTexObjectCreate over an array", F(cuTexObjectCreate)(&t1, &res, &tex, NULL));
+    memset(&back, 0, sizeof(back));
+    SHOW("cuTexObjectGetResourceDesc", F(cuTexObjectGetResourceDesc)(&back, t1));
+    printf("texture resource type %d, its array %s\n", (int)back.resType,
+           back.res.array.hArray == array ? "the same" : "another");
+    CUDA_TEXTURE_DESC tex_back;
+    SHOW("cuTexObjectGetTextureDesc", F(cuTexObjectGetTextureDesc)(&tex_back, t1));
+    printf("texture filter %d, address modes %d %d\n", (int)tex_back.filterMode, (int)tex_back.addressMode[0],
+           (int)tex_back.addressMode[1]);
+    CUDA_RESOURCE_DESC lin;
+    memset(&lin, 0, sizeof(lin));
+    lin.resType = CU_RESOURCE_TYPE_LINEAR;
+    lin.res.linear.devPtr = p.d;
+    lin.res.linear.format = CU_AD_FORMAT_FLOAT;
+    lin.res.linear.numChannels = 1;
+    lin.res.linear.sizeInBytes = 4096;
+    CUDA_RESOURCE_VIEW_DESC view;
+    memset(&view, 0, sizeof(view));
+    view.width = 1024;
+    SHOW("cuTexObjectCreate over device memory", F(cuTexObjectCreate)(&t2, &lin, &tex, &view));
+    CUDA_RESOURCE_VIEW_DESC view_back;
+    memset(&view_back, 0, sizeof(view_back));
+    SHOW("cuTexObjectGetResourceViewDesc", F(cuTexObjectGetResourceViewDesc)(&view_back, t2));
+    printf("view width %zu\n", view_back.width);
+    SHOW("cuSurfObjectCreate over an array", F(cuSurfObjectCreate)(&s1, &res));
+    memset(&back, 0, sizeof(back));
+    SHOW("cuSurfObjectGetResourceDesc", F(cuSurfObjectGetResourceDesc)(&back, s1));
+    printf("surface resource type %d, its array %s\n", (int)back.resType,
+           back.res.array.hArray == array ? "the same" : "another");
+    strict = 0;
+    CUtexObject t3 = 0;
+    lin.res.linear.sizeInBytes = (size_t)N * sizeof(float) + 4096;
+    SHOW("cuTexObjectCreate past the allocation", F(cuTexObjectCreate)(&t3, &lin, &tex, NULL));
+    strict = 1;
+    SHOW("cuSurfObjectDestroy", F(cuSurfObjectDestroy)(s1));
+    SHOW("cuTexObjectDestroy", F(cuTexObjectDestroy)(t2));
+    SHOW("cuTexObjectDestroy", F(cuTexObjectDestroy)(t1));
+    SHOW("cuArrayDestroy", F(cuArrayDestroy)(array));
+}
+
 /* Virtual memory: a range reserved, an allocation made, mapped into it and
  * opened to the device, written and read through it, then undone. */
 static void virtual_memory(void)
@@ -749,6 +807,7 @@ static const struct {
     { "a staging buffer", a_staging_buffer },
     { "an array", an_array },
     { "arrays and 3D copies", arrays_and_3d_copies },
+    { "texture and surface objects", texture_and_surface_objects },
     { "virtual memory", virtual_memory },
     { "graph nodes", graph_nodes },
     { "everything released", everything_released },

@@ -189,6 +189,8 @@ FAKEGPU_HIDDEN void fake_pool_return_block(struct alloc *a);
 /* An array's bytes (memory/arrays.c): rows of *row bytes, *height of them
  * a layer, *depth layers; NULL for no live array. */
 FAKEGPU_HIDDEN unsigned char *fake_array_bytes(CUarray a, size_t *row, size_t *height, size_t *depth);
+/* Whether m is a live mipmapped array (memory/arrays.c). */
+FAKEGPU_HIDDEN int fake_mipmapped_array_valid(CUmipmappedArray m);
 /* A 3D copy between host memory, device addresses and arrays
  * (copies/copies_3d.c); a 2D one is its Depth 1. */
 FAKEGPU_HIDDEN CUresult fake_copy_3d(const CUDA_MEMCPY3D *c);

@@ -201,6 +201,11 @@ CUresult cuMipmappedArrayCreate(CUmipmappedArray *pHandle, const CUDA_ARRAY3D_DE
     return CUDA_SUCCESS;
 }
 
+int fake_mipmapped_array_valid(CUmipmappedArray m)
+{
+    return m && m->magic == ARRAY_MAGIC && __atomic_load_n(&m->alive, __ATOMIC_ACQUIRE);
+}
+
 CUresult cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray)
 {
     ENTER();
