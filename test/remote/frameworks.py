@@ -205,6 +205,95 @@ def cuda_python():
     print("result cudapy_sum %.6e" % float(out.sum()))
 
 
+def driver_arrays():
+    """Arrays through the driver API (cuda-python): a 1D array's bytes to and
+    from the host, a 3D array filled by a 3D copy from padded host memory
+    and read back by another, and a kernel sampling it through a texture
+    object."""
+    from cuda.bindings import driver as d, nvrtc as r
+    import numpy as np
+
+    def ok(res):
+        err = res[0]
+        assert int(err) == 0, res
+        return res[1:] if len(res) > 2 else (res[1] if len(res) == 2 else None)
+
+    ok(d.cuInit(0))
+    dev = ok(d.cuDeviceGet(0))
+    ctx = ok(d.cuDevicePrimaryCtxRetain(dev))
+    ok(d.cuCtxSetCurrent(ctx))
+    f32 = d.CUarray_format.CU_AD_FORMAT_FLOAT
+    # A 1D array: the host's bytes in, a part of them back from an offset.
+    line = np.arange(4096, dtype=np.float32) * 3
+    desc1 = d.CUDA_ARRAY_DESCRIPTOR()
+    desc1.Width, desc1.Height, desc1.Format, desc1.NumChannels = 4096, 0, f32, 1
+    a1 = ok(d.cuArrayCreate(desc1))
+    ok(d.cuMemcpyHtoA(a1, 0, line.ctypes.data, line.nbytes))
+    part = np.zeros(1024, dtype=np.float32)
+    ok(d.cuMemcpyAtoH(part.ctypes.data, a1, 1024 * 4, part.nbytes))
+    assert np.array_equal(part, line[1024:2048])
+    print("result arrays_1d_sum %.6e" % float(part.sum()))
+    # A 3D array of 32 x 8 x 4 floats from padded host memory (40 floats a row, 10 rows a layer).
+    w, h, dd = 32, 8, 4
+    padded = np.random.default_rng(7).random((dd, 10, 40), dtype=np.float32)
+    desc3 = d.CUDA_ARRAY3D_DESCRIPTOR()
+    desc3.Width, desc3.Height, desc3.Depth, desc3.Format, desc3.NumChannels, desc3.Flags = w, h, dd, f32, 1, 0
+    a3 = ok(d.cuArray3DCreate(desc3))
+    c = d.CUDA_MEMCPY3D()
+    c.srcMemoryType = d.CUmemorytype.CU_MEMORYTYPE_HOST
+    c.srcHost = padded.ctypes.data
+    c.srcPitch, c.srcHeight = 40 * 4, 10
+    c.dstMemoryType = d.CUmemorytype.CU_MEMORYTYPE_ARRAY
+    c.dstArray = a3
+    c.WidthInBytes, c.Height, c.Depth = w * 4, h, dd
+    ok(d.cuMemcpy3D(c))
+    box = np.zeros((dd, h, w), dtype=np.float32)
+    b = d.CUDA_MEMCPY3D()
+    b.srcMemoryType = d.CUmemorytype.CU_MEMORYTYPE_ARRAY
+    b.srcArray = a3
+    b.dstMemoryType = d.CUmemorytype.CU_MEMORYTYPE_HOST
+    b.dstHost = box.ctypes.data
+    b.dstPitch, b.dstHeight = w * 4, h
+    b.WidthInBytes, b.Height, b.Depth = w * 4, h, dd
+    ok(d.cuMemcpy3D(b))
+    assert np.array_equal(box, padded[:, :h, :w])
+    print("result arrays_3d_sum %.6e" % float(box.sum()))
+    # A texture object over the 3D array, sampled at each texel's centre by a kernel.
+    res = d.CUDA_RESOURCE_DESC()
+    res.resType = d.CUresourcetype.CU_RESOURCE_TYPE_ARRAY
+    res.res.array.hArray = a3
+    tex = d.CUDA_TEXTURE_DESC()
+    tex.addressMode = [d.CUaddress_mode.CU_TR_ADDRESS_MODE_CLAMP] * 3
+    tex.filterMode = d.CUfilter_mode.CU_TR_FILTER_MODE_POINT
+    t = ok(d.cuTexObjectCreate(res, tex, None))
+    src = (b'extern "C" __global__ void fetch(unsigned long long t, float *out, int w, int h, int d) {'
+           b' int x = threadIdx.x, y = blockIdx.x, z = blockIdx.y;'
+           b' if (x < w && y < h && z < d) out[(z * h + y) * w + x] = tex3D<float>(t, x + 0.5f, y + 0.5f, z + 0.5f); }')
+    prog = ok(r.nvrtcCreateProgram(src, b"fetch.cu", 0, [], []))
+    ok(r.nvrtcCompileProgram(prog, 1, [b"--gpu-architecture=compute_90"]))
+    ptx = b" " * ok(r.nvrtcGetPTXSize(prog))
+    ok(r.nvrtcGetPTX(prog, ptx))
+    mod = ok(d.cuModuleLoadData(ptx))
+    fn = ok(d.cuModuleGetFunction(mod, b"fetch"))
+    out = ok(d.cuMemAlloc(box.nbytes))
+    args = [np.array([int(t)], dtype=np.uint64), np.array([int(out)], dtype=np.uint64),
+            np.array([w], dtype=np.int32), np.array([h], dtype=np.int32), np.array([dd], dtype=np.int32)]
+    ptrs = np.array([a.ctypes.data for a in args], dtype=np.uint64)
+    ok(d.cuLaunchKernel(fn, h, dd, 1, w, 1, 1, 0, 0, ptrs.ctypes.data, 0))
+    ok(d.cuCtxSynchronize())
+    sampled = np.zeros_like(box)
+    ok(d.cuMemcpyDtoH(sampled.ctypes.data, out, sampled.nbytes))
+    assert np.array_equal(sampled, box)
+    back = ok(d.cuTexObjectGetResourceDesc(t))
+    assert int(back.resType) == int(d.CUresourcetype.CU_RESOURCE_TYPE_ARRAY)
+    print("result arrays_texture_sum %.6e" % float(sampled.sum()))
+    ok(d.cuTexObjectDestroy(t))
+    ok(d.cuMemFree(out))
+    ok(d.cuArrayDestroy(a3))
+    ok(d.cuArrayDestroy(a1))
+    print("ok arrays: 1D and 3D copies, and a texture sampled by a kernel")
+
+
 def torch_compile():
     # Inductor's code: Triton kernels compiled in this process (a cache of
     # its own, so the guest compiles rather than reads the native run's),
@@ -391,7 +480,8 @@ def pynvml_query():
 WORKLOADS = {"torch-train": torch_train, "torch-bf16": torch_bf16, "torch-infer": torch_infer, "torch-graph": torch_graph,
              "torch-oom": torch_oom, "cupy": cupy_kernel, "cudapy": cuda_python, "jax": jax_jit,
              "pynvml": pynvml_query,
-             "torch-compile": torch_compile, "driver-files": driver_files, "torch-ipc": torch_ipc}
+             "torch-compile": torch_compile, "driver-files": driver_files, "torch-ipc": torch_ipc,
+             "driver-arrays": driver_arrays}
 
 if __name__ == "__main__":
     WORKLOADS[sys.argv[1]]()

@@ -5,7 +5,8 @@
 # torch.multiprocessing child through IPC, torch.compile in
 # its default and reduce-overhead modes), CuPy, cuda-python (NVRTC, the
 # driver API, a 2D copy), the driver API as a C program calls it (contexts
-# by cuCtxCreate_v4, a cubin from a file), JAX, pynvml and nvidia-smi, each run
+# by cuCtxCreate_v4, a cubin from a file; arrays: 1D and 3D copies, a texture
+# object sampled by a kernel), JAX, pynvml and nvidia-smi, each run
 # twice: natively under an 8 GiB vGPU, and as a guest of an executor under
 # the same vGPU, in a mount namespace where /dev holds no NVIDIA device and
 # every NVIDIA driver library is an empty file.  Their results must agree
@@ -19,7 +20,7 @@
 gpu_check "$@"
 out=$(realpath "$out")
 shift $(($# < 2 ? $# : 2))
-workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom torch-compile torch-ipc cupy cudapy driver-files jax pynvml
+workloads=${*:-torch-train torch-bf16 torch-infer torch-graph torch-oom torch-compile torch-ipc cupy cudapy driver-files driver-arrays jax pynvml
     smi}
 need_root "the guests run in a mount namespace of their own"
 need_private_mounts
