@@ -165,6 +165,9 @@ FAKEGPU_HIDDEN struct alloc *fake_track(void *p, size_t size, int dev, enum allo
                                         struct CUmemPoolHandle_st *pool, struct vmm_handle *handle);
 /* Unlinks the record of a kind in mask starting exactly at base. */
 FAKEGPU_HIDDEN struct alloc *fake_untrack_locked(uintptr_t base, unsigned kind_mask);
+/* Untracks the mapping of that kind starting exactly at base and unmaps it:
+ * 0, or CUDA_ERROR_INVALID_VALUE when there is none. */
+FAKEGPU_HIDDEN CUresult fake_unmap_tracked(uintptr_t base, enum alloc_kind kind);
 FAKEGPU_HIDDEN struct alloc *fake_find_containing_locked(uintptr_t p, size_t n, unsigned kind_mask);
 /* Whether [p, p+n) lies inside memory the fake handed out. */
 FAKEGPU_HIDDEN int fake_range_ok(CUdeviceptr p, size_t n);

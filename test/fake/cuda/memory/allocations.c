@@ -57,6 +57,18 @@ struct alloc *fake_untrack_locked(uintptr_t base, unsigned kind_mask)
     return NULL;
 }
 
+CUresult fake_unmap_tracked(uintptr_t base, enum alloc_kind kind)
+{
+    LOCK();
+    struct alloc *a = fake_untrack_locked(base, 1u << kind);
+    UNLOCK();
+    if (!a)
+        return CUDA_ERROR_INVALID_VALUE;
+    munmap((void *)a->base, a->size);
+    free(a);
+    return CUDA_SUCCESS;
+}
+
 struct alloc *fake_find_containing_locked(uintptr_t p, size_t n, unsigned kind_mask)
 {
     for (struct alloc *a = fake_allocs; a; a = a->next)

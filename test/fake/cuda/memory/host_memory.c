@@ -44,14 +44,7 @@ CUresult cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags)
 CUresult cuMemFreeHost(void *p)
 {
     ENTER();
-    LOCK();
-    struct alloc *a = fake_untrack_locked((uintptr_t)p, 1u << A_HOST);
-    UNLOCK();
-    if (!a)
-        return CUDA_ERROR_INVALID_VALUE;
-    munmap((void *)a->base, a->size);
-    free(a);
-    return CUDA_SUCCESS;
+    return fake_unmap_tracked((uintptr_t)p, A_HOST);
 }
 
 /* Registered host memory: remembered, so that a range is registered once

@@ -14,7 +14,6 @@
 
 #include <fcntl.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -114,14 +113,7 @@ CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned 
 CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
     ENTER();
-    LOCK();
-    struct alloc *a = fake_untrack_locked((uintptr_t)dptr, 1u << A_IPC);
-    UNLOCK();
-    if (!a)
-        return CUDA_ERROR_INVALID_VALUE;
-    munmap((void *)a->base, a->size);
-    free(a);
-    return CUDA_SUCCESS;
+    return fake_unmap_tracked((uintptr_t)dptr, A_IPC);
 }
 
 CUresult cuIpcGetEventHandle(CUipcEventHandle *pHandle, CUevent event)
