@@ -8,6 +8,13 @@ what it checks itself.  It exits non-zero on an error.
 import sys
 
 
+def ok(res):
+    """A cuda-python call's results after its error code, which must be 0."""
+    err = res[0]
+    assert int(err) == 0, res
+    return res[1:] if len(res) > 2 else (res[1] if len(res) == 2 else None)
+
+
 def torch_train():
     import torch
     torch.manual_seed(0)
@@ -155,11 +162,6 @@ def cuda_python():
     from cuda.bindings import driver as d, nvrtc as r
     import numpy as np
 
-    def ok(res):
-        err = res[0]
-        assert int(err) == 0, res
-        return res[1:] if len(res) > 2 else (res[1] if len(res) == 2 else None)
-
     ok(d.cuInit(0))
     dev = ok(d.cuDeviceGet(0))
     ctx = ok(d.cuDevicePrimaryCtxRetain(dev))
@@ -212,11 +214,6 @@ def driver_arrays():
     object."""
     from cuda.bindings import driver as d, nvrtc as r
     import numpy as np
-
-    def ok(res):
-        err = res[0]
-        assert int(err) == 0, res
-        return res[1:] if len(res) > 2 else (res[1] if len(res) == 2 else None)
 
     ok(d.cuInit(0))
     dev = ok(d.cuDeviceGet(0))
