@@ -9,7 +9,7 @@
 # object sampled by a kernel), JAX, pynvml and nvidia-smi, each run
 # twice: natively under an 8 GiB vGPU, and as a guest of an executor under
 # the same vGPU, in a mount namespace where /dev holds no NVIDIA device and
-# every NVIDIA driver library is an empty file.  Their results must agree
+# every NVIDIA driver library is an empty file (guest_lib.sh).  Their results must agree
 # (numbers within 1e-3).
 # Usage: frameworks.sh BUILD_DIR [OUT_DIR] [WORKLOAD...]   Skips (77) without a GPU or without root
 # (the mount namespace); prints "ok ..." or "FAIL ..." lines and fails when one is FAIL.
@@ -17,6 +17,8 @@
 # in for a VM's PCI BAR (vgpu-executor --bar, VGPU_REMOTE=bar:FILE), as a VM's guests do.
 # shellcheck source=test/gpu/lib.sh
 . "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
+# shellcheck source=test/remote/guest_lib.sh
+. "$here/guest_lib.sh"
 gpu_check "$@"
 out=$(realpath "$out")
 shift $(($# < 2 ? $# : 2))
@@ -27,48 +29,7 @@ need_private_mounts
 libs=$preload
 export PYTHONUNBUFFERED=1
 
-where=$out/sock
-serve=(--listen "$out/sock")
-if [ "${REMOTE_TRANSPORT:-}" = bar ]; then
-    # 8 channels of 256 MiB (streams of 4 MiB, the rest page-locked memory) on a tmpfs of its own: the
-    # driver pins no file of a disk's file system (docs/guide/vm.md).
-    mkdir -p "$out/bar-fs" && mount -t tmpfs -o size=3g none "$out/bar-fs" || { echo "FAIL: no tmpfs for the BAR"; exit 1; }
-    bar=$out/bar-fs/vm.bar
-    truncate -s 2G "$bar"
-    where=bar:$bar
-    serve=(--bar "$bar" --channels 8)
-fi
-LD_PRELOAD="$libs" VGPU_BAR0=$out/host.bar0 VGPU_MEMORY_LIMIT=8G VGPU_LOG=${EXECUTOR_LOG:-info} \
-    "$vgpu_executor" "${serve[@]}" 2>"$out/executor.err" &
-executor=$!
-trap 'kill $executor 2>/dev/null; [ -n "${bar:-}" ] && rm -f "$bar" && umount "$out/bar-fs"' EXIT
-for _ in $(seq 1 100); do [ -S "$out/sock" ] || grep -q serving "$out/executor.err" && break; sleep 0.05; done
-
-# hidden CMD...: CMD with no NVIDIA device in /dev and every NVIDIA driver
-# library (libcuda, libcudadebugger, libnvidia-*) an empty file, as a
-# container without the GPU has; the CUDA toolkit's libraries (libcudart,
-# which JAX's plugin loads) are not the driver's and stay.  /dev/nvidiactl
-# is /dev/null that cannot be opened, as a remote vGPU's CDI device has it
-# (docs/guide/containers.md).
-hidden() {
-    unshare -m --propagation private bash -c '
-        set -e
-        h=$1; shift
-        mkdir -p "$h/dev"; : >"$h/empty"
-        mount --bind /dev "$h/dev"
-        mount -t tmpfs none /dev
-        for n in null zero full random urandom tty; do : >/dev/$n; mount --bind "$h/dev/$n" /dev/$n; done
-        mkdir /dev/shm /dev/pts; mount -t tmpfs none /dev/shm
-        ln -s /proc/self/fd /dev/fd; ln -s /proc/self/fd/1 /dev/stdout; ln -s /proc/self/fd/2 /dev/stderr
-        # /dev/nvidiactl as a remote vGPU'"'"'s CDI device gives it: /dev/null, no device access.
-        : >/dev/nvidiactl; mount --bind "$h/dev/null" /dev/nvidiactl; mount -o remount,bind,ro,nodev /dev/nvidiactl
-        umount -l "$h/dev"
-        for f in $(ldconfig -p | awk "/(libcuda\.so|libcudadebugger|libnvidia-)[^ ]*/ { print \$NF }"); do
-            r=$(readlink -f "$f"); [ -f "$r" ] && mount --bind "$h/empty" "$r"
-        done
-        [ "$(echo /dev/nvidia*)" = /dev/nvidiactl ] && ! cat /dev/nvidiactl 2>/dev/null
-        exec "$@"' hidden "$out/hide" "$@"
-}
+start_executor
 
 run() {  # WORKLOAD native|remote: its output in $out/WORKLOAD.MODE
     local w=$1 mode=$2 cmd
