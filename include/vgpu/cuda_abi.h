@@ -1044,6 +1044,156 @@ typedef enum CUgraphNodeType_enum {
     CU_GRAPH_NODE_TYPE_CONDITIONAL = 13
 } CUgraphNodeType;
 
+/* Graphs' nodes built by hand (cuGraphAdd*Node, cuGraphAddNode_v2): their parameters. */
+typedef struct CUDA_KERNEL_NODE_PARAMS_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+} CUDA_KERNEL_NODE_PARAMS_v1;
+
+typedef struct CUDA_KERNEL_NODE_PARAMS_v2_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v2;
+typedef CUDA_KERNEL_NODE_PARAMS_v2 CUDA_KERNEL_NODE_PARAMS;
+
+typedef struct CUDA_KERNEL_NODE_PARAMS_v3_st {
+    CUfunction func;
+    unsigned int gridDimX;
+    unsigned int gridDimY;
+    unsigned int gridDimZ;
+    unsigned int blockDimX;
+    unsigned int blockDimY;
+    unsigned int blockDimZ;
+    unsigned int sharedMemBytes;
+    void **kernelParams;
+    void **extra;
+    CUkernel kern;
+    CUcontext ctx;
+} CUDA_KERNEL_NODE_PARAMS_v3;
+
+typedef struct CUDA_MEMSET_NODE_PARAMS_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+} CUDA_MEMSET_NODE_PARAMS_v1;
+typedef CUDA_MEMSET_NODE_PARAMS_v1 CUDA_MEMSET_NODE_PARAMS;
+
+typedef struct CUDA_MEMSET_NODE_PARAMS_v2_st {
+    CUdeviceptr dst;
+    size_t pitch;
+    unsigned int value;
+    unsigned int elementSize;
+    size_t width;
+    size_t height;
+    CUcontext ctx;
+} CUDA_MEMSET_NODE_PARAMS_v2;
+
+typedef struct CUDA_HOST_NODE_PARAMS_st {
+    CUhostFn fn;
+    void *userData;
+} CUDA_HOST_NODE_PARAMS_v1;
+typedef CUDA_HOST_NODE_PARAMS_v1 CUDA_HOST_NODE_PARAMS;
+
+typedef struct CUDA_HOST_NODE_PARAMS_v2_st {
+    CUhostFn fn;
+    void *userData;
+} CUDA_HOST_NODE_PARAMS_v2;
+
+typedef struct CUDA_MEMCPY_NODE_PARAMS_st {
+    int flags;
+    int reserved;
+    CUcontext copyCtx;
+    CUDA_MEMCPY3D copyParams;
+} CUDA_MEMCPY_NODE_PARAMS;
+
+typedef enum CUgraphChildGraphNodeOwnership_enum {
+    CU_GRAPH_CHILD_GRAPH_OWNERSHIP_CLONE = 0,
+    CU_GRAPH_CHILD_GRAPH_OWNERSHIP_MOVE = 1
+} CUgraphChildGraphNodeOwnership;
+
+typedef struct CUDA_CHILD_GRAPH_NODE_PARAMS_st {
+    CUgraph graph;
+    CUgraphChildGraphNodeOwnership ownership;
+} CUDA_CHILD_GRAPH_NODE_PARAMS;
+
+typedef struct CUDA_EVENT_RECORD_NODE_PARAMS_st {
+    CUevent event;
+} CUDA_EVENT_RECORD_NODE_PARAMS;
+
+typedef struct CUDA_EVENT_WAIT_NODE_PARAMS_st {
+    CUevent event;
+} CUDA_EVENT_WAIT_NODE_PARAMS;
+
+typedef CUlaunchAttributeID CUkernelNodeAttrID;
+typedef CUlaunchAttributeValue CUkernelNodeAttrValue_v1;
+typedef CUkernelNodeAttrValue_v1 CUkernelNodeAttrValue;
+
+typedef enum CUgraphExecUpdateResult_enum {
+    CU_GRAPH_EXEC_UPDATE_SUCCESS = 0x0,
+    CU_GRAPH_EXEC_UPDATE_ERROR = 0x1,
+    CU_GRAPH_EXEC_UPDATE_ERROR_TOPOLOGY_CHANGED = 0x2,
+    CU_GRAPH_EXEC_UPDATE_ERROR_NODE_TYPE_CHANGED = 0x3,
+    CU_GRAPH_EXEC_UPDATE_ERROR_FUNCTION_CHANGED = 0x4,
+    CU_GRAPH_EXEC_UPDATE_ERROR_PARAMETERS_CHANGED = 0x5,
+    CU_GRAPH_EXEC_UPDATE_ERROR_NOT_SUPPORTED = 0x6,
+    CU_GRAPH_EXEC_UPDATE_ERROR_UNSUPPORTED_FUNCTION_CHANGE = 0x7,
+    CU_GRAPH_EXEC_UPDATE_ERROR_ATTRIBUTES_CHANGED = 0x8
+} CUgraphExecUpdateResult;
+
+typedef struct CUgraphExecUpdateResultInfo_st {
+    CUgraphExecUpdateResult result;
+    CUgraphNode errorNode;
+    CUgraphNode errorFromNode;
+} CUgraphExecUpdateResultInfo_v1;
+typedef CUgraphExecUpdateResultInfo_v1 CUgraphExecUpdateResultInfo;
+
+typedef enum CUgraphDebugDot_flags_enum {
+    CU_GRAPH_DEBUG_DOT_FLAGS_VERBOSE = 1 << 0,
+    CU_GRAPH_DEBUG_DOT_FLAGS_RUNTIME_TYPES = 1 << 1,
+    CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_PARAMS = 1 << 2,
+    CU_GRAPH_DEBUG_DOT_FLAGS_MEMCPY_NODE_PARAMS = 1 << 3,
+    CU_GRAPH_DEBUG_DOT_FLAGS_MEMSET_NODE_PARAMS = 1 << 4,
+    CU_GRAPH_DEBUG_DOT_FLAGS_HOST_NODE_PARAMS = 1 << 5,
+    CU_GRAPH_DEBUG_DOT_FLAGS_EVENT_NODE_PARAMS = 1 << 6,
+    CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_SIGNAL_NODE_PARAMS = 1 << 7,
+    CU_GRAPH_DEBUG_DOT_FLAGS_EXT_SEMAS_WAIT_NODE_PARAMS = 1 << 8,
+    CU_GRAPH_DEBUG_DOT_FLAGS_KERNEL_NODE_ATTRIBUTES = 1 << 9,
+    CU_GRAPH_DEBUG_DOT_FLAGS_HANDLES = 1 << 10,
+    CU_GRAPH_DEBUG_DOT_FLAGS_MEM_ALLOC_NODE_PARAMS = 1 << 11,
+    CU_GRAPH_DEBUG_DOT_FLAGS_MEM_FREE_NODE_PARAMS = 1 << 12,
+    CU_GRAPH_DEBUG_DOT_FLAGS_BATCH_MEM_OP_NODE_PARAMS = 1 << 13,
+    CU_GRAPH_DEBUG_DOT_FLAGS_EXTRA_TOPO_INFO = 1 << 14,
+    CU_GRAPH_DEBUG_DOT_FLAGS_CONDITIONAL_NODE_PARAMS = 1 << 15
+} CUgraphDebugDot_flags;
+
+typedef enum CUgraphInstantiate_flags_enum {
+    CUDA_GRAPH_INSTANTIATE_FLAG_AUTO_FREE_ON_LAUNCH = 1,
+    CUDA_GRAPH_INSTANTIATE_FLAG_UPLOAD = 2,
+    CUDA_GRAPH_INSTANTIATE_FLAG_DEVICE_LAUNCH = 4,
+    CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY = 8
+} CUgraphInstantiate_flags;
+
 /* Graphs' memory nodes, and the device's reserve for them. */
 typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
     CUmemPoolProps poolProps;
@@ -1054,12 +1204,342 @@ typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v1_st {
 } CUDA_MEM_ALLOC_NODE_PARAMS_v1;
 typedef CUDA_MEM_ALLOC_NODE_PARAMS_v1 CUDA_MEM_ALLOC_NODE_PARAMS;
 
+typedef struct CUDA_MEM_ALLOC_NODE_PARAMS_v2_st {
+    CUmemPoolProps poolProps;
+    const CUmemAccessDesc *accessDescs;
+    size_t accessDescCount;
+    size_t bytesize;
+    CUdeviceptr dptr;
+} CUDA_MEM_ALLOC_NODE_PARAMS_v2;
+
+typedef struct CUDA_MEM_FREE_NODE_PARAMS_st {
+    CUdeviceptr dptr;
+} CUDA_MEM_FREE_NODE_PARAMS;
+
+/* cuGraphAddNode_v2's parameters, of the node types vgpu declares (the
+ * union's other members, external semaphores', batches of memory
+ * operations' and conditional nodes', lie in reserved1). */
+typedef struct CUgraphNodeParams_st {
+    CUgraphNodeType type;
+    int reserved0[3];
+    union {
+        long long reserved1[29];
+        CUDA_KERNEL_NODE_PARAMS_v3 kernel;
+        CUDA_MEMCPY_NODE_PARAMS memcpy;
+        CUDA_MEMSET_NODE_PARAMS_v2 memset;
+        CUDA_HOST_NODE_PARAMS_v2 host;
+        CUDA_CHILD_GRAPH_NODE_PARAMS graph;
+        CUDA_EVENT_WAIT_NODE_PARAMS eventWait;
+        CUDA_EVENT_RECORD_NODE_PARAMS eventRecord;
+        CUDA_MEM_ALLOC_NODE_PARAMS_v2 alloc;
+        CUDA_MEM_FREE_NODE_PARAMS free;
+    };
+    long long reserved2;
+} CUgraphNodeParams;
+
 typedef enum CUgraphMem_attribute_enum {
     CU_GRAPH_MEM_ATTR_USED_MEM_CURRENT = 0,
     CU_GRAPH_MEM_ATTR_USED_MEM_HIGH = 1,
     CU_GRAPH_MEM_ATTR_RESERVED_MEM_CURRENT = 2,
     CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH = 3
 } CUgraphMem_attribute;
+
+/* ---- Stream attributes, batches, green contexts' resources, atomics, logs ---- */
+
+typedef CUlaunchAttributeID CUstreamAttrID;
+typedef CUlaunchAttributeValue CUstreamAttrValue_v1;
+typedef CUstreamAttrValue_v1 CUstreamAttrValue;
+
+typedef size_t (*CUoccupancyB2DSize)(int blockSize);
+
+typedef enum CUstreamBatchMemOpType_enum {
+    CU_STREAM_MEM_OP_WAIT_VALUE_32 = 1,
+    CU_STREAM_MEM_OP_WRITE_VALUE_32 = 2,
+    CU_STREAM_MEM_OP_WAIT_VALUE_64 = 4,
+    CU_STREAM_MEM_OP_WRITE_VALUE_64 = 5,
+    CU_STREAM_MEM_OP_BARRIER = 6,
+    CU_STREAM_MEM_OP_FLUSH_REMOTE_WRITES = 3
+} CUstreamBatchMemOpType;
+
+typedef union CUstreamBatchMemOpParams_union {
+    CUstreamBatchMemOpType operation;
+    struct CUstreamMemOpWaitValueParams_st {
+        CUstreamBatchMemOpType operation;
+        CUdeviceptr address;
+        union {
+            cuuint32_t value;
+            cuuint64_t value64;
+        };
+        unsigned int flags;
+        CUdeviceptr alias;
+    } waitValue;
+    struct CUstreamMemOpWriteValueParams_st {
+        CUstreamBatchMemOpType operation;
+        CUdeviceptr address;
+        union {
+            cuuint32_t value;
+            cuuint64_t value64;
+        };
+        unsigned int flags;
+        CUdeviceptr alias;
+    } writeValue;
+    struct CUstreamMemOpFlushRemoteWritesParams_st {
+        CUstreamBatchMemOpType operation;
+        unsigned int flags;
+    } flushRemoteWrites;
+    struct CUstreamMemOpMemoryBarrierParams_st {
+        CUstreamBatchMemOpType operation;
+        unsigned int flags;
+    } memoryBarrier;
+    cuuint64_t pad[6];
+} CUstreamBatchMemOpParams_v1;
+typedef CUstreamBatchMemOpParams_v1 CUstreamBatchMemOpParams;
+
+/* A graph's node of a batch of memory operations (cuGraphAddBatchMemOpNode). */
+typedef struct CUDA_BATCH_MEM_OP_NODE_PARAMS_v1_st {
+    CUcontext ctx;
+    unsigned int count;
+    CUstreamBatchMemOpParams *paramArray;
+    unsigned int flags;
+} CUDA_BATCH_MEM_OP_NODE_PARAMS_v1;
+typedef CUDA_BATCH_MEM_OP_NODE_PARAMS_v1 CUDA_BATCH_MEM_OP_NODE_PARAMS;
+
+typedef enum CUmem_range_attribute_enum {
+    CU_MEM_RANGE_ATTRIBUTE_READ_MOSTLY = 1,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION = 2,
+    CU_MEM_RANGE_ATTRIBUTE_ACCESSED_BY = 3,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION = 4,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_TYPE = 5,
+    CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION_ID = 6,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_TYPE = 7,
+    CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION_ID = 8
+} CUmem_range_attribute;
+
+typedef enum CUmem_advise_enum {
+    CU_MEM_ADVISE_SET_READ_MOSTLY = 1,
+    CU_MEM_ADVISE_UNSET_READ_MOSTLY = 2,
+    CU_MEM_ADVISE_SET_PREFERRED_LOCATION = 3,
+    CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION = 4,
+    CU_MEM_ADVISE_SET_ACCESSED_BY = 5,
+    CU_MEM_ADVISE_UNSET_ACCESSED_BY = 6
+} CUmem_advise;
+
+typedef enum CUmemcpySrcAccessOrder_enum {
+    CU_MEMCPY_SRC_ACCESS_ORDER_INVALID = 0x0,
+    CU_MEMCPY_SRC_ACCESS_ORDER_STREAM = 0x1,
+    CU_MEMCPY_SRC_ACCESS_ORDER_DURING_API_CALL = 0x2,
+    CU_MEMCPY_SRC_ACCESS_ORDER_ANY = 0x3,
+    CU_MEMCPY_SRC_ACCESS_ORDER_MAX = 0x7FFFFFFF
+} CUmemcpySrcAccessOrder;
+
+typedef struct CUmemcpyAttributes_st {
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    CUmemLocation srcLocHint;
+    CUmemLocation dstLocHint;
+    unsigned int flags;
+} CUmemcpyAttributes_v1;
+typedef CUmemcpyAttributes_v1 CUmemcpyAttributes;
+
+typedef struct CUoffset3D_st {
+    size_t x;
+    size_t y;
+    size_t z;
+} CUoffset3D_v1;
+typedef CUoffset3D_v1 CUoffset3D;
+
+typedef struct CUextent3D_st {
+    size_t width;
+    size_t height;
+    size_t depth;
+} CUextent3D_v1;
+typedef CUextent3D_v1 CUextent3D;
+
+typedef enum CUmemcpy3DOperandType_enum {
+    CU_MEMCPY_OPERAND_TYPE_POINTER = 0x1,
+    CU_MEMCPY_OPERAND_TYPE_ARRAY = 0x2,
+    CU_MEMCPY_OPERAND_TYPE_MAX = 0x7FFFFFFF
+} CUmemcpy3DOperandType;
+
+typedef struct CUmemcpy3DOperand_st {
+    CUmemcpy3DOperandType type;
+    union {
+        struct {
+            CUdeviceptr ptr;
+            size_t rowLength;
+            size_t layerHeight;
+            CUmemLocation locHint;
+        } ptr;
+        struct {
+            CUarray array;
+            CUoffset3D offset;
+        } array;
+    } op;
+} CUmemcpy3DOperand_v1;
+typedef CUmemcpy3DOperand_v1 CUmemcpy3DOperand;
+
+typedef struct CUDA_MEMCPY3D_BATCH_OP_st {
+    CUmemcpy3DOperand src;
+    CUmemcpy3DOperand dst;
+    CUextent3D extent;
+    CUmemcpySrcAccessOrder srcAccessOrder;
+    unsigned int flags;
+} CUDA_MEMCPY3D_BATCH_OP_v1;
+typedef CUDA_MEMCPY3D_BATCH_OP_v1 CUDA_MEMCPY3D_BATCH_OP;
+
+typedef enum CUmemDecompressAlgorithm_enum {
+    CU_MEM_DECOMPRESS_UNSUPPORTED = 0,
+    CU_MEM_DECOMPRESS_ALGORITHM_DEFLATE = 1 << 0,
+    CU_MEM_DECOMPRESS_ALGORITHM_SNAPPY = 1 << 1,
+    CU_MEM_DECOMPRESS_ALGORITHM_LZ4 = 1 << 2
+} CUmemDecompressAlgorithm;
+
+typedef struct CUmemDecompressParams_st {
+    size_t srcNumBytes;
+    size_t dstNumBytes;
+    cuuint32_t *dstActBytes;
+    const void *src;
+    void *dst;
+    CUmemDecompressAlgorithm algo;
+    unsigned char padding[20];
+} CUmemDecompressParams;
+
+typedef enum CUatomicOperation_enum {
+    CU_ATOMIC_OPERATION_INTEGER_ADD = 0,
+    CU_ATOMIC_OPERATION_INTEGER_MIN = 1,
+    CU_ATOMIC_OPERATION_INTEGER_MAX = 2,
+    CU_ATOMIC_OPERATION_INTEGER_INCREMENT = 3,
+    CU_ATOMIC_OPERATION_INTEGER_DECREMENT = 4,
+    CU_ATOMIC_OPERATION_AND = 5,
+    CU_ATOMIC_OPERATION_OR = 6,
+    CU_ATOMIC_OPERATION_XOR = 7,
+    CU_ATOMIC_OPERATION_EXCHANGE = 8,
+    CU_ATOMIC_OPERATION_CAS = 9,
+    CU_ATOMIC_OPERATION_FLOAT_ADD = 10,
+    CU_ATOMIC_OPERATION_FLOAT_MIN = 11,
+    CU_ATOMIC_OPERATION_FLOAT_MAX = 12,
+    CU_ATOMIC_OPERATION_MAX
+} CUatomicOperation;
+
+typedef struct CUgreenCtx_st *CUgreenCtx;
+typedef struct CUdevResourceDesc_st *CUdevResourceDesc;
+
+typedef enum {
+    CU_DEV_RESOURCE_TYPE_INVALID = 0,
+    CU_DEV_RESOURCE_TYPE_SM = 1,
+#ifdef __CUDA_API_VERSION_INTERNAL
+    CU_DEV_RESOURCE_TYPE_MAX,
+#endif
+} CUdevResourceType;
+
+typedef struct CUdevSmResource_st {
+    unsigned int smCount;
+    unsigned int minSmPartitionSize;
+    unsigned int smCoscheduledAlignment;
+} CUdevSmResource;
+
+typedef struct CUdevResource_st {
+    CUdevResourceType type;
+    unsigned char _internal_padding[92];
+    union {
+        CUdevSmResource sm;
+        unsigned char _oversize[48];
+    };
+} CUdevResource_v1;
+typedef CUdevResource_v1 CUdevResource;
+
+typedef struct CUDA_MEMCPY3D_PEER_st {
+    size_t srcXInBytes;
+    size_t srcY;
+    size_t srcZ;
+    size_t srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr srcDevice;
+    CUarray srcArray;
+    CUcontext srcContext;
+    size_t srcPitch;
+    size_t srcHeight;
+    size_t dstXInBytes;
+    size_t dstY;
+    size_t dstZ;
+    size_t dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr dstDevice;
+    CUarray dstArray;
+    CUcontext dstContext;
+    size_t dstPitch;
+    size_t dstHeight;
+    size_t WidthInBytes;
+    size_t Height;
+    size_t Depth;
+} CUDA_MEMCPY3D_PEER_v1;
+typedef CUDA_MEMCPY3D_PEER_v1 CUDA_MEMCPY3D_PEER;
+
+typedef enum CUarraySparseSubresourceType_enum {
+    CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_SPARSE_LEVEL = 0,
+    CU_ARRAY_SPARSE_SUBRESOURCE_TYPE_MIPTAIL = 1
+} CUarraySparseSubresourceType;
+
+typedef enum CUmemOperationType_enum {
+    CU_MEM_OPERATION_TYPE_MAP = 1,
+    CU_MEM_OPERATION_TYPE_UNMAP = 2
+} CUmemOperationType;
+
+typedef enum CUmemHandleType_enum {
+    CU_MEM_HANDLE_TYPE_GENERIC = 0
+} CUmemHandleType;
+
+typedef struct CUarrayMapInfo_st {
+    CUresourcetype resourceType;
+    union {
+        CUmipmappedArray mipmap;
+        CUarray array;
+    } resource;
+    CUarraySparseSubresourceType subresourceType;
+    union {
+        struct {
+            unsigned int level;
+            unsigned int layer;
+            unsigned int offsetX;
+            unsigned int offsetY;
+            unsigned int offsetZ;
+            unsigned int extentWidth;
+            unsigned int extentHeight;
+            unsigned int extentDepth;
+        } sparseLevel;
+        struct {
+            unsigned int layer;
+            unsigned long long offset;
+            unsigned long long size;
+        } miptail;
+    } subresource;
+    CUmemOperationType memOperationType;
+    CUmemHandleType memHandleType;
+    union {
+        CUmemGenericAllocationHandle memHandle;
+    } memHandle;
+    unsigned long long offset;
+    unsigned int deviceBitMask;
+    unsigned int flags;
+    unsigned int reserved[2];
+} CUarrayMapInfo_v1;
+typedef CUarrayMapInfo_v1 CUarrayMapInfo;
+
+typedef struct CUmemFabricHandle_st {
+    unsigned char data[CU_IPC_HANDLE_SIZE];
+} CUmemFabricHandle_v1;
+typedef CUmemFabricHandle_v1 CUmemFabricHandle;
+
+typedef enum CUmemRangeHandleType_enum {
+    CU_MEM_RANGE_HANDLE_TYPE_DMA_BUF_FD = 0x1,
+    CU_MEM_RANGE_HANDLE_TYPE_MAX = 0x7FFFFFFF
+} CUmemRangeHandleType;
+
+typedef unsigned int CUlogIterator;
+
+typedef struct CUsurfref_st *CUsurfref;
+typedef struct CUtexref_st *CUtexref;
 
 /* ---- cuGetProcAddress ---- */
 
@@ -1232,6 +1712,84 @@ CUresult CUDAAPI cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
                                         unsigned int numMipmapLevels);
 CUresult CUDAAPI cuMipmappedArrayDestroy(CUmipmappedArray hMipmappedArray);
 
+/* Stream attributes and batches, pools' access, managed memory's ranges,
+ * batched copies, names and enumerations, occupancy, devices' limits and
+ * resources, logs. */
+CUresult CUDAAPI cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray);
+CUresult CUDAAPI cuStreamGetAttribute(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out);
+CUresult CUDAAPI cuStreamSetAttribute(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value);
+CUresult CUDAAPI cuStreamBatchMemOp_v2(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                       unsigned int flags);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2(CUstream hStream, CUgraphNode *dependencies,
+                                                      const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                                      unsigned int flags);
+CUresult CUDAAPI cuStreamBeginCaptureToGraph(CUstream hStream, CUgraph hGraph, const CUgraphNode *dependencies,
+                                             const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                             CUstreamCaptureMode mode);
+CUresult CUDAAPI cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count);
+CUresult CUDAAPI cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+CUresult CUDAAPI cuMemAdvise_v2(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUmemLocation location);
+CUresult CUDAAPI cuMemPrefetchAsync_v2(CUdeviceptr devPtr, size_t count, CUmemLocation location, unsigned int flags,
+                                       CUstream hStream);
+CUresult CUDAAPI cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute,
+                                        CUdeviceptr devPtr, size_t count);
+CUresult CUDAAPI cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes,
+                                         size_t numAttributes, CUdeviceptr devPtr, size_t count);
+CUresult CUDAAPI cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr);
+CUresult CUDAAPI cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr);
+CUresult CUDAAPI cuMemcpyBatchAsync_v2(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                       CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                       CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DBatchAsync_v2(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, unsigned long long flags,
+                                         CUstream hStream);
+CUresult CUDAAPI cuMemDiscardBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, unsigned long long flags,
+                                        CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count, CUmemLocation *prefetchLocs,
+                                         size_t *prefetchLocIdxs, size_t numPrefetchLocs, unsigned long long flags,
+                                         CUstream hStream);
+CUresult CUDAAPI cuFuncGetName(const char **name, CUfunction hfunc);
+CUresult CUDAAPI cuKernelGetName(const char **name, CUkernel hfunc);
+CUresult CUDAAPI cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod);
+CUresult CUDAAPI cuModuleGetFunctionCount(unsigned int *count, CUmodule mod);
+CUresult CUDAAPI cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name);
+CUresult CUDAAPI cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name);
+CUresult CUDAAPI cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib);
+CUresult CUDAAPI cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib);
+CUresult CUDAAPI cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name);
+CUresult CUDAAPI cuParamSetv(CUfunction hfunc, int offset, void *ptr, unsigned int numbytes);
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSize(int *minGridSize, int *blockSize, CUfunction func,
+                                                  CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                  size_t dynamicSMemSize, int blockSizeLimit);
+CUresult CUDAAPI cuOccupancyMaxPotentialBlockSizeWithFlags(int *minGridSize, int *blockSize, CUfunction func,
+                                                           CUoccupancyB2DSize blockSizeToDynamicSMemSize,
+                                                           size_t dynamicSMemSize, int blockSizeLimit,
+                                                           unsigned int flags);
+CUresult CUDAAPI cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction func, const CUlaunchConfig *config);
+CUresult CUDAAPI cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format,
+                                                    unsigned numChannels, CUdevice dev);
+CUresult CUDAAPI cuDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const CUatomicOperation *operations,
+                                                   unsigned int count, CUdevice dev);
+CUresult CUDAAPI cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev);
+CUresult CUDAAPI cuDeviceGetDevResource(CUdevice device, CUdevResource *resource, CUdevResourceType type);
+CUresult CUDAAPI cuDevSmResourceSplitByCount(CUdevResource *result, unsigned int *nbGroups,
+                                             const CUdevResource *input, CUdevResource *remaining,
+                                             unsigned int useFlags, unsigned int minCount);
+CUresult CUDAAPI cuLogsDumpToMemory(CUlogIterator *iterator, char *buffer, size_t *size, unsigned int flags);
+CUresult CUDAAPI cuLogsDumpToFile(CUlogIterator *iterator, const char *pathToFile, unsigned int flags);
+CUresult CUDAAPI cuMemcpy3DPeer(const CUDA_MEMCPY3D_PEER *pCopy);
+CUresult CUDAAPI cuMemcpy3DPeerAsync(const CUDA_MEMCPY3D_PEER *pCopy, CUstream hStream);
+CUresult CUDAAPI cuMemMapArrayAsync(CUarrayMapInfo *mapInfoList, unsigned int count, CUstream hStream);
+CUresult CUDAAPI cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                              CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult CUDAAPI cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                                CUmemAllocationHandleType shHandleType);
+CUresult CUDAAPI cuMemPoolExportToShareableHandle(void *handle_out, CUmemoryPool pool,
+                                                  CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult CUDAAPI cuMemPoolImportFromShareableHandle(CUmemoryPool *pool_out, void *handle,
+                                                    CUmemAllocationHandleType handleType, unsigned long long flags);
+CUresult CUDAAPI cuMemGetHandleForAddressRange(void *handle, CUdeviceptr dptr, size_t size,
+                                               CUmemRangeHandleType handleType, unsigned long long flags);
+
 /* Virtual memory management. */
 CUresult CUDAAPI cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CUdeviceptr addr,
                                      unsigned long long flags);
@@ -1328,11 +1886,137 @@ CUresult CUDAAPI cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph,
                                        size_t numDependencies, CUdeviceptr dptr);
 CUresult CUDAAPI cuDeviceGraphMemTrim(CUdevice device);
 CUresult CUDAAPI cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value);
+CUresult CUDAAPI cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph);
+CUresult CUDAAPI cuGraphDestroyNode(CUgraphNode hNode);
+CUresult CUDAAPI cuGraphUpload(CUgraphExec hGraphExec, CUstream hStream);
+CUresult CUDAAPI cuGraphGetRootNodes(CUgraph hGraph, CUgraphNode *rootNodes, size_t *numRootNodes);
+CUresult CUDAAPI cuGraphGetEdges_v2(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, CUgraphEdgeData *edgeData,
+                                    size_t *numEdges);
+CUresult CUDAAPI cuGraphNodeGetDependencies_v2(CUgraphNode hNode, CUgraphNode *dependencies,
+                                               CUgraphEdgeData *edgeData, size_t *numDependencies);
+CUresult CUDAAPI cuGraphNodeGetDependentNodes_v2(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                                 CUgraphEdgeData *edgeData, size_t *numDependentNodes);
+CUresult CUDAAPI cuGraphAddDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                           const CUgraphEdgeData *edgeData, size_t numDependencies);
+CUresult CUDAAPI cuGraphRemoveDependencies_v2(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                              const CUgraphEdgeData *edgeData, size_t numDependencies);
+CUresult CUDAAPI cuGraphAddEmptyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                     size_t numDependencies);
+CUresult CUDAAPI cuGraphAddKernelNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeGetParams_v2(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeSetParams_v2(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams_v2(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                   const CUDA_KERNEL_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeGetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                               CUkernelNodeAttrValue *value_out);
+CUresult CUDAAPI cuGraphKernelNodeSetAttribute(CUgraphNode hNode, CUkernelNodeAttrID attr,
+                                               const CUkernelNodeAttrValue *value);
+CUresult CUDAAPI cuGraphKernelNodeCopyAttributes(CUgraphNode dst, CUgraphNode src);
+CUresult CUDAAPI cuGraphAddMemcpyNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                      size_t numDependencies, const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
+CUresult CUDAAPI cuGraphMemcpyNodeGetParams(CUgraphNode hNode, CUDA_MEMCPY3D *nodeParams);
+CUresult CUDAAPI cuGraphMemcpyNodeSetParams(CUgraphNode hNode, const CUDA_MEMCPY3D *nodeParams);
+CUresult CUDAAPI cuGraphExecMemcpyNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_MEMCPY3D *copyParams, CUcontext ctx);
+CUresult CUDAAPI cuGraphAddMemsetNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                      size_t numDependencies, const CUDA_MEMSET_NODE_PARAMS *memsetParams,
+                                      CUcontext ctx);
+CUresult CUDAAPI cuGraphMemsetNodeGetParams(CUgraphNode hNode, CUDA_MEMSET_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
+CUresult CUDAAPI cuGraphAddHostNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                    size_t numDependencies, const CUDA_HOST_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphAddChildGraphNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          size_t numDependencies, CUgraph childGraph);
+CUresult CUDAAPI cuGraphChildGraphNodeGetGraph(CUgraphNode hNode, CUgraph *phGraph);
+CUresult CUDAAPI cuGraphAddEventRecordNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                           size_t numDependencies, CUevent event);
+CUresult CUDAAPI cuGraphEventRecordNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+CUresult CUDAAPI cuGraphEventWaitNodeGetEvent(CUgraphNode hNode, CUevent *event_out);
+CUresult CUDAAPI cuGraphAddEventWaitNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                         size_t numDependencies, CUevent event);
+CUresult CUDAAPI cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out);
+CUresult CUDAAPI cuGraphAddNode_v2(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                   const CUgraphEdgeData *dependencyData, size_t numDependencies,
+                                   CUgraphNodeParams *nodeParams);
+CUresult CUDAAPI cuGraphNodeSetParams(CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+CUresult CUDAAPI cuGraphExecNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode, CUgraphNodeParams *nodeParams);
+CUresult CUDAAPI cuGraphExecUpdate_v2(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphExecUpdateResultInfo *resultInfo);
+CUresult CUDAAPI cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags);
+CUresult CUDAAPI cuGraphAddBatchMemOpNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                          size_t numDependencies, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphBatchMemOpNodeGetParams(CUgraphNode hNode, CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams_out);
+CUresult CUDAAPI cuGraphBatchMemOpNodeSetParams(CUgraphNode hNode, const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams);
+CUresult CUDAAPI cuGraphExecBatchMemOpNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                    const CUDA_BATCH_MEM_OP_NODE_PARAMS *nodeParams);
 
 /* Entry points and export tables, as the CUDA runtime finds them. */
 CUresult CUDAAPI cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags,
                                      CUdriverProcAddressQueryResult *symbolStatus);
 CUresult CUDAAPI cuGetExportTable(const void **ppExportTable, const CUuuid *pExportTableId);
+
+/* Flags of stream memory operations and of capture dependencies' updates;
+ * the fake driver's and the conformance client's calls of the driver (test/). */
+typedef enum CUstreamWaitValue_flags_enum {
+    CU_STREAM_WAIT_VALUE_GEQ = 0x0,
+    CU_STREAM_WAIT_VALUE_EQ = 0x1,
+    CU_STREAM_WAIT_VALUE_AND = 0x2,
+    CU_STREAM_WAIT_VALUE_NOR = 0x3,
+    CU_STREAM_WAIT_VALUE_FLUSH = 1 << 30
+} CUstreamWaitValue_flags;
+
+typedef enum CUstreamWriteValue_flags_enum {
+    CU_STREAM_WRITE_VALUE_DEFAULT = 0x0,
+    CU_STREAM_WRITE_VALUE_NO_MEMORY_BARRIER = 0x1
+} CUstreamWriteValue_flags;
+
+typedef enum CUstreamUpdateCaptureDependencies_flags_enum {
+    CU_STREAM_ADD_CAPTURE_DEPENDENCIES = 0x0,
+    CU_STREAM_SET_CAPTURE_DEPENDENCIES = 0x1
+} CUstreamUpdateCaptureDependencies_flags;
+
+typedef enum CUmemcpyFlags_enum {
+    CU_MEMCPY_FLAG_DEFAULT = 0x0,
+    CU_MEMCPY_FLAG_PREFER_OVERLAP_WITH_COMPUTE = 0x1
+} CUmemcpyFlags;
+
+#define CU_DEVICE_CPU ((CUdevice)-1)
+#define CU_DEVICE_INVALID ((CUdevice)-2)
+
+CUresult CUDAAPI cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location);
+CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                                   CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                                   size_t numPrefetchLocs, unsigned long long flags,
+                                                   CUstream hStream);
+CUresult CUDAAPI cuLogsCurrent(CUlogIterator *iterator_out, unsigned int flags);
+
+typedef enum CUatomicOperationCapability_enum {
+    CU_ATOMIC_CAPABILITY_SIGNED = 1u << 0,
+    CU_ATOMIC_CAPABILITY_UNSIGNED = 1u << 1,
+    CU_ATOMIC_CAPABILITY_REDUCTION = 1u << 2,
+    CU_ATOMIC_CAPABILITY_SCALAR_32 = 1u << 3,
+    CU_ATOMIC_CAPABILITY_SCALAR_64 = 1u << 4,
+    CU_ATOMIC_CAPABILITY_SCALAR_128 = 1u << 5,
+    CU_ATOMIC_CAPABILITY_VECTOR_32x4 = 1u << 6
+} CUatomicOperationCapability;
+
+typedef enum {
+    CU_DEV_SM_RESOURCE_SPLIT_IGNORE_SM_COSCHEDULING = 0x1,
+    CU_DEV_SM_RESOURCE_SPLIT_MAX_POTENTIAL_CLUSTER_SIZE = 0x2,
+} CUdevSmResourceSplit_flags;
+
+typedef enum CUoccupancy_flags_enum {
+    CU_OCCUPANCY_DEFAULT = 0x0,
+    CU_OCCUPANCY_DISABLE_CACHING_OVERRIDE = 0x1
+} CUoccupancy_flags;
+
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessor(int *numBlocks, CUfunction func, int blockSize,
+                                                             size_t dynamicSMemSize);
+CUresult CUDAAPI cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(int *numBlocks, CUfunction func, int blockSize,
+                                                                      size_t dynamicSMemSize, unsigned int flags);
+CUresult CUDAAPI cuOccupancyMaxActiveClusters(int *numClusters, CUfunction func, const CUlaunchConfig *config);
 
 #ifdef __CUDA_API_VERSION_INTERNAL
 /* The legacy ABI: 32-bit sizes and device pointers, and the entry points that
@@ -1354,6 +2038,53 @@ typedef struct CUDA_ARRAY3D_DESCRIPTOR_v1_st {
     unsigned int NumChannels;
     unsigned int Flags;
 } CUDA_ARRAY3D_DESCRIPTOR_v1;
+
+typedef struct CUDA_MEMCPY2D_v1_st {
+    unsigned int srcXInBytes;
+    unsigned int srcY;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr_v1 srcDevice;
+    CUarray srcArray;
+    unsigned int srcPitch;
+    unsigned int dstXInBytes;
+    unsigned int dstY;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr_v1 dstDevice;
+    CUarray dstArray;
+    unsigned int dstPitch;
+    unsigned int WidthInBytes;
+    unsigned int Height;
+} CUDA_MEMCPY2D_v1;
+
+typedef struct CUDA_MEMCPY3D_v1_st {
+    unsigned int srcXInBytes;
+    unsigned int srcY;
+    unsigned int srcZ;
+    unsigned int srcLOD;
+    CUmemorytype srcMemoryType;
+    const void *srcHost;
+    CUdeviceptr_v1 srcDevice;
+    CUarray srcArray;
+    void *reserved0;
+    unsigned int srcPitch;
+    unsigned int srcHeight;
+    unsigned int dstXInBytes;
+    unsigned int dstY;
+    unsigned int dstZ;
+    unsigned int dstLOD;
+    CUmemorytype dstMemoryType;
+    void *dstHost;
+    CUdeviceptr_v1 dstDevice;
+    CUarray dstArray;
+    void *reserved1;
+    unsigned int dstPitch;
+    unsigned int dstHeight;
+    unsigned int WidthInBytes;
+    unsigned int Height;
+    unsigned int Depth;
+} CUDA_MEMCPY3D_v1;
 
 CUresult CUDAAPI cuDeviceTotalMem(unsigned int *bytes, CUdevice dev);
 CUresult CUDAAPI cuDeviceGetUuid(CUuuid *uuid, CUdevice dev);
@@ -1380,6 +2111,31 @@ CUresult CUDAAPI cuMemHostAlloc(void **pp, size_t bytesize, unsigned int Flags);
 CUresult CUDAAPI cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount);
 CUresult CUDAAPI cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
 CUresult CUDAAPI cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount);
+CUresult CUDAAPI cuMemcpyHtoDAsync(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount,
+                                   CUstream hStream);
+CUresult CUDAAPI cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount, CUstream hStream);
+CUresult CUDAAPI cuMemcpyHtoA(CUarray dstArray, unsigned int dstOffset, const void *srcHost, unsigned int ByteCount);
+CUresult CUDAAPI cuMemcpyHtoAAsync(CUarray dstArray, unsigned int dstOffset, const void *srcHost,
+                                   unsigned int ByteCount, CUstream hStream);
+CUresult CUDAAPI cuMemcpyAtoH(void *dstHost, CUarray srcArray, unsigned int srcOffset, unsigned int ByteCount);
+CUresult CUDAAPI cuMemcpyAtoHAsync(void *dstHost, CUarray srcArray, unsigned int srcOffset, unsigned int ByteCount,
+                                   CUstream hStream);
+CUresult CUDAAPI cuMemcpy2D(const CUDA_MEMCPY2D_v1 *pCopy);
+CUresult CUDAAPI cuMemcpy2DUnaligned(const CUDA_MEMCPY2D_v1 *pCopy);
+CUresult CUDAAPI cuMemcpy2DAsync(const CUDA_MEMCPY2D_v1 *pCopy, CUstream hStream);
+CUresult CUDAAPI cuMemcpy3D(const CUDA_MEMCPY3D_v1 *pCopy);
+CUresult CUDAAPI cuMemcpy3DAsync(const CUDA_MEMCPY3D_v1 *pCopy, CUstream hStream);
+CUresult CUDAAPI cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod, const char *name);
+CUresult CUDAAPI cuMemHostGetDevicePointer(CUdeviceptr_v1 *pdptr, void *p, unsigned int Flags);
+CUresult CUDAAPI cuStreamBatchMemOp(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                    unsigned int flags);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies(CUstream hStream, CUgraphNode *dependencies,
+                                                   size_t numDependencies, unsigned int flags);
+CUresult CUDAAPI cuMemcpyBatchAsync(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                    CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs, size_t *failIdx,
+                                    CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DBatchAsync(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                                      unsigned long long flags, CUstream hStream);
 CUresult CUDAAPI cuMemsetD8(CUdeviceptr_v1 dstDevice, unsigned char uc, unsigned int N);
 CUresult CUDAAPI cuMemsetD32(CUdeviceptr_v1 dstDevice, unsigned int ui, unsigned int N);
 CUresult CUDAAPI cuArrayCreate(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR_v1 *pAllocateArray);
@@ -1398,6 +2154,24 @@ CUresult CUDAAPI cuGraphInstantiate(CUgraphExec *phGraphExec, CUgraph hGraph, CU
                                     char *logBuffer, size_t bufferSize);
 CUresult CUDAAPI cuGraphInstantiate_v2(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode,
                                        char *logBuffer, size_t bufferSize);
+CUresult CUDAAPI cuGraphAddKernelNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                      size_t numDependencies, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeGetParams(CUgraphNode hNode, CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult CUDAAPI cuGraphKernelNodeSetParams(CUgraphNode hNode, const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult CUDAAPI cuGraphExecKernelNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                const CUDA_KERNEL_NODE_PARAMS_v1 *nodeParams);
+CUresult CUDAAPI cuGraphExecUpdate(CUgraphExec hGraphExec, CUgraph hGraph, CUgraphNode *hErrorNode_out,
+                                   CUgraphExecUpdateResult *updateResult_out);
+CUresult CUDAAPI cuGraphGetEdges(CUgraph hGraph, CUgraphNode *from, CUgraphNode *to, size_t *numEdges);
+CUresult CUDAAPI cuGraphNodeGetDependencies(CUgraphNode hNode, CUgraphNode *dependencies, size_t *numDependencies);
+CUresult CUDAAPI cuGraphNodeGetDependentNodes(CUgraphNode hNode, CUgraphNode *dependentNodes,
+                                              size_t *numDependentNodes);
+CUresult CUDAAPI cuGraphAddDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                        size_t numDependencies);
+CUresult CUDAAPI cuGraphRemoveDependencies(CUgraph hGraph, const CUgraphNode *from, const CUgraphNode *to,
+                                           size_t numDependencies);
+CUresult CUDAAPI cuGraphAddNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
+                                size_t numDependencies, CUgraphNodeParams *nodeParams);
 CUresult CUDAAPI cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags);
 
 /* Per-thread default stream variants (CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM). */
@@ -1460,12 +2234,51 @@ CUresult CUDAAPI cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gridD
                                                 unsigned int sharedMemBytes, CUstream hStream,
                                                 void **kernelParams);
 CUresult CUDAAPI cuGraphLaunch_ptsz(CUgraphExec hGraphExec, CUstream hStream);
+CUresult CUDAAPI cuGraphUpload_ptsz(CUgraphExec hGraphExec, CUstream hStream);
 CUresult CUDAAPI cuLinkCreate(unsigned int numOptions, CUjit_option *options, void **optionValues,
                               CUlinkState *stateOut);
 CUresult CUDAAPI cuLinkAddData(CUlinkState state, CUjitInputType type, void *data, size_t size, const char *name,
                                unsigned int numOptions, CUjit_option *options, void **optionValues);
 CUresult CUDAAPI cuLinkAddFile(CUlinkState state, CUjitInputType type, const char *path, unsigned int numOptions,
                                CUjit_option *options, void **optionValues);
+/* Managed memory's advice and prefetches by device (CUDA 8's forms), and
+ * the per-thread forms of stream attributes, memory operations, capture
+ * dependencies, prefetches and batches. */
+CUresult CUDAAPI cuMemAdvise(CUdeviceptr devPtr, size_t count, CUmem_advise advice, CUdevice device);
+CUresult CUDAAPI cuMemPrefetchAsync(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchAsync_ptsz(CUdeviceptr devPtr, size_t count, CUdevice dstDevice, CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchAsync_v2_ptsz(CUdeviceptr devPtr, size_t count, CUmemLocation location,
+                                            unsigned int flags, CUstream hStream);
+CUresult CUDAAPI cuStreamGetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, CUstreamAttrValue *value_out);
+CUresult CUDAAPI cuStreamSetAttribute_ptsz(CUstream hStream, CUstreamAttrID attr, const CUstreamAttrValue *value);
+CUresult CUDAAPI cuStreamBatchMemOp_ptsz(CUstream stream, unsigned int count, CUstreamBatchMemOpParams *paramArray,
+                                         unsigned int flags);
+CUresult CUDAAPI cuStreamBatchMemOp_v2_ptsz(CUstream stream, unsigned int count,
+                                            CUstreamBatchMemOpParams *paramArray, unsigned int flags);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies_ptsz(CUstream hStream, CUgraphNode *dependencies,
+                                                        size_t numDependencies, unsigned int flags);
+CUresult CUDAAPI cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream hStream, CUgraphNode *dependencies,
+                                                           const CUgraphEdgeData *dependencyData,
+                                                           size_t numDependencies, unsigned int flags);
+CUresult CUDAAPI cuMemcpyBatchAsync_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                         CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                         size_t *failIdx, CUstream hStream);
+CUresult CUDAAPI cuMemcpyBatchAsync_v2_ptsz(CUdeviceptr *dsts, CUdeviceptr *srcs, size_t *sizes, size_t count,
+                                            CUmemcpyAttributes *attrs, size_t *attrsIdxs, size_t numAttrs,
+                                            CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DBatchAsync_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList, size_t *failIdx,
+                                           unsigned long long flags, CUstream hStream);
+CUresult CUDAAPI cuMemcpy3DBatchAsync_v2_ptsz(size_t numOps, CUDA_MEMCPY3D_BATCH_OP *opList,
+                                              unsigned long long flags, CUstream hStream);
+CUresult CUDAAPI cuMemDiscardBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                             unsigned long long flags, CUstream hStream);
+CUresult CUDAAPI cuMemPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                              CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                              size_t numPrefetchLocs, unsigned long long flags, CUstream hStream);
+CUresult CUDAAPI cuMemDiscardAndPrefetchBatchAsync_ptsz(CUdeviceptr *dptrs, size_t *sizes, size_t count,
+                                                        CUmemLocation *prefetchLocs, size_t *prefetchLocIdxs,
+                                                        size_t numPrefetchLocs, unsigned long long flags,
+                                                        CUstream hStream);
 #endif /* __CUDA_API_VERSION_INTERNAL */
 
 #ifdef __cplusplus
