@@ -1,6 +1,8 @@
 /*
  * Devices: which ones CUDA_VISIBLE_DEVICES shows, and what each says of
- * itself (name, memory, UUID, PCI location, attributes).
+ * itself (name, memory, UUID, PCI location, attributes, limits of 1D
+ * linear textures, atomics with the host, no LUID).  Each is a Hopper (as a
+ * GH200's, whose link to the host has native atomics).
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -189,6 +191,9 @@ CUresult cuDeviceGetAttribute(int *pi, CUdevice_attribute attrib, CUdevice dev)
     case CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR: *pi = 0; break;
     case CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT: *pi = SM_COUNT; break;
     case CU_DEVICE_ATTRIBUTE_MAX_THREADS_PER_MULTIPROCESSOR: *pi = THREADS_PER_SM; break;
+    case CU_DEVICE_ATTRIBUTE_MANAGED_MEMORY:
+    case CU_DEVICE_ATTRIBUTE_CONCURRENT_MANAGED_ACCESS: /* managed memory's advice and prefetches (memory/managed.c) */
+    case CU_DEVICE_ATTRIBUTE_HOST_NATIVE_ATOMIC_SUPPORTED: *pi = 1; break;
     default: *pi = 0; break;
     }
     return CUDA_SUCCESS;
@@ -221,4 +226,75 @@ CUresult cuDeviceGetByPCIBusId(CUdevice *dev, const char *pciBusId)
             return CUDA_SUCCESS;
         }
     return CUDA_ERROR_INVALID_DEVICE; /* no such GPU, or hidden by CUDA_VISIBLE_DEVICES */
+}
+
+/* The elements of a format and channel count (1, 2 or 4) a 1D linear
+ * texture may have: 2^28, as a Hopper's. */
+CUresult cuDeviceGetTexture1DLinearMaxWidth(size_t *maxWidthInElements, CUarray_format format, unsigned numChannels,
+                                            CUdevice dev)
+{
+    ENTER();
+    if (!maxWidthInElements || (numChannels != 1 && numChannels != 2 && numChannels != 4))
+        return CUDA_ERROR_INVALID_VALUE;
+    switch (format) {
+    case CU_AD_FORMAT_UNSIGNED_INT8:
+    case CU_AD_FORMAT_UNSIGNED_INT16:
+    case CU_AD_FORMAT_UNSIGNED_INT32:
+    case CU_AD_FORMAT_SIGNED_INT8:
+    case CU_AD_FORMAT_SIGNED_INT16:
+    case CU_AD_FORMAT_SIGNED_INT32:
+    case CU_AD_FORMAT_HALF:
+    case CU_AD_FORMAT_FLOAT: break;
+    default: return CUDA_ERROR_INVALID_VALUE;
+    }
+    if (!fake_valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    *maxWidthInElements = (size_t)1 << 28;
+    return CUDA_SUCCESS;
+}
+
+/* What the link to the host does natively of each atomic operation. */
+static unsigned host_atomic(CUatomicOperation op)
+{
+    const unsigned ints = CU_ATOMIC_CAPABILITY_SIGNED | CU_ATOMIC_CAPABILITY_UNSIGNED,
+                   sizes = CU_ATOMIC_CAPABILITY_SCALAR_32 | CU_ATOMIC_CAPABILITY_SCALAR_64;
+    switch (op) {
+    case CU_ATOMIC_OPERATION_INTEGER_ADD:
+    case CU_ATOMIC_OPERATION_INTEGER_MIN:
+    case CU_ATOMIC_OPERATION_INTEGER_MAX:
+    case CU_ATOMIC_OPERATION_AND:
+    case CU_ATOMIC_OPERATION_OR:
+    case CU_ATOMIC_OPERATION_XOR: return ints | sizes | CU_ATOMIC_CAPABILITY_REDUCTION;
+    case CU_ATOMIC_OPERATION_INTEGER_INCREMENT:
+    case CU_ATOMIC_OPERATION_INTEGER_DECREMENT: return CU_ATOMIC_CAPABILITY_UNSIGNED | CU_ATOMIC_CAPABILITY_SCALAR_32;
+    case CU_ATOMIC_OPERATION_EXCHANGE:
+    case CU_ATOMIC_OPERATION_CAS: return ints | sizes | CU_ATOMIC_CAPABILITY_SCALAR_128;
+    case CU_ATOMIC_OPERATION_FLOAT_ADD:
+        return sizes | CU_ATOMIC_CAPABILITY_REDUCTION | CU_ATOMIC_CAPABILITY_VECTOR_32x4;
+    default: return 0; /* CU_ATOMIC_OPERATION_FLOAT_MIN, _MAX */
+    }
+}
+
+CUresult cuDeviceGetHostAtomicCapabilities(unsigned int *capabilities, const CUatomicOperation *operations,
+                                           unsigned int count, CUdevice dev)
+{
+    ENTER();
+    if (!fake_valid_device(dev))
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!capabilities || !operations || count == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++)
+        if ((unsigned)operations[i] >= CU_ATOMIC_OPERATION_MAX)
+            return CUDA_ERROR_INVALID_VALUE;
+    for (unsigned i = 0; i < count; i++)
+        capabilities[i] = host_atomic(operations[i]);
+    return CUDA_SUCCESS;
+}
+
+/* A LUID is a WDDM adapter's, Windows' only: the driver on Linux has none. */
+CUresult cuDeviceGetLuid(char *luid, unsigned int *deviceNodeMask, CUdevice dev)
+{
+    ENTER();
+    (void)luid, (void)deviceNodeMask, (void)dev;
+    return CUDA_ERROR_NOT_SUPPORTED;
 }

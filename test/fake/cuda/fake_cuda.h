@@ -34,6 +34,9 @@ FAKEGPU_HIDDEN void fake_count_call(void);
 /* Counts a kernel or graph launch (fakegpu_launches). */
 FAKEGPU_HIDDEN void fake_count_launch(void);
 
+/* A line of the driver's logs (logs.c: cuLogsDumpToMemory), as printf. */
+FAKEGPU_HIDDEN void fake_log(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
 /*
  * A stream-ordered call NAME and its per-thread variant NAME_ptsz, which
  * differ only in what the NULL stream means (the legacy stream, or the
@@ -148,8 +151,10 @@ struct alloc {
     enum alloc_kind kind;
     struct CUmemPoolHandle_st *pool;
     struct vmm_handle *handle;
-    struct CUctx_st *ctx; /* A_DEVICE: the context it was made in; freed with it */
-    int ipc_fd;           /* A_DEVICE given to other processes (cuIpcGetMemHandle): its memfd + 1; 0 none */
+    struct CUctx_st *ctx;    /* A_DEVICE: the context it was made in; freed with it */
+    int ipc_fd;              /* A_DEVICE given to other processes (cuIpcGetMemHandle): its memfd + 1; 0 none */
+    int sync_memops;         /* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS, as cuPointerSetAttribute set it */
+    struct managed *managed; /* cuMemAllocManaged's: its pages' advice and prefetches (memory/managed.c) */
     struct alloc *next;
 };
 
@@ -178,6 +183,11 @@ FAKEGPU_HIDDEN void fake_free_context_allocs_locked(struct CUctx_st *ctx);
 /* Frees a cuMemAlloc* or pool allocation, once the kernels that might use it are done. */
 FAKEGPU_HIDDEN CUresult fake_mem_free(CUdeviceptr ptr);
 
+/* managed.c: the state of a managed allocation of size bytes, or NULL
+ * when out of memory; freed with the allocation */
+FAKEGPU_HIDDEN struct managed *fake_managed_new(size_t size);
+FAKEGPU_HIDDEN void fake_managed_free(struct managed *m);
+
 /* pools.c */
 /* Gives cached pool memory back down to each pool's release threshold
  * (what a synchronisation does); dev -1: every device's pools. */
@@ -192,6 +202,8 @@ FAKEGPU_HIDDEN void fake_pool_return_block(struct alloc *a);
 /* An array's bytes (memory/arrays.c): rows of *row bytes, *height of them
  * a layer, *depth layers; NULL for no live array. */
 FAKEGPU_HIDDEN unsigned char *fake_array_bytes(CUarray a, size_t *row, size_t *height, size_t *depth);
+/* The bytes of one of a live array's elements (its format's times its channels); 0 for none. */
+FAKEGPU_HIDDEN size_t fake_array_element(CUarray a);
 /* Whether m is a live mipmapped array (memory/arrays.c). */
 FAKEGPU_HIDDEN int fake_mipmapped_array_valid(CUmipmappedArray m);
 /* A 3D copy between host memory, device addresses and arrays
@@ -200,6 +212,9 @@ FAKEGPU_HIDDEN CUresult fake_copy_3d(const CUDA_MEMCPY3D *c);
 FAKEGPU_HIDDEN CUresult fake_copy_htod(CUdeviceptr dst, const void *src, size_t n);
 FAKEGPU_HIDDEN CUresult fake_copy_dtoh(void *dst, CUdeviceptr src, size_t n);
 FAKEGPU_HIDDEN CUresult fake_copy_dtod(CUdeviceptr dst, CUdeviceptr src, size_t n);
+/* n bytes between host memory and an array's bytes from off (copies_3d.c). */
+FAKEGPU_HIDDEN CUresult fake_copy_htoa(CUarray a, size_t off, const void *src, size_t n);
+FAKEGPU_HIDDEN CUresult fake_copy_atoh(void *dst, CUarray a, size_t off, size_t n);
 
 /* ------------------------------------------------------------------------ */
 /* Modules, libraries, kernels and launches (modules/)                      */
@@ -224,6 +239,9 @@ struct CUmod_st {
 /* kernels.c: the built-in kernels, which every module holds */
 FAKEGPU_HIDDEN const struct CUfunc_st *fake_kernel_of(const void *handle);
 FAKEGPU_HIDDEN struct CUfunc_st *fake_kernel_by_name(const char *name);
+/* How many built-in kernels there are, and the i-th (in a fixed order). */
+FAKEGPU_HIDDEN unsigned fake_kernel_count(void);
+FAKEGPU_HIDDEN struct CUfunc_st *fake_kernel_at(unsigned i);
 
 /* modules.c: whether image is one (a string starting with "fakegpu") */
 FAKEGPU_HIDDEN int fake_image_ok(const void *image);
@@ -249,6 +267,7 @@ struct CUgraphNode_st {
     int dev;      /* a memory node's device */
     size_t bytes; /* an allocation node's size */
     CUdeviceptr dptr;
+    struct fake_node *params; /* a node added by hand: its graph and its type's parameters (graphs/graphs.h) */
 };
 
 struct CUgraph_st {
@@ -257,6 +276,8 @@ struct CUgraph_st {
     struct kernel_list kernels;
     struct CUgraphNode_st **nodes;
     size_t nnodes;
+    struct fake_edge *edges; /* between its nodes (graphs/edges.c) */
+    size_t nedges;
 };
 
 enum stream_kind { STREAM_CREATED, STREAM_LEGACY, STREAM_PER_THREAD };
@@ -274,6 +295,14 @@ struct CUstream_st {
     CUstreamCaptureStatus capture;
     unsigned long long capture_id;
     struct CUgraph_st *graph; /* being captured */
+    int capture_into;         /* the graph is the caller's (cuStreamBeginCaptureToGraph), not made by the capture */
+    /* The nodes the capture's next work depends on (cuStreamGetCaptureInfo_v3),
+     * and the nodes it made for the kernels it recorded (capture.c). */
+    struct CUgraphNode_st **deps, **made;
+    CUgraphEdgeData *dep_edges; /* the deps' edges: the default ones (zeros) */
+    size_t ndeps, deps_cap, nmade, made_cap;
+    /* Attributes (attributes.c); zeros: the defaults. */
+    CUlaunchAttributeValue sync_policy, mem_sync_domain, mem_sync_domain_map, access_policy_window;
 };
 
 /* streams.c */

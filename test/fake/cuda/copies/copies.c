@@ -3,7 +3,8 @@
  * checked range, done by the host when called.
  *
  * The synchronous ones wait for everything queued on the devices first (the
- * legacy stream they run on waits for every other stream). */
+ * legacy stream they run on waits for every other stream).  The 32-bit
+ * forms of CUDA 3.x are legacy.c's. */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
 
@@ -53,13 +54,6 @@ CUresult cuMemcpyHtoD_v2_ptds(CUdeviceptr dstDevice, const void *srcHost, size_t
     return fake_copy_htod(dstDevice, srcHost, ByteCount);
 }
 
-CUresult cuMemcpyHtoD(CUdeviceptr_v1 dstDevice, const void *srcHost, unsigned int ByteCount)
-{
-    ENTER();
-    fake_timeline_drain_all();
-    return fake_copy_htod(dstDevice, srcHost, ByteCount);
-}
-
 CUresult cuMemcpyDtoH_v2(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
     ENTER();
@@ -74,21 +68,7 @@ CUresult cuMemcpyDtoH_v2_ptds(void *dstHost, CUdeviceptr srcDevice, size_t ByteC
     return fake_copy_dtoh(dstHost, srcDevice, ByteCount);
 }
 
-CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
-{
-    ENTER();
-    fake_timeline_drain_all();
-    return fake_copy_dtoh(dstHost, srcDevice, ByteCount);
-}
-
 CUresult cuMemcpyDtoD_v2(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
-{
-    ENTER();
-    fake_timeline_drain_all();
-    return fake_copy_dtod(dstDevice, srcDevice, ByteCount);
-}
-
-CUresult cuMemcpyDtoD(CUdeviceptr_v1 dstDevice, CUdeviceptr_v1 srcDevice, unsigned int ByteCount)
 {
     ENTER();
     fake_timeline_drain_all();

@@ -143,6 +143,16 @@ static CUresult linear(CUmemorytype st, const void *sh, CUdeviceptr sd, CUarray 
     return r == CUDA_SUCCESS ? copy_row(&src, 0, &dst, 0, n) : r;
 }
 
+CUresult fake_copy_htoa(CUarray a, size_t off, const void *src, size_t n)
+{
+    return linear(CU_MEMORYTYPE_HOST, src, 0, NULL, 0, CU_MEMORYTYPE_ARRAY, NULL, 0, a, off, n);
+}
+
+CUresult fake_copy_atoh(void *dst, CUarray a, size_t off, size_t n)
+{
+    return linear(CU_MEMORYTYPE_ARRAY, NULL, 0, a, off, CU_MEMORYTYPE_HOST, dst, 0, NULL, 0, n);
+}
+
 CUresult cuMemcpyHtoA_v2(CUarray dstArray, size_t dstOffset, const void *srcHost, size_t ByteCount)
 {
     ENTER();

@@ -2,7 +2,7 @@
  * Graph memory: allocation nodes, and the device's reserve behind them.
  */
 #define _GNU_SOURCE
-#include "test/fake/cuda/fake_cuda.h"
+#include "test/fake/cuda/graphs/graphs.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -31,32 +31,58 @@ int fake_graph_mem_reserve(int dev, unsigned long long bytes)
     return rc;
 }
 
+CUresult fake_add_alloc_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                             size_t n, CUDA_MEM_ALLOC_NODE_PARAMS *p)
+{
+    if (!p || p->bytesize == 0 || p->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    int dev = p->poolProps.location.id;
+    if (dev < 0 || dev >= fakegpu_config()->devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    struct fake_node *made;
+    CUresult r = fake_graph_add(g, out, CU_GRAPH_NODE_TYPE_MEM_ALLOC, deps, edges, n, &made);
+    if (r != CUDA_SUCCESS)
+        return r;
+    /* An address of its own, as the driver gives one at creation. */
+    static _Atomic unsigned long long next = 0x7f0000000000ull;
+    p->dptr = (CUdeviceptr)atomic_fetch_add(&next, (p->bytesize + 0xfffff) & ~0xfffffull);
+    (*out)->dev = dev;
+    (*out)->bytes = p->bytesize;
+    (*out)->dptr = p->dptr;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuGraphAddMemAllocNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                 size_t numDependencies, CUDA_MEM_ALLOC_NODE_PARAMS *nodeParams)
 {
     ENTER();
-    (void)dependencies, (void)numDependencies;
-    if (!nodeParams || nodeParams->bytesize == 0 || nodeParams->poolProps.location.type != CU_MEM_LOCATION_TYPE_DEVICE)
-        return CUDA_ERROR_INVALID_VALUE;
-    int dev = nodeParams->poolProps.location.id;
-    if (dev < 0 || dev >= fakegpu_config()->devices)
-        return CUDA_ERROR_INVALID_DEVICE;
-    /* An address of its own, as the driver gives one at creation. */
-    static _Atomic unsigned long long next = 0x7f0000000000ull;
-    nodeParams->dptr = (CUdeviceptr)atomic_fetch_add(&next, (nodeParams->bytesize + 0xfffff) & ~0xfffffull);
-    struct CUgraphNode_st n = {
-        .type = CU_GRAPH_NODE_TYPE_MEM_ALLOC, .dev = dev, .bytes = nodeParams->bytesize, .dptr = nodeParams->dptr
-    };
-    return fake_graph_add_node(hGraph, phGraphNode, &n);
+    return fake_add_alloc_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, nodeParams);
+}
+
+CUresult fake_add_free_node(CUgraphNode *out, CUgraph g, const CUgraphNode *deps, const CUgraphEdgeData *edges,
+                            size_t n, CUdeviceptr dptr)
+{
+    struct fake_node *made;
+    CUresult r = fake_graph_add(g, out, CU_GRAPH_NODE_TYPE_MEM_FREE, deps, edges, n, &made);
+    if (r == CUDA_SUCCESS)
+        (*out)->dptr = dptr;
+    return r;
 }
 
 CUresult cuGraphAddMemFreeNode(CUgraphNode *phGraphNode, CUgraph hGraph, const CUgraphNode *dependencies,
                                size_t numDependencies, CUdeviceptr dptr)
 {
     ENTER();
-    (void)dependencies, (void)numDependencies;
-    struct CUgraphNode_st n = { .type = CU_GRAPH_NODE_TYPE_MEM_FREE, .dptr = dptr };
-    return fake_graph_add_node(hGraph, phGraphNode, &n);
+    return fake_add_free_node(phGraphNode, hGraph, dependencies, NULL, numDependencies, dptr);
+}
+
+CUresult cuGraphMemFreeNodeGetParams(CUgraphNode hNode, CUdeviceptr *dptr_out)
+{
+    ENTER();
+    if (!hNode || hNode->magic != GNODE_MAGIC || hNode->type != CU_GRAPH_NODE_TYPE_MEM_FREE || !dptr_out)
+        return CUDA_ERROR_INVALID_VALUE;
+    *dptr_out = hNode->dptr;
+    return CUDA_SUCCESS;
 }
 
 CUresult cuGraphMemAllocNodeGetParams(CUgraphNode hNode, CUDA_MEM_ALLOC_NODE_PARAMS *params_out)
@@ -86,6 +112,22 @@ CUresult cuDeviceGetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr
                                                                   : 0; /* nothing in use between launches */
     pthread_mutex_unlock(&graph_mem_lock);
     *(cuuint64_t *)value = v;
+    return CUDA_SUCCESS;
+}
+
+/* Only the high watermarks are set, and only to 0: back to what is held now. */
+CUresult cuDeviceSetGraphMemAttribute(CUdevice device, CUgraphMem_attribute attr, void *value)
+{
+    ENTER();
+    if (device < 0 || device >= fakegpu_config()->devices)
+        return CUDA_ERROR_INVALID_DEVICE;
+    if (!value || *(const cuuint64_t *)value != 0 ||
+        (attr != CU_GRAPH_MEM_ATTR_USED_MEM_HIGH && attr != CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH))
+        return CUDA_ERROR_INVALID_VALUE;
+    pthread_mutex_lock(&graph_mem_lock);
+    if (attr == CU_GRAPH_MEM_ATTR_RESERVED_MEM_HIGH)
+        graph_high[device] = graph_reserve[device];
+    pthread_mutex_unlock(&graph_mem_lock);
     return CUDA_SUCCESS;
 }
 

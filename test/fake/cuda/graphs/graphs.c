@@ -1,22 +1,15 @@
 /*
- * Graphs: the kernels stream capture recorded (../streams/capture.c), and
- * the nodes added to them (nodes.c).  A graph launch queues the kernels
- * again, or, for a graph with none (made by cuGraphCreate), one kernel of
- * FAKEGPU_KERNEL_NS.
+ * Graphs: the kernels stream capture recorded (../streams/capture.c), the
+ * nodes added to them by hand (nodes.c) and their edges (edges.c); a
+ * graph copied (a child graph node's, cuGraphClone); a graph's description
+ * in DOT.  Executable graphs: exec.c.
  */
 #define _GNU_SOURCE
-#include "test/fake/cuda/fake_cuda.h"
+#include "test/fake/cuda/graphs/graphs.h"
 
+#include <stdio.h>
 #include <stdlib.h>
-
-#define GEXEC_MAGIC 0x43584547u /* "GEXC" */
-
-struct CUgraphExec_st {
-    unsigned magic;
-    int alive;
-    struct kernel_list kernels;                          /* copied at instantiation */
-    unsigned long long alloc_bytes[FAKEGPU_MAX_DEVICES]; /* its allocation nodes, per device */
-};
+#include <string.h>
 
 int fake_kernels_append(struct kernel_list *l, const struct fake_op *op)
 {
@@ -64,100 +57,103 @@ CUresult cuGraphDestroy(CUgraph hGraph)
                                                                                    : CUDA_ERROR_INVALID_HANDLE;
 }
 
-static CUresult instantiate(CUgraphExec *phGraphExec, CUgraph hGraph)
+/* Each node copied (its parameters too, a kernel's arguments pointing into
+ * its own copy), each edge between the copies. */
+CUgraph fake_graph_copy(CUgraph g)
 {
-    if (!phGraphExec)
-        return CUDA_ERROR_INVALID_VALUE;
-    if (!hGraph || !fake_object_live(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC))
-        return CUDA_ERROR_INVALID_HANDLE;
-    struct CUgraphExec_st *x = calloc(1, sizeof *x);
-    if (!x)
-        return CUDA_ERROR_OUT_OF_MEMORY;
-    for (size_t i = 0; i < hGraph->kernels.count; i++)
-        if (fake_kernels_append(&x->kernels, &hGraph->kernels.ops[i]) != 0) {
-            free(x->kernels.ops);
-            free(x);
-            return CUDA_ERROR_OUT_OF_MEMORY;
+    struct CUgraph_st *c = fake_graph_new();
+    if (!c)
+        return NULL;
+    for (size_t i = 0; i < g->kernels.count; i++)
+        if (fake_kernels_append(&c->kernels, &g->kernels.ops[i]) != 0)
+            return NULL;
+    CUgraphNode *map = calloc(g->nnodes ? g->nnodes : 1, sizeof(*map));
+    if (!map)
+        return NULL;
+    for (size_t i = 0; i < g->nnodes; i++) {
+        const struct CUgraphNode_st *from = g->nodes[i];
+        struct fake_node *made;
+        if (!from->params || fake_graph_add(c, &map[i], from->type, NULL, NULL, 0, &made) != CUDA_SUCCESS) {
+            free(map);
+            return NULL;
         }
-    for (size_t i = 0; i < hGraph->nnodes; i++)
-        if (hGraph->nodes[i]->type == CU_GRAPH_NODE_TYPE_MEM_ALLOC)
-            x->alloc_bytes[hGraph->nodes[i]->dev] += hGraph->nodes[i]->bytes;
-    x->magic = GEXEC_MAGIC;
-    x->alive = 1;
-    *phGraphExec = x;
+        *made = *from->params;
+        made->graph = c;
+        made->kernel.kernelParams = made->arg_ptrs;
+        for (unsigned a = 0; a < FAKE_MAX_ARGS; a++)
+            made->arg_ptrs[a] = &made->args[a];
+        map[i]->dev = from->dev;
+        map[i]->bytes = from->bytes;
+        map[i]->dptr = from->dptr;
+    }
+    c->edges = malloc((g->nedges ? g->nedges : 1) * sizeof(*c->edges));
+    for (size_t e = 0; c->edges && e < g->nedges; e++) {
+        struct fake_edge copy = g->edges[e];
+        for (size_t i = 0; i < g->nnodes; i++) {
+            if (g->nodes[i] == copy.from)
+                copy.from = map[i];
+            if (g->nodes[i] == copy.to)
+                copy.to = map[i];
+        }
+        c->edges[c->nedges++] = copy;
+    }
+    free(map);
+    return c->edges ? c : NULL;
+}
+
+CUresult cuGraphClone(CUgraph *phGraphClone, CUgraph originalGraph)
+{
+    ENTER();
+    if (!phGraphClone)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!originalGraph || !fake_object_live(&originalGraph->magic, &originalGraph->alive, GRAPH_MAGIC))
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUgraph c = fake_graph_copy(originalGraph);
+    if (!c)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *phGraphClone = c;
     return CUDA_SUCCESS;
 }
 
-CUresult cuGraphInstantiateWithFlags(CUgraphExec *phGraphExec, CUgraph hGraph, unsigned long long flags)
+static const char *type_name(CUgraphNodeType t)
+{
+    static const char *const names[] = { "KERNEL",    "MEMCPY",     "MEMSET",       "HOST",       "GRAPH",
+                                         "EMPTY",     "WAIT_EVENT", "EVENT_RECORD", "SEM_SIGNAL", "SEM_WAIT",
+                                         "MEM_ALLOC", "MEM_FREE",   "MEM_OP",       "CONDITIONAL" };
+    return (unsigned)t < sizeof(names) / sizeof(names[0]) ? names[t] : "?";
+}
+
+/* The graph's nodes (a kernel's by its name) and edges, in DOT. */
+CUresult cuGraphDebugDotPrint(CUgraph hGraph, const char *path, unsigned int flags)
 {
     ENTER();
     (void)flags;
-    return instantiate(phGraphExec, hGraph);
-}
-
-/* The CUDA 10 and 11 forms, with an error node and a log the fake never fills. */
-static CUresult instantiate_logged(CUgraphExec *phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer,
-                                   size_t bufferSize)
-{
-    (void)phErrorNode, (void)logBuffer, (void)bufferSize;
-    return instantiate(phGraphExec, hGraph);
-}
-
-TWO_NAMES(cuGraphInstantiate_v2, cuGraphInstantiate, instantiate_logged,
-          (CUgraphExec * phGraphExec, CUgraph hGraph, CUgraphNode *phErrorNode, char *logBuffer, size_t bufferSize),
-          phGraphExec, hGraph, phErrorNode, logBuffer, bufferSize)
-
-static CUresult instantiate_with_params(int ptsz, CUgraphExec *phGraphExec, CUgraph hGraph,
-                                        CUDA_GRAPH_INSTANTIATE_PARAMS *params)
-{
-    (void)ptsz;
-    if (!params)
+    if (!path)
         return CUDA_ERROR_INVALID_VALUE;
-    CUresult rc = instantiate(phGraphExec, hGraph);
-    params->hErrNode_out = NULL;
-    params->result_out = rc == CUDA_SUCCESS ? CUDA_GRAPH_INSTANTIATE_SUCCESS : CUDA_GRAPH_INSTANTIATE_ERROR;
-    return rc;
-}
-
-WITH_PTSZ(cuGraphInstantiateWithParams, instantiate_with_params,
-          (CUgraphExec * phGraphExec, CUgraph hGraph, CUDA_GRAPH_INSTANTIATE_PARAMS *instantiateParams), phGraphExec,
-          hGraph, instantiateParams)
-
-CUresult cuGraphExecDestroy(CUgraphExec hGraphExec)
-{
-    ENTER();
-    return hGraphExec && fake_kill_object(&hGraphExec->magic, &hGraphExec->alive, GEXEC_MAGIC)
-               ? CUDA_SUCCESS
-               : CUDA_ERROR_INVALID_HANDLE;
-}
-
-/* One launch call (one launch cost) queues every kernel of the graph; a
- * graph with none takes one kernel's time. */
-static CUresult graph_launch(int ptsz, CUgraphExec x, CUstream s)
-{
-    unsigned long long called = fake_now_ns();
-    struct CUstream_st *st = fake_stream_of(s, ptsz);
-    if (!x || !fake_object_live(&x->magic, &x->alive, GEXEC_MAGIC) || !st)
+    if (!hGraph || !fake_object_live(&hGraph->magic, &hGraph->alive, GRAPH_MAGIC))
         return CUDA_ERROR_INVALID_HANDLE;
-    const struct fake_op empty = { .ns = fakegpu_config()->kernel_ns };
-    const struct fake_op *ops = x->kernels.count ? x->kernels.ops : &empty;
-    size_t count = x->kernels.count ? x->kernels.count : 1;
-    int dev = fake_capturing(st) ? 0 : fake_stream_dev(st);
-    if (dev < 0)
-        return CUDA_ERROR_INVALID_CONTEXT;
-    if (!fake_capturing(st))
-        for (int d = 0; d < FAKEGPU_MAX_DEVICES; d++)
-            if (x->alloc_bytes[d] && fake_graph_mem_reserve(d, x->alloc_bytes[d]) != 0)
-                return CUDA_ERROR_OUT_OF_MEMORY;
-    CUresult rc = CUDA_SUCCESS;
-    for (size_t i = 0; i < count && rc == CUDA_SUCCESS; i++)
-        rc = fake_capturing(st) ? fake_capture_kernel(st, &ops[i]) : fake_submit(st, dev, &ops[i], NULL);
-    if (fake_capturing(st))
-        return rc;
-    if (rc == CUDA_SUCCESS)
-        fake_count_launch();
-    fake_launch_cost(called);
-    return rc;
+    FILE *f = fopen(path, "w");
+    if (!f)
+        return CUDA_ERROR_OPERATING_SYSTEM;
+    fprintf(f, "digraph fakegpu {\n");
+    for (size_t i = 0; i < hGraph->kernels.count; i++)
+        fprintf(f, "  captured%zu [label=\"KERNEL (captured)\"];\n", i);
+    for (size_t i = 0; i < hGraph->nnodes; i++) {
+        const struct CUgraphNode_st *n = hGraph->nodes[i];
+        const struct CUfunc_st *k = n->type == CU_GRAPH_NODE_TYPE_KERNEL && n->params
+                                        ? fake_kernel_of(n->params->kernel.func ? (const void *)n->params->kernel.func
+                                                                                : (const void *)n->params->kernel.kern)
+                                        : NULL;
+        fprintf(f, "  node%zu [label=\"%s%s%s\"];\n", i, type_name(n->type), k ? " " : "", k ? k->name : "");
+    }
+    for (size_t e = 0; e < hGraph->nedges; e++) {
+        size_t from = 0, to = 0;
+        for (size_t i = 0; i < hGraph->nnodes; i++) {
+            from = hGraph->nodes[i] == hGraph->edges[e].from ? i : from;
+            to = hGraph->nodes[i] == hGraph->edges[e].to ? i : to;
+        }
+        fprintf(f, "  node%zu -> node%zu;\n", from, to);
+    }
+    fprintf(f, "}\n");
+    return fclose(f) == 0 ? CUDA_SUCCESS : CUDA_ERROR_OPERATING_SYSTEM;
 }
-
-WITH_PTSZ(cuGraphLaunch, graph_launch, (CUgraphExec hGraphExec, CUstream hStream), hGraphExec, hStream)

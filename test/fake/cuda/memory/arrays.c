@@ -140,6 +140,22 @@ unsigned char *fake_array_bytes(CUarray a, size_t *row, size_t *height, size_t *
     return a->mem;
 }
 
+size_t fake_array_element(CUarray a)
+{
+    return array_valid(a) ? (size_t)a->desc.NumChannels * format_bytes(a->desc.Format) : 0;
+}
+
+CUresult cuArray3DGetDescriptor_v2(CUDA_ARRAY3D_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
+{
+    ENTER();
+    if (!pArrayDescriptor)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!array_valid(hArray))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *pArrayDescriptor = hArray->desc;
+    return CUDA_SUCCESS;
+}
+
 CUresult cuArrayGetDescriptor_v2(CUDA_ARRAY_DESCRIPTOR *pArrayDescriptor, CUarray hArray)
 {
     ENTER();

@@ -87,6 +87,7 @@ void fake_free_context_allocs_locked(struct CUctx_st *ctx)
         if (a->ipc_fd)
             close(a->ipc_fd - 1);
         munmap((void *)a->base, a->size);
+        fake_managed_free(a->managed);
         free(a);
     }
 }
@@ -146,11 +147,25 @@ CUresult cuMemAllocPitch(CUdeviceptr_v1 *dptr, unsigned int *pPitch, unsigned in
     return rc;
 }
 
+/* Device memory with the state of managed memory's pages (managed.c). */
 CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
 {
     ENTER();
-    (void)flags;
-    return device_alloc(dptr, bytesize, fake_current_device(), 0);
+    if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct managed *m = fake_managed_new(bytesize);
+    if (!m)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    CUresult rc = device_alloc(dptr, bytesize, fake_current_device(), 0);
+    if (rc != CUDA_SUCCESS) {
+        fake_managed_free(m);
+        return rc;
+    }
+    LOCK();
+    struct alloc *a = fake_find_containing_locked((uintptr_t)*dptr, 1, 1u << A_DEVICE);
+    a->managed = m;
+    UNLOCK();
+    return CUDA_SUCCESS;
 }
 
 /* Called once the kernels that might use ptr are done. */
@@ -174,6 +189,7 @@ CUresult fake_mem_free(CUdeviceptr ptr)
         unmap_or_keep((void *)a->base, a->size);
         fake_uncharge(a->dev, a->size);
     }
+    fake_managed_free(a->managed);
     free(a);
     return CUDA_SUCCESS;
 }

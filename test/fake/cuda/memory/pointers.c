@@ -1,6 +1,7 @@
 /*
  * What a pointer is: the range it lies in (cuMemGetAddressRange) and its
- * attributes (cuPointerGetAttribute(s)).
+ * attributes (cuPointerGetAttribute(s); cuPointerSetAttribute of the one a
+ * program sets).
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -49,8 +50,8 @@ static CUresult pointer_attribute(CUpointer_attribute attr, CUdeviceptr ptr, voi
     switch (attr) {
     case CU_POINTER_ATTRIBUTE_MEMORY_TYPE: u = !a ? 0 : device ? CU_MEMORYTYPE_DEVICE : CU_MEMORYTYPE_HOST; break;
     case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL: u = device ? (unsigned)copy.dev : (unsigned)-1; break;
-    case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: break;
+    case CU_POINTER_ATTRIBUTE_IS_MANAGED: u = copy.managed != NULL; break;
+    case CU_POINTER_ATTRIBUTE_SYNC_MEMOPS: u = copy.sync_memops; break;
     case CU_POINTER_ATTRIBUTE_MAPPED: u = a != NULL; break;
     case CU_POINTER_ATTRIBUTE_CONTEXT: wide = 1, w = (uintptr_t)(device ? copy.ctx : NULL); break;
     case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
@@ -87,6 +88,22 @@ CUresult cuPointerGetAttributes(unsigned int numAttributes, CUpointer_attribute 
             return rc;
     }
     return CUDA_SUCCESS;
+}
+
+/* The one attribute a program sets, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (an
+ * unsigned boolean), on the whole allocation ptr lies in, as the driver
+ * sets it. */
+CUresult cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    ENTER();
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    struct alloc *a = fake_find_containing_locked((uintptr_t)ptr, 1, ACCESSIBLE & ~(1u << A_REGISTERED));
+    if (a)
+        a->sync_memops = *(const unsigned *)value != 0;
+    UNLOCK();
+    return a ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
 }
 
 CUresult cuMemGetAddressRange(CUdeviceptr_v1 *pbase, unsigned int *psize, CUdeviceptr_v1 dptr)

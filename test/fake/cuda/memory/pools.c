@@ -4,7 +4,9 @@
  * A pool's reserved memory = used (live blocks) + cached (freed blocks it
  * keeps). Both are charged to the device. A freed block's bytes stay cached
  * until cuMemPoolTrimTo or a synchronisation trims the pool down to its
- * release threshold; new allocations reuse cached bytes first.
+ * release threshold; new allocations reuse cached bytes first.  A pool
+ * keeps its attributes as they were set (its reuse policies are hints the
+ * fake's allocations need not follow) and which devices may access it.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -22,6 +24,8 @@ struct CUmemPoolHandle_st {
     unsigned long long threshold;
     unsigned long long used, cached;
     unsigned long long used_high, reserved_high;
+    int reuse[3]; /* the reuse policies, CU_MEMPOOL_ATTR_REUSE_* - 1: 1 (allowed) until set */
+    CUmemAccess_flags access[FAKEGPU_MAX_DEVICES]; /* other devices' access (cuMemPoolSetAccess) */
     struct CUmemPoolHandle_st *next;
 };
 
@@ -31,15 +35,22 @@ static struct CUmemPoolHandle_st g_default_pools[FAKEGPU_MAX_DEVICES];
 static struct CUmemPoolHandle_st *g_device_pool[FAKEGPU_MAX_DEVICES]; /* NULL = default */
 static struct CUmemPoolHandle_st *g_pools;                            /* created ones */
 
+/* A pool's state when made: reuse allowed every way, no other device's access. */
+static void pool_init(struct CUmemPoolHandle_st *p, int dev, int is_default)
+{
+    p->magic = POOL_MAGIC;
+    p->alive = 1;
+    p->is_default = is_default;
+    p->dev = dev;
+    for (int i = 0; i < 3; i++)
+        p->reuse[i] = 1;
+}
+
 static struct CUmemPoolHandle_st *default_pool_locked(int dev)
 {
     struct CUmemPoolHandle_st *p = &g_default_pools[dev];
-    if (p->magic != POOL_MAGIC) {
-        p->magic = POOL_MAGIC;
-        p->alive = 1;
-        p->is_default = 1;
-        p->dev = dev;
-    }
+    if (p->magic != POOL_MAGIC)
+        pool_init(p, dev, 1);
     return p;
 }
 
@@ -178,9 +189,7 @@ CUresult cuMemPoolCreate(CUmemoryPool *pool, const CUmemPoolProps *poolProps)
     struct CUmemPoolHandle_st *p = calloc(1, sizeof *p);
     if (!p)
         return CUDA_ERROR_OUT_OF_MEMORY;
-    p->magic = POOL_MAGIC;
-    p->alive = 1;
-    p->dev = poolProps->location.id;
+    pool_init(p, poolProps->location.id, 0);
     LOCK();
     p->next = g_pools;
     g_pools = p;
@@ -258,7 +267,9 @@ CUresult cuMemPoolSetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
         case CU_MEMPOOL_ATTR_RESERVED_MEM_HIGH: pool->reserved_high = pool->used + pool->cached; break;
         case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
         case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: break;
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES] = *(int *)value != 0;
+            break;
         default: rc = CUDA_ERROR_INVALID_VALUE; break;
         }
     }
@@ -290,10 +301,55 @@ CUresult cuMemPoolGetAttribute(CUmemoryPool pool, CUmemPool_attribute attr, void
         case CU_MEMPOOL_ATTR_USED_MEM_HIGH: *(cuuint64_t *)value = pool->used_high; break;
         case CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES:
         case CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC:
-        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES: *(int *)value = 1; break;
+        case CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES:
+            *(int *)value = pool->reuse[attr - CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES];
+            break;
         default: rc = CUDA_ERROR_INVALID_VALUE; break;
         }
     }
+    UNLOCK();
+    return rc;
+}
+
+/* Which devices may access the pool's memory: its own device always reads
+ * and writes it (a descriptor asking less of it is CUDA_ERROR_INVALID_VALUE,
+ * as the driver's); another device reads and writes it, or not at all (a
+ * pool has no read-only access), from when it is set. */
+CUresult cuMemPoolSetAccess(CUmemoryPool pool, const CUmemAccessDesc *map, size_t count)
+{
+    ENTER();
+    if (!map && count)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < count; i++) {
+        if (map[i].location.type != CU_MEM_LOCATION_TYPE_DEVICE ||
+            (map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_NONE && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE))
+            return CUDA_ERROR_INVALID_VALUE;
+        if (!fake_valid_device(map[i].location.id))
+            return CUDA_ERROR_INVALID_DEVICE;
+    }
+    LOCK();
+    CUresult rc = pool_valid(pool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; rc == CUDA_SUCCESS && i < count; i++)
+        if (map[i].location.id == pool->dev && map[i].flags != CU_MEM_ACCESS_FLAGS_PROT_READWRITE)
+            rc = CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; rc == CUDA_SUCCESS && i < count; i++)
+        if (map[i].location.id != pool->dev)
+            pool->access[map[i].location.id] = map[i].flags;
+    UNLOCK();
+    return rc;
+}
+
+CUresult cuMemPoolGetAccess(CUmemAccess_flags *flags, CUmemoryPool memPool, CUmemLocation *location)
+{
+    ENTER();
+    if (!flags || !location || location->type != CU_MEM_LOCATION_TYPE_DEVICE)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fake_valid_device(location->id))
+        return CUDA_ERROR_INVALID_DEVICE;
+    LOCK();
+    CUresult rc = pool_valid(memPool) ? CUDA_SUCCESS : CUDA_ERROR_INVALID_VALUE;
+    if (rc == CUDA_SUCCESS)
+        *flags = location->id == memPool->dev ? CU_MEM_ACCESS_FLAGS_PROT_READWRITE : memPool->access[location->id];
     UNLOCK();
     return rc;
 }

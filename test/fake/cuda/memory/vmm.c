@@ -1,12 +1,20 @@
 /*
- * Virtual memory management: handles of physical memory (cuMemCreate),
- * reserved address ranges, and the mappings of one into the other.
+ * Virtual memory management: handles of physical memory (cuMemCreate,
+ * counted: cuMemRetainAllocationHandle takes a reference, cuMemRelease
+ * gives one back), reserved address ranges, and the mappings of one into
+ * the other.  Memory asked for as shareable by a POSIX file descriptor is
+ * a memfd, which every mapping of it maps (cuMemExportToShareableHandle
+ * gives a descriptor of it, and cuMemImportFromShareableHandle makes a
+ * handle of one, in this process or another, as the driver's do).
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
 
 #include <stdlib.h>
 #include <sys/mman.h>
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #define GRANULARITY (2ULL << 20)
 
@@ -14,9 +22,10 @@
 
 struct vmm_handle {
     unsigned magic;
-    int alive;
+    int alive; /* its references: cuMemCreate's, and each cuMemRetainAllocationHandle's */
     size_t size;
-    int dev;
+    int dev;      /* charged to it (-1: host memory, or imported: the exporter's charge) */
+    int memfd;    /* shareable by a descriptor: what its mappings map; else -1 */
     CUmemAllocationProp prop;
 };
 
@@ -61,7 +70,15 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size, const CU
     v->alive = 1;
     v->size = size;
     v->dev = host ? -1 : prop->location.id;
+    v->memfd = -1;
     v->prop = *prop;
+    if ((prop->requestedHandleTypes & CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR) &&
+        ((v->memfd = memfd_create("fake-vmm", MFD_CLOEXEC)) < 0 || ftruncate(v->memfd, (off_t)size) != 0)) {
+        if (v->dev >= 0)
+            fake_uncharge(v->dev, size);
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
     *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
     return CUDA_SUCCESS;
 }
@@ -70,10 +87,15 @@ CUresult cuMemRelease(CUmemGenericAllocationHandle handle)
 {
     ENTER();
     struct vmm_handle *v = vmm_get(handle);
-    if (!v || !__atomic_exchange_n(&v->alive, 0, __ATOMIC_ACQ_REL))
+    int refs = v ? __atomic_load_n(&v->alive, __ATOMIC_ACQUIRE) : 0;
+    while (refs > 0 && !__atomic_compare_exchange_n(&v->alive, &refs, refs - 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    if (refs <= 0)
         return CUDA_ERROR_INVALID_VALUE;
-    if (v->dev >= 0)
+    if (refs == 1 && v->dev >= 0)
         fake_uncharge(v->dev, v->size); /* the handle object is kept: stale use is detected */
+    if (refs == 1 && v->memfd >= 0) /* its mappings keep their memory */
+        close(v->memfd);
     return CUDA_SUCCESS;
 }
 
@@ -150,7 +172,9 @@ CUresult cuMemMap(CUdeviceptr ptr, size_t size, size_t offset, CUmemGenericAlloc
     UNLOCK();
     if (!ok)
         return CUDA_ERROR_INVALID_VALUE;
-    if (mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0)
+    if (v->memfd >= 0 ? mmap((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, v->memfd,
+                             (off_t)offset) == MAP_FAILED
+                      : mprotect((void *)(uintptr_t)ptr, size, PROT_READ | PROT_WRITE) != 0)
         return CUDA_ERROR_INVALID_VALUE;
     if (!fake_track((void *)(uintptr_t)ptr, size, v->dev, A_MAPPED, NULL, v))
         return CUDA_ERROR_OUT_OF_MEMORY;
@@ -192,5 +216,69 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop, CUmem
     if (!prop || !v)
         return CUDA_ERROR_INVALID_VALUE;
     *prop = v->prop;
+    return CUDA_SUCCESS;
+}
+
+/* The handle mapped at addr (anywhere in its mapping), with a reference of
+ * its own, which cuMemRelease gives back, as the driver's. */
+CUresult cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle, void *addr)
+{
+    ENTER();
+    if (!handle)
+        return CUDA_ERROR_INVALID_VALUE;
+    LOCK();
+    struct alloc *a = fake_find_containing_locked((uintptr_t)addr, 1, 1u << A_MAPPED);
+    struct vmm_handle *v = a ? a->handle : NULL;
+    int refs = v ? __atomic_load_n(&v->alive, __ATOMIC_ACQUIRE) : 0;
+    while (refs > 0 && !__atomic_compare_exchange_n(&v->alive, &refs, refs + 1, 0, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    UNLOCK();
+    if (refs <= 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
+    return CUDA_SUCCESS;
+}
+
+/* A descriptor of memory asked for as shareable by one: the caller's. */
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+                                      CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+    ENTER();
+    struct vmm_handle *v = vmm_get(handle);
+    if (!shareableHandle || !v || flags)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || v->memfd < 0)
+        return CUDA_ERROR_NOT_SUPPORTED;
+    int fd = fcntl(v->memfd, F_DUPFD_CLOEXEC, 0);
+    if (fd < 0)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    *(int *)shareableHandle = fd;
+    return CUDA_SUCCESS;
+}
+
+/* A handle of the memory a descriptor exported (which stays the caller's). */
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+                                        CUmemAllocationHandleType shHandleType)
+{
+    ENTER();
+    int fd = (int)(intptr_t)osHandle;
+    struct stat st;
+    if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % GRANULARITY != 0)
+        return CUDA_ERROR_INVALID_HANDLE;
+    struct vmm_handle *v = calloc(1, sizeof *v);
+    if (!v || (v->memfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
+        free(v);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    v->magic = VMM_MAGIC;
+    v->alive = 1;
+    v->size = (size_t)st.st_size;
+    v->dev = -1;
+    v->prop = (CUmemAllocationProp){ .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                     .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                     .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+    *handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
     return CUDA_SUCCESS;
 }

@@ -1,7 +1,9 @@
 /*
  * The built-in kernels (add_one, fill_u32, busy): every module holds them
- * (modules.c, libraries.c).  A CUkernel is the same object as its
- * CUfunction, so either is accepted by the launch calls (launch.c).
+ * (modules.c, libraries.c), in the order they enumerate them.  A CUkernel
+ * is the same object as its CUfunction, so either is accepted by the launch
+ * calls (launch.c); their names (cuFuncGetName, cuKernelGetName) and
+ * parameters' layouts are here.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -74,6 +76,38 @@ struct CUfunc_st *fake_kernel_by_name(const char *name)
         if (strcmp(g_kernels[i].name, name) == 0)
             return &g_kernels[i];
     return NULL;
+}
+
+unsigned fake_kernel_count(void)
+{
+    return NKERNELS;
+}
+
+struct CUfunc_st *fake_kernel_at(unsigned i)
+{
+    return i < NKERNELS ? &g_kernels[i] : NULL;
+}
+
+/* A kernel's name, as its module declares it (C linkage: not mangled). */
+static CUresult name_of(const char **name, const void *handle)
+{
+    const struct CUfunc_st *k = fake_kernel_of(handle);
+    if (!name || !k)
+        return CUDA_ERROR_INVALID_VALUE;
+    *name = k->name;
+    return CUDA_SUCCESS;
+}
+
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+    ENTER();
+    return name_of(name, hfunc);
+}
+
+CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+    ENTER();
+    return name_of(name, hfunc);
 }
 
 /* Parameter index of f: where it lies in the parameter buffer (each at its

@@ -1,6 +1,7 @@
 /*
  * Libraries (cuLibrary*): a library file holds an image as a module does
- * (modules.c); a library's kernels are the built-in ones (kernels.c).
+ * (modules.c); a library's kernels are the built-in ones (kernels.c), and
+ * it has no managed variable.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -119,4 +120,40 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
         return CUDA_ERROR_INVALID_CONTEXT;
     *pFunc = (CUfunction)k;
     return CUDA_SUCCESS;
+}
+
+CUresult cuLibraryGetKernelCount(unsigned int *count, CUlibrary lib)
+{
+    ENTER();
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!library_valid(lib))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *count = fake_kernel_count();
+    return CUDA_SUCCESS;
+}
+
+/* At most numKernels of the library's kernels, in kernels.c's order. */
+CUresult cuLibraryEnumerateKernels(CUkernel *kernels, unsigned int numKernels, CUlibrary lib)
+{
+    ENTER();
+    if (!kernels || numKernels == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!library_valid(lib))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < numKernels && i < fake_kernel_count(); i++)
+        kernels[i] = (CUkernel)(void *)fake_kernel_at(i);
+    return CUDA_SUCCESS;
+}
+
+/* A library's managed variable by name: the fake's libraries have none. */
+CUresult cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary library, const char *name)
+{
+    ENTER();
+    if (!name || (!dptr && !bytes))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!library_valid(library))
+        return CUDA_ERROR_INVALID_HANDLE;
+    fake_log("cuLibraryGetManaged: no managed variable named \"%.64s\" in the library", name);
+    return CUDA_ERROR_NOT_FOUND;
 }

@@ -2,7 +2,8 @@
  * Modules: an image is a NUL-terminated string starting with "fakegpu", in
  * memory or a file's bytes, or a fatbin wrapper (nvcc's, magic 0x466243b1)
  * whose data pointer the fake follows to one, as a driver does; every
- * module holds the same built-in kernels (kernels.c).
+ * module holds the same built-in kernels (kernels.c), and no global
+ * variable, texture or surface reference.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -164,4 +165,65 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
         return CUDA_ERROR_NOT_FOUND;
     *hfunc = k;
     return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunctionCount(unsigned int *count, CUmodule mod)
+{
+    ENTER();
+    if (!count)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(mod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    *count = fake_kernel_count();
+    return CUDA_SUCCESS;
+}
+
+/* At most numFunctions of the module's functions, in kernels.c's order. */
+CUresult cuModuleEnumerateFunctions(CUfunction *functions, unsigned int numFunctions, CUmodule mod)
+{
+    ENTER();
+    if (!functions || numFunctions == 0)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(mod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    for (unsigned i = 0; i < numFunctions && i < fake_kernel_count(); i++)
+        functions[i] = fake_kernel_at(i);
+    return CUDA_SUCCESS;
+}
+
+/* A module's symbol by name, of a kind the fake's modules have none of:
+ * CUDA_ERROR_NOT_FOUND, logged as the driver logs it. */
+static CUresult module_symbol(CUmodule hmod, const char *name, const char *call, const char *kind)
+{
+    if (!name)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!module_valid(hmod))
+        return CUDA_ERROR_INVALID_HANDLE;
+    fake_log("%s: no %s named \"%.64s\" in the module", call, kind, name);
+    return CUDA_ERROR_NOT_FOUND;
+}
+
+CUresult cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+    ENTER();
+    (void)dptr, (void)bytes;
+    return module_symbol(hmod, name, "cuModuleGetGlobal", "global variable");
+}
+
+/* The 32-bit form of CUDA 3.x: cuModuleGetGlobal_v2's answer, narrowed (an
+ * address or size past 32 bits is CUDA_ERROR_INVALID_VALUE). */
+CUresult cuModuleGetGlobal(CUdeviceptr_v1 *dptr, unsigned int *bytes, CUmodule hmod, const char *name)
+{
+    ENTER();
+    (void)dptr, (void)bytes;
+    return module_symbol(hmod, name, "cuModuleGetGlobal", "global variable");
+}
+
+/* Texture references (deprecated, gone from CUDA 12's runtime): none. */
+CUresult cuModuleGetTexRef(CUtexref *pTexRef, CUmodule hmod, const char *name)
+{
+    ENTER();
+    if (!pTexRef)
+        return CUDA_ERROR_INVALID_VALUE;
+    return module_symbol(hmod, name, "cuModuleGetTexRef", "texture reference");
 }
