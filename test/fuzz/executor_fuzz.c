@@ -63,7 +63,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     void *fn[2048];
     for (unsigned i = 0; i < lib->count && i < 2048; i++)
         fn[i] = (void *)succeed;
-    struct vgpu_exec x = { .wire = { .fd = sink }, .lib = lib, .fn = fn };
+    struct vgpu_exec_session session; /* this input's */
+    vgpu_exec_session_init(&session);
+    struct vgpu_exec x = { .wire = { .fd = sink }, .s = &session, .lib = lib, .fn = fn, .passed_fd = -1, .fd_back = -1 };
     /* Handles the guest was given: some inputs name them. */
     for (uint64_t h = 0x1000; h < 0x1010; h++)
         vgpu_exec_handle_add(&x, h);
@@ -93,17 +95,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
         size -= h.len;
     }
     vgpu_exec_context_changed(&x); /* frees the layouts learnt */
-    while (x.reserved) {
-        struct vgpu_exec_range *g = x.reserved;
-        x.reserved = g->next;
+    while (session.reserved) {
+        struct vgpu_exec_range *g = session.reserved;
+        session.reserved = g->next;
         free(g);
     }
-    while (x.kernel_of) {
-        struct vgpu_exec_kernel *k = x.kernel_of;
-        x.kernel_of = k->next;
+    while (session.kernel_of) {
+        struct vgpu_exec_kernel *k = session.kernel_of;
+        session.kernel_of = k->next;
         free(k);
     }
-    free(x.handles.v);
-    free(x.kernels.v);
+    free(session.handles.v);
+    free(session.kernels.v);
     return 0;
 }

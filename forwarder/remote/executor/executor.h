@@ -9,6 +9,7 @@
  */
 #pragma once
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -83,32 +84,63 @@ struct vgpu_exec_bulk {
     uint64_t offset, size;
 };
 
-/* One guest's state, owned by its executor process. */
+/* What one guest process's lanes share (guest_state.c): made at its hello
+ * by the executor's first thread, which serves the process's first
+ * connection, and never freed (the executor ends with the guest).  Every
+ * lane reads and changes it under mu, briefly: no lock is held while a
+ * call waits in the driver, so that one thread of the guest blocked in a
+ * synchronizing call holds no other's. */
+struct vgpu_exec_session {
+    pthread_mutex_t mu;
+    struct vgpu_exec_set handles;       /* the handles given to this guest */
+    struct vgpu_exec_set kernels;       /* those of them that are a library's kernels (CUkernel) */
+    struct vgpu_exec_kernel *kernel_of; /* each kernel's library, to end them with it */
+    struct vgpu_exec_range *reserved;   /* the address ranges it reserved (cuda/vmm.c) */
+    struct vgpu_exec_shared *shared;    /* its page-locked blocks shared with the executor (shared_host.c) */
+    struct vgpu_exec_layout *layouts;   /* kernels' parameter sizes (guest_state.c) */
+    uint64_t layouts_forgotten;         /* how often they were forgotten (guest_state.c) */
+    bool said_pointer;                  /* a refused device pointer was logged */
+    bool said_capture;                  /* a refused copy on a capturing stream was logged */
+    bool said_pinned;                   /* a block refused for the limit on pinned memory was logged */
+    /* Each device's layout's length (cuda/private/export_tables.c): 0 not learnt, -1 not measurable. */
+    int layout_length[VGPU_EXEC_MAX_DEVICES];
+    /* The guest's asynchronous calls made so far, across its lanes, in its
+     * order (wire.h's order): a lane waits on made for its turn. */
+    uint64_t made;
+    pthread_cond_t turn;
+};
+
+/* One lane of a guest process: the first connection, or a thread's own
+ * (VGPU_REMOTE_LANE), each served by a thread of the executor's. */
 struct vgpu_exec {
-    struct vgpu_wire wire;               /* the guest's connection (its socket, then its ring) */
+    struct vgpu_wire wire;               /* the lane's connection (its socket, then its ring) */
+    struct vgpu_exec_session *s;         /* the guest process's */
     const struct vgpu_exec_library *lib; /* the library it drives */
     void *driver;                        /* dlopen(lib->driver) */
-    void **fn;                           /* the driver's function of each slot, looked up at first use */
-    struct vgpu_exec_set handles;        /* the handles given to this guest */
-    struct vgpu_exec_set kernels;        /* those of them that are a library's kernels (CUkernel) */
-    struct vgpu_exec_kernel *kernel_of;  /* each kernel's library, to end them with it */
-    struct vgpu_exec_range *reserved;    /* the address ranges it reserved (cuda/vmm.c) */
-    struct vgpu_exec_shared *shared;     /* its page-locked blocks shared with the executor (shared_host.c) */
-    uint64_t window, window_size;        /* the addresses reserved for them, the guest's and the executor's alike */
+    void **fn;                           /* the driver's function of each slot, looked up at first use (atomically) */
+    uint64_t window, window_size;        /* the addresses reserved for shared blocks, the guest's and the
+                                          * executor's alike (set at the hello) */
     struct vgpu_exec_bulk bulk;          /* a channel's: the window is its bulk, mapped (fd -1: none) */
     bool shared_host;                    /* the call being served came VGPU_REMOTE_SHARED */
     bool by_hash;                        /* the call being served came VGPU_REMOTE_BY_HASH (image_cache.h) */
     bool async;                          /* the call being served came VGPU_REMOTE_ASYNC: no reply */
     bool sync;                           /* the call being served synchronizes: it returns a deferred error */
-    int deferred;                        /* the first error of an asynchronous call since the last synchronizing one */
-    struct vgpu_exec_layout *layouts;    /* kernels' parameter sizes (guest_state.c) */
-    bool said_pointer;                   /* a refused device pointer was logged */
-    bool said_capture;                   /* a refused copy on a capturing stream was logged */
-    bool said_pinned;                    /* a block refused for the limit on pinned memory was logged */
+    int deferred;                        /* the first error of an asynchronous call since the last synchronizing
+                                          * one, of this lane's calls */
     const char *call;                    /* the name of the call being served, for the log */
-    /* Each device's layout's length (cuda/private/export_tables.c): 0 not learnt, -1 not measurable. */
-    int layout_length[VGPU_EXEC_MAX_DEVICES];
+    int passed_fd;                       /* the call's descriptor of the guest's (VGPU_REMOTE_FD_IN), or -1:
+                                          * the handler's to use; closed after it */
+    bool fd_wanted;                      /* the call being served came VGPU_REMOTE_FD_OUT */
+    int fd_back;                         /* a descriptor for the guest (VGPU_REMOTE_FD_OUT), or -1: a handler's,
+                                          * sent beside its reply when the call succeeds, closed either way */
 };
+
+/* A session with nothing of a guest's yet (serve.c). */
+void vgpu_exec_session_init(struct vgpu_exec_session *s);
+
+/* Whether a logging flag of the session (said_pointer, ...) was unset:
+ * set now, so that what it says is said once a guest. */
+bool vgpu_exec_say_once(struct vgpu_exec *x, bool *said);
 
 /* The driver's function of slot (or of the slot named so), looked up once
  * and kept in fn; NULL when the driver has none. */

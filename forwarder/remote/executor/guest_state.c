@@ -8,12 +8,25 @@
 #include <dlfcn.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 void *vgpu_exec_function(struct vgpu_exec *x, unsigned slot)
 {
-    if (!x->fn[slot])
-        x->fn[slot] = dlsym(x->driver, x->lib->names[slot]);
-    return x->fn[slot];
+    void *f = __atomic_load_n(&x->fn[slot], __ATOMIC_ACQUIRE);
+    if (!f) { /* lanes may look it up at once: the same answer */
+        f = dlsym(x->driver, x->lib->names[slot]);
+        __atomic_store_n(&x->fn[slot], f, __ATOMIC_RELEASE);
+    }
+    return f;
+}
+
+bool vgpu_exec_say_once(struct vgpu_exec *x, bool *said)
+{
+    pthread_mutex_lock(&x->s->mu);
+    bool first = !*said;
+    *said = true;
+    pthread_mutex_unlock(&x->s->mu);
+    return first;
 }
 
 static int by_name(const void *key, const void *name)
@@ -95,20 +108,23 @@ bool vgpu_exec_handle_known(const struct vgpu_exec *x, uint64_t h, bool stream)
 {
     if (h == 0 || (stream && h <= 2)) /* NULL; CU_STREAM_LEGACY, CU_STREAM_PER_THREAD */
         return true;
-    return set_has(&x->handles, h);
+    pthread_mutex_lock(&x->s->mu);
+    bool known = set_has(&x->s->handles, h);
+    pthread_mutex_unlock(&x->s->mu);
+    return known;
 }
 
 void vgpu_exec_handle_add(struct vgpu_exec *x, uint64_t h)
 {
-    set_add(&x->handles, h);
+    pthread_mutex_lock(&x->s->mu);
+    set_add(&x->s->handles, h);
+    pthread_mutex_unlock(&x->s->mu);
 }
 
 static void forget_layouts(struct vgpu_exec *x);
 
 void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h, uint64_t library)
 {
-    set_add(&x->handles, h);
-    set_add(&x->kernels, h);
     struct vgpu_exec_kernel *k = malloc(sizeof(*k));
     if (!k) {
         vgpu_error("executor: out of memory for the guest's kernels");
@@ -116,39 +132,51 @@ void vgpu_exec_kernel_add(struct vgpu_exec *x, uint64_t h, uint64_t library)
     }
     k->kernel = h;
     k->library = library;
-    k->next = x->kernel_of;
-    x->kernel_of = k;
+    pthread_mutex_lock(&x->s->mu);
+    set_add(&x->s->handles, h);
+    set_add(&x->s->kernels, h);
+    k->next = x->s->kernel_of;
+    x->s->kernel_of = k;
+    pthread_mutex_unlock(&x->s->mu);
 }
 
 void vgpu_exec_context_changed(struct vgpu_exec *x)
 {
+    pthread_mutex_lock(&x->s->mu);
     forget_layouts(x);
+    pthread_mutex_unlock(&x->s->mu);
 }
 
 bool vgpu_exec_is_kernel(const struct vgpu_exec *x, uint64_t h)
 {
-    return set_has(&x->kernels, h);
+    pthread_mutex_lock(&x->s->mu);
+    bool kernel = set_has(&x->s->kernels, h);
+    pthread_mutex_unlock(&x->s->mu);
+    return kernel;
 }
 
 static void forget_layouts(struct vgpu_exec *x);
 
 void vgpu_exec_handle_drop(struct vgpu_exec *x, uint64_t h)
 {
+    struct vgpu_exec_session *s = x->s;
+    pthread_mutex_lock(&s->mu);
     forget_layouts(x);
-    set_drop(&x->handles, h);
-    set_drop(&x->kernels, h);
+    set_drop(&s->handles, h);
+    set_drop(&s->kernels, h);
     /* A library's kernels end with it. */
-    for (struct vgpu_exec_kernel **at = &x->kernel_of; *at;) {
+    for (struct vgpu_exec_kernel **at = &s->kernel_of; *at;) {
         struct vgpu_exec_kernel *k = *at;
         if (k->library == h) {
-            set_drop(&x->handles, k->kernel);
-            set_drop(&x->kernels, k->kernel);
+            set_drop(&s->handles, k->kernel);
+            set_drop(&s->kernels, k->kernel);
             *at = k->next;
             free(k);
         } else {
             at = &k->next;
         }
     }
+    pthread_mutex_unlock(&s->mu);
 }
 
 int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
@@ -165,7 +193,14 @@ int vgpu_exec_reply(struct vgpu_exec *x, int r, const struct iovec *iov, int n)
         x->deferred = 0;
         n = 0; /* an error carries nothing back */
     }
-    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);
+    int sent = vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)r, 0, iov, n);
+    if (x->fd_back >= 0) { /* the guest reads it only after a success */
+        if (sent == 0 && r == 0)
+            sent = vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, 0, NULL, 0, x->fd_back);
+        close(x->fd_back);
+        x->fd_back = -1;
+    }
+    return sent;
 }
 
 int vgpu_exec_malformed(const char *call, size_t len)
@@ -185,11 +220,14 @@ bool vgpu_exec_device_range(struct vgpu_exec *x, uint64_t p, uint64_t n, const c
     int r = address_range ? address_range(&base, &size, p) : -1;
     if (r == 0 && p >= base && p - base < size && n <= size - (p - base))
         return true;
-    for (const struct vgpu_exec_range *g = x->reserved; g; g = g->next)
-        if (p >= g->base && p - g->base < g->size && n <= g->size - (p - g->base))
-            return true;
-    if (!x->said_pointer) { /* once a guest: a hostile one would fill the log */
-        x->said_pointer = true;
+    pthread_mutex_lock(&x->s->mu);
+    bool reserved = false;
+    for (const struct vgpu_exec_range *g = x->s->reserved; g && !reserved; g = g->next)
+        reserved = p >= g->base && p - g->base < g->size && n <= g->size - (p - g->base);
+    pthread_mutex_unlock(&x->s->mu);
+    if (reserved)
+        return true;
+    if (vgpu_exec_say_once(x, &x->s->said_pointer)) { /* once a guest: a hostile one would fill the log */
         vgpu_warn("executor: %s with a device pointer that is none of the guest's allocations: refused (and "
                   "any more such, unsaid): %#llx, %llu bytes; the driver's range: %d, %#llx, %zu bytes",
                   call, (unsigned long long)p, (unsigned long long)n, r, (unsigned long long)base, size);
@@ -216,8 +254,8 @@ bool vgpu_exec_device_rows(struct vgpu_exec *x, uint64_t p, uint64_t pitch, uint
 
 /* A kernel's parameter sizes as cuFuncGetParamInfo gave them: learnt once
  * per function, all forgotten at any drop of a handle (a module unloaded
- * may free functions whose values come back for others).  Owned by the
- * guest's executor (struct vgpu_exec's layouts). */
+ * may free functions whose values come back for others).  The session's
+ * (its layouts), under its mu. */
 struct vgpu_exec_layout {
     struct vgpu_exec_layout *next;
     uint64_t f;
@@ -225,27 +263,44 @@ struct vgpu_exec_layout {
     uint32_t size[];
 };
 
+/* Under the session's mu; a layout learnt before it is not kept. */
 static void forget_layouts(struct vgpu_exec *x)
 {
-    while (x->layouts) {
-        struct vgpu_exec_layout *l = x->layouts;
-        x->layouts = l->next;
+    x->s->layouts_forgotten++;
+    while (x->s->layouts) {
+        struct vgpu_exec_layout *l = x->s->layouts;
+        x->s->layouts = l->next;
         free(l);
     }
 }
 
-bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint32_t *sizes)
+/* f's n parameter sizes as learnt, into size[]: whether they were; else
+ * the count of forgettings, which a layout learnt now is of. */
+static bool learnt(struct vgpu_exec *x, uint64_t f, unsigned *n, uint32_t *size, uint64_t *forgotten)
 {
-    const struct vgpu_exec_layout *l = x->layouts;
+    pthread_mutex_lock(&x->s->mu);
+    *forgotten = x->s->layouts_forgotten;
+    const struct vgpu_exec_layout *l = x->s->layouts;
     while (l && l->f != f)
         l = l->next;
-    if (!l) {
+    if (l) {
+        *n = l->n;
+        memcpy(size, l->size, l->n * sizeof(uint32_t));
+    }
+    pthread_mutex_unlock(&x->s->mu);
+    return l != NULL;
+}
+
+bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const uint32_t *sizes)
+{
+    uint32_t size[VGPU_EXEC_MAX_PARAMS];
+    unsigned count = 0;
+    uint64_t forgotten;
+    if (!learnt(x, f, &count, size, &forgotten)) {
         /* A library's kernel (cuLibraryGetKernel) launches as a function does; its own call says its parameters. */
         int (*info)(uint64_t, size_t, size_t *, size_t *) =
             (int (*)(uint64_t, size_t, size_t *, size_t *))vgpu_exec_function_named(
                 x, vgpu_exec_is_kernel(x, f) ? "cuKernelGetParamInfo" : "cuFuncGetParamInfo");
-        uint32_t size[VGPU_EXEC_MAX_PARAMS];
-        unsigned count = 0;
         for (; info && count < VGPU_EXEC_MAX_PARAMS; count++) {
             size_t offset, bytes;
             int r = info(f, count, &offset, &bytes);
@@ -255,22 +310,28 @@ bool vgpu_exec_params_match(struct vgpu_exec *x, uint64_t f, unsigned n, const u
                 return false;
             size[count] = bytes > UINT32_MAX ? UINT32_MAX : (uint32_t)bytes;
         }
-        if (count == VGPU_EXEC_MAX_PARAMS)
+        if (!info || count == VGPU_EXEC_MAX_PARAMS)
             return false;
-        struct vgpu_exec_layout *made = info ? malloc(sizeof(*made) + count * sizeof(uint32_t)) : NULL;
-        if (!made)
-            return false;
-        made->f = f;
-        made->n = count;
-        memcpy(made->size, size, count * sizeof(uint32_t));
-        made->next = x->layouts;
-        x->layouts = made;
-        l = made;
+        struct vgpu_exec_layout *made = malloc(sizeof(*made) + count * sizeof(uint32_t));
+        if (made) {
+            made->f = f;
+            made->n = count;
+            memcpy(made->size, size, count * sizeof(uint32_t));
+            pthread_mutex_lock(&x->s->mu);
+            bool current = forgotten == x->s->layouts_forgotten; /* no module unloaded meanwhile */
+            if (current) {
+                made->next = x->s->layouts;
+                x->s->layouts = made;
+            }
+            pthread_mutex_unlock(&x->s->mu);
+            if (!current)
+                free(made);
+        }
     }
-    if (l->n != n)
+    if (count != n)
         return false;
     for (unsigned i = 0; i < n; i++)
-        if (sizes[i] != l->size[i])
+        if (sizes[i] != size[i])
             return false;
     return true;
 }

@@ -11,6 +11,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -158,6 +159,22 @@ static int hello(struct vgpu_exec *x)
     return vgpu_exec_reply(x, 0, &v, 1);
 }
 
+/* The descriptor that follows a call flagged VGPU_REMOTE_FD_IN on the
+ * socket, into x->passed_fd: 0, or -1 (it did not follow). */
+static int take_passed_fd(struct vgpu_exec *x, const char *name)
+{
+    struct vgpu_remote_hdr h;
+    int fd = -1;
+    if (vgpu_wire_read_hdr_fd(x->wire.fd, &h, &fd) != 0 || h.type != VGPU_REMOTE_CALL || h.len != 0 || fd < 0) {
+        vgpu_error("executor: %s's file descriptor did not follow on the socket: closing", name);
+        if (fd >= 0)
+            close(fd);
+        return -1;
+    }
+    x->passed_fd = fd;
+    return 0;
+}
+
 int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *payload)
 {
     if (h->type != VGPU_REMOTE_CALL || h->call >= x->lib->count) {
@@ -184,6 +201,14 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *pa
         vgpu_error("executor: %s sent without waiting for its answer, which it needs: closing", name);
         return VGPU_EXEC_CLOSE;
     }
+    if ((h->flags & (VGPU_REMOTE_FD_IN | VGPU_REMOTE_FD_OUT)) &&
+        (!c->manual || (h->flags & VGPU_REMOTE_ASYNC) || x->wire.fd < 0)) {
+        vgpu_error("executor: %s sent with a file descriptor, which it takes none of: closing", name);
+        return VGPU_EXEC_CLOSE;
+    }
+    if ((h->flags & VGPU_REMOTE_FD_IN) && take_passed_fd(x, name) != 0)
+        return VGPU_EXEC_CLOSE;
+    x->fd_wanted = (h->flags & VGPU_REMOTE_FD_OUT) != 0;
     x->async = (h->flags & VGPU_REMOTE_ASYNC) != 0;
     x->shared_host = shared;
     x->by_hash = by_hash;
@@ -208,6 +233,9 @@ int vgpu_exec_one(struct vgpu_exec *x, const struct vgpu_remote_hdr *h, void *pa
         struct iovec v = { out, r == 0 ? c->nout * sizeof(uint64_t) : 0 };
         sent = vgpu_exec_reply(x, r, &v, 1);
     }
+    if (x->passed_fd >= 0)
+        close(x->passed_fd);
+    x->passed_fd = -1;
     return sent;
 }
 
@@ -310,42 +338,153 @@ int vgpu_exec_serve(int fd)
     return vgpu_exec_serve_wire(&(struct vgpu_wire){ .fd = fd }, NULL);
 }
 
-int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk *bulk)
+/* Waits for the message's turn among the guest's lanes (wire.h's order):
+ * an asynchronous call after every asynchronous call numbered before it,
+ * anything else after the count it names; 0 waits for nothing.  Only
+ * another lane's message can end the wait: a guest that numbers them
+ * wrongly holds its own lanes, no other guest's. */
+static void await_turn(struct vgpu_exec_session *s, const struct vgpu_remote_hdr *h)
 {
-    struct vgpu_exec x = { .wire = *w, .bulk = { .fd = -1 } };
-    if (bulk)
-        x.bulk = *bulk;
+    bool async = h->type == VGPU_REMOTE_CALL && (h->flags & VGPU_REMOTE_ASYNC);
+    uint64_t after = async && h->order ? h->order - 1 : h->order;
+    if (!after)
+        return;
+    pthread_mutex_lock(&s->mu);
+    while (s->made < after)
+        pthread_cond_wait(&s->turn, &s->mu);
+    pthread_mutex_unlock(&s->mu);
+}
+
+/* After an asynchronous call numbered order (none: 0) was made. */
+static void made(struct vgpu_exec_session *s, const struct vgpu_remote_hdr *h)
+{
+    if (h->type != VGPU_REMOTE_CALL || !(h->flags & VGPU_REMOTE_ASYNC) || !h->order)
+        return;
+    pthread_mutex_lock(&s->mu);
+    if (s->made < h->order)
+        s->made = h->order;
+    pthread_cond_broadcast(&s->turn);
+    pthread_mutex_unlock(&s->mu);
+}
+
+static void *serve_lane(void *arg);
+
+/* A LANE on the first connection: the socket that follows is a guest
+ * thread's own, served by a thread of the executor's from now on (an
+ * executor thread per guest thread: what the driver keeps per thread, the
+ * current context among it, is each guest thread's).  0; -1 when the
+ * guest is gone; VGPU_EXEC_CLOSE when it breaks the protocol. */
+static int give_lane(struct vgpu_exec *x, const struct vgpu_remote_hdr *h)
+{
+    struct vgpu_remote_hdr fdh;
+    int fd = -1;
+    if (h->len != 0 || x->wire.fd < 0 || vgpu_wire_read_hdr_fd(x->wire.fd, &fdh, &fd) != 0 ||
+        fdh.type != VGPU_REMOTE_LANE || fdh.len != 0 || fd < 0) {
+        vgpu_error("executor: a LANE whose socket did not follow: closing");
+        if (fd >= 0)
+            close(fd);
+        return VGPU_EXEC_CLOSE;
+    }
+    struct vgpu_exec *lane = malloc(sizeof(*lane));
+    pthread_t t;
+    pthread_attr_t a;
+    int code = 0;
+    if (!lane || pthread_attr_init(&a) != 0) {
+        code = x->lib->not_supported;
+    } else {
+        *lane = (struct vgpu_exec){ .wire = { .fd = fd }, .s = x->s, .lib = x->lib, .driver = x->driver, .fn = x->fn,
+                                    .window = x->window, .window_size = x->window_size, .bulk = x->bulk,
+                                    .passed_fd = -1, .fd_back = -1 };
+        pthread_attr_setdetachstate(&a, PTHREAD_CREATE_DETACHED);
+        if (pthread_create(&t, &a, serve_lane, lane) != 0)
+            code = x->lib->not_supported;
+        pthread_attr_destroy(&a);
+    }
+    if (code) {
+        vgpu_warn("executor: no thread for a lane of the guest's: its thread's calls fail");
+        free(lane);
+        close(fd);
+    }
+    return vgpu_wire_send(&x->wire, VGPU_REMOTE_REPLY, (uint32_t)code, 0, NULL, 0);
+}
+
+/* Serves x's connection until the guest closes it (0), breaks the protocol
+ * or is gone mid-message (1).  LANE is the first connection's alone. */
+static int serve_loop(struct vgpu_exec *x, bool first)
+{
     struct vgpu_ring ring = { 0 };
-    if (hello(&x) != 0)
-        return 1;
     void *buf = NULL;
     size_t cap = 0;
+    int status = 1;
     for (;;) {
         struct vgpu_remote_hdr h;
-        if (vgpu_wire_read_hdr(&x.wire, &h) != 0) {
+        if (vgpu_wire_read_hdr(&x->wire, &h) != 0) {
             if (errno == 0)
-                return 0; /* the guest went: its process ends, and the driver frees what it held */
-            vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
-            return 1;
+                status = 0; /* the guest went: its process ends, and the driver frees what it held */
+            else
+                vgpu_error("executor: a broken message from the guest (%s): closing", strerror(errno));
+            break;
         }
         if (h.len >= cap) { /* a byte to spare: a string a request ends with is NUL-ended in place */
             void *grown = realloc(buf, h.len + 1);
             if (!grown) {
                 vgpu_error("executor: out of memory for a message of %llu bytes", (unsigned long long)h.len);
-                return 1;
+                break;
             }
             buf = grown;
             cap = h.len + 1;
         }
-        if (h.len && vgpu_wire_read(&x.wire, buf, h.len) != 0)
-            return 1;
-        int sent = h.type == VGPU_REMOTE_RING      ? give_ring(&x, &ring, &h, buf)
-                   : h.type == VGPU_REMOTE_SHARE   ? vgpu_exec_share(&x, buf, h.len)
-                   : h.type == VGPU_REMOTE_UNSHARE ? vgpu_exec_unshare(&x, buf, h.len)
-                                                   : vgpu_exec_one(&x, &h, buf);
+        if (h.len && vgpu_wire_read(&x->wire, buf, h.len) != 0)
+            break;
+        await_turn(x->s, &h);
+        int sent = h.type == VGPU_REMOTE_RING            ? give_ring(x, &ring, &h, buf)
+                   : h.type == VGPU_REMOTE_SHARE         ? vgpu_exec_share(x, buf, h.len)
+                   : h.type == VGPU_REMOTE_UNSHARE       ? vgpu_exec_unshare(x, buf, h.len)
+                   : h.type == VGPU_REMOTE_LANE && first ? give_lane(x, &h)
+                                                         : vgpu_exec_one(x, &h, buf);
+        made(x->s, &h);
         if (sent == VGPU_EXEC_CLOSE)
-            return 1;
-        if (sent != 0)
-            return errno == EPIPE || errno == ECONNRESET ? 0 : 1;
+            break;
+        if (sent != 0) {
+            status = errno == EPIPE || errno == ECONNRESET ? 0 : 1;
+            break;
+        }
     }
+    free(buf);
+    if (x->wire.ring == &ring) /* a ring it gave (a channel's is the BAR's) */
+        vgpu_ring_detach(&ring);
+    return status;
+}
+
+static void *serve_lane(void *arg)
+{
+    struct vgpu_exec *lane = arg;
+    serve_loop(lane, false);
+    close(lane->wire.fd);
+    free(lane);
+    return NULL;
+}
+
+void vgpu_exec_session_init(struct vgpu_exec_session *s)
+{
+    *s = (struct vgpu_exec_session){ .made = 0 };
+    pthread_mutex_init(&s->mu, NULL);
+    pthread_cond_init(&s->turn, NULL);
+}
+
+int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk *bulk)
+{
+    /* The guest process's, for the executor's life (its lanes' threads end with it). */
+    struct vgpu_exec_session *s = malloc(sizeof(*s));
+    if (!s) {
+        vgpu_error("executor: out of memory for a guest");
+        return 1;
+    }
+    vgpu_exec_session_init(s);
+    struct vgpu_exec x = { .wire = *w, .s = s, .bulk = { .fd = -1 }, .passed_fd = -1, .fd_back = -1 };
+    if (bulk)
+        x.bulk = *bulk;
+    if (hello(&x) != 0)
+        return 1;
+    return serve_loop(&x, true);
 }

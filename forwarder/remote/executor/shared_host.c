@@ -89,12 +89,18 @@ struct vgpu_exec_shared {
     void *at;               /* where the executor has it */
 };
 
+/* A block another lane of the guest unshares while a copy uses it is
+ * the guest's own undoing, as freeing memory a copy reads is a program's:
+ * the copy may fault, and the executor with it. */
 void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n)
 {
-    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+    void *at = NULL;
+    pthread_mutex_lock(&x->s->mu);
+    for (const struct vgpu_exec_shared *b = x->s->shared; b && !at; b = b->next)
         if (guest >= b->guest && guest - b->guest < b->length && n <= b->length - (guest - b->guest))
-            return (char *)b->at + (guest - b->guest);
-    return NULL;
+            at = (char *)b->at + (guest - b->guest);
+    pthread_mutex_unlock(&x->s->mu);
+    return at;
 }
 
 /* What a guest's blocks may pin of the host's memory in all: half of it,
@@ -110,10 +116,10 @@ static uint64_t pinned_limit(void)
     return pages > 0 && page > 0 ? (uint64_t)pages * (uint64_t)page / 2 : UINT64_MAX;
 }
 
-/* Whether the length bytes at guest meet a block shared already. */
+/* Under the session's mu: whether the length bytes at guest meet a block shared already. */
 static bool overlaps(const struct vgpu_exec *x, uint64_t guest, uint64_t length)
 {
-    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next)
+    for (const struct vgpu_exec_shared *b = x->s->shared; b; b = b->next)
         if (guest < b->guest + b->length && b->guest < guest + length)
             return true;
     return false;
@@ -154,22 +160,14 @@ static int take_memfd(struct vgpu_exec *x, uint64_t length)
     return fd;
 }
 
-int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
+/* Under the session's mu: the block of length bytes at guest (of memfd
+ * fd, or -3: in a channel's bulk) shared and registered, replied to. */
+static int share_locked(struct vgpu_exec *x, int fd, uint64_t guest, uint64_t length)
 {
-    struct vgpu_remote_share rq;
-    if (len != sizeof(rq))
-        return vgpu_exec_malformed("SHARE", len);
-    memcpy(&rq, req, sizeof(rq));
-    uint64_t guest = rq.guest, length = rq.length, view = 0;
-    /* Over a channel, the block is in the bulk, mapped already: no memfd. */
-    int fd = x->bulk.fd >= 0 ? -3 : take_memfd(x, length);
-    if (fd == -1)
-        return VGPU_EXEC_CLOSE;
-    if (fd == -2)
-        return reply(x, x->lib->not_supported, &view);
+    uint64_t view = 0;
     unsigned blocks = 0;
     uint64_t pinned = 0;
-    for (const struct vgpu_exec_shared *b = x->shared; b; b = b->next) {
+    for (const struct vgpu_exec_shared *b = x->s->shared; b; b = b->next) {
         blocks++;
         pinned += b->length;
     }
@@ -179,11 +177,11 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     if (length > limit || pinned > limit - length) {
         if (fd >= 0)
             close(fd);
-        if (!x->said_pinned)
+        if (!x->s->said_pinned) /* under mu: said once */
             vgpu_warn("executor: the guest's page-locked memory would pin more than %llu MiB of the host's: the "
                       "block stays the guest's own (VGPU_REMOTE_PINNED_MIB; said once)",
                       (unsigned long long)(limit >> 20));
-        x->said_pinned = true;
+        x->s->said_pinned = true;
         return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
     }
     /* Then the vGPU's bound, across its guests (pin_budget.c). */
@@ -192,12 +190,12 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     if (pin == VGPU_EXEC_PIN_REFUSED) {
         if (fd >= 0)
             close(fd);
-        if (!x->said_pinned)
+        if (!x->s->said_pinned)
             vgpu_warn("executor: the guest's page-locked block of %llu MiB would pass its vGPU's pinned = %llu MiB "
                       "(its guests hold %llu MiB): the block stays the guest's own (said once)",
                       (unsigned long long)(length >> 20), (unsigned long long)(vgpu_limit >> 20),
                       (unsigned long long)(vgpu_held >> 20));
-        x->said_pinned = true;
+        x->s->said_pinned = true;
         return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
     }
     CUresult (*reg)(void *, size_t, unsigned) =
@@ -225,8 +223,8 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
         if (code == CUDA_SUCCESS) {
             vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered%s",
                        (unsigned long long)length, view == guest ? ", its device view at its address" : "");
-            *b = (struct vgpu_exec_shared){ .next = x->shared, .guest = guest, .length = length, .at = at };
-            x->shared = b;
+            *b = (struct vgpu_exec_shared){ .next = x->s->shared, .guest = guest, .length = length, .at = at };
+            x->s->shared = b;
             b = NULL;
             at = MAP_FAILED;
         }
@@ -249,6 +247,26 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
     return reply(x, code, &view);
 }
 
+int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
+{
+    struct vgpu_remote_share rq;
+    if (len != sizeof(rq))
+        return vgpu_exec_malformed("SHARE", len);
+    memcpy(&rq, req, sizeof(rq));
+    uint64_t guest = rq.guest, length = rq.length, view = 0;
+    /* Over a channel, the block is in the bulk, mapped already: no memfd. */
+    int fd = x->bulk.fd >= 0 ? -3 : take_memfd(x, length);
+    if (fd == -1)
+        return VGPU_EXEC_CLOSE;
+    if (fd == -2)
+        return reply(x, x->lib->not_supported, &view);
+    /* The guest's blocks counted, checked and added to at once: one SHARE of its lanes at a time. */
+    pthread_mutex_lock(&x->s->mu);
+    int sent = share_locked(x, fd, guest, length);
+    pthread_mutex_unlock(&x->s->mu);
+    return sent;
+}
+
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
 {
     struct vgpu_remote_unshare rq;
@@ -256,13 +274,16 @@ int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
         return vgpu_exec_malformed("UNSHARE", len);
     memcpy(&rq, req, sizeof(rq));
     uint64_t guest = rq.guest;
-    struct vgpu_exec_shared **at = &x->shared;
+    pthread_mutex_lock(&x->s->mu);
+    struct vgpu_exec_shared **at = &x->s->shared;
     while (*at && (*at)->guest != guest)
         at = &(*at)->next;
     struct vgpu_exec_shared *b = *at;
+    if (b)
+        *at = b->next;
+    pthread_mutex_unlock(&x->s->mu);
     if (!b)
         return reply(x, CUDA_ERROR_INVALID_VALUE, NULL);
-    *at = b->next;
     CUresult (*unreg)(void *) = (CUresult(*)(void *))vgpu_exec_function_named(x, "cuMemHostUnregister");
     int code = unreg ? unreg(b->at) : CUDA_SUCCESS;
     unmap_block(x, b->at, b->length); /* kept reserved, never the executor's again (above) */

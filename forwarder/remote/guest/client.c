@@ -38,6 +38,29 @@ static bool window_backed;
 /* Whether the executor keeps a cache of module images (set at the hello). */
 static bool image_cache;
 
+/* Lanes (docs/design/remote.md, "Each guest thread its own"): over a
+ * socket, every thread of the process makes its CUDA calls on a
+ * connection of its own, a lane, which an executor thread of its own
+ * serves; the first connection then carries only the hello and the LANE
+ * requests.  lanes: whether this connection gives them (under lock, set at
+ * the connection); epoch: bumped whenever the connection goes, so that
+ * older lanes are void (changed under lock, read atomically anywhere);
+ * async_sent: the process's asynchronous calls numbered so far, the order
+ * the executor makes them in across lanes (wire.h; atomic). */
+static bool lanes;
+static uint64_t epoch;
+static uint64_t async_sent;
+struct lane {
+    struct vgpu_wire w;
+    struct vgpu_ring ring;
+    uint64_t epoch;
+    bool none; /* the executor gave no lane: the first connection carries this thread's calls */
+};
+/* The calling thread's lane, its own; freed at its exit (lane_key's destructor). */
+static __thread struct lane *my_lane;
+static pthread_key_t lane_key;
+static pthread_once_t lane_once = PTHREAD_ONCE_INIT;
+
 /* Under lock, over a channel about to be let go: what of its bulk this
  * process mapped becomes private memory with the same bytes (its page-
  * locked blocks stay readable and writable here), so that the channel's
@@ -75,6 +98,7 @@ static void disconnect(int after)
         close(conn.fd);
     conn.fd = -1;
     connection = after;
+    __atomic_add_fetch(&epoch, 1, __ATOMIC_RELEASE);
 }
 
 /* A child of fork does not share its parent's executor: it makes its own
@@ -93,6 +117,9 @@ static void child_after_fork(void)
     window = window_size = 0;
     window_backed = false;
     image_cache = false;
+    /* The parent's lanes are its executor's (the forking thread's is freed at its next call). */
+    lanes = false;
+    __atomic_store_n(&async_sent, 0, __ATOMIC_RELAXED);
 }
 
 static void register_atfork(void)
@@ -206,54 +233,64 @@ static void back_window(void)
     window = window_size = 0;
 }
 
-/* Under lock, on a connection that said hello: asks the executor for the
- * shared-memory ring (unless VGPU_REMOTE_TRANSPORT=socket) and maps it.
- * Without one, the socket carries the calls, as it did the hello. */
-static void ask_ring(const char *path)
+/* On a connection that said hello (or a lane): asks the executor for a
+ * shared-memory ring (unless VGPU_REMOTE_TRANSPORT=socket) and maps it at
+ * r, which then carries w's messages.  Without one, the socket carries
+ * them.  0; -1 when the connection broke (said). */
+static int ring_for(struct vgpu_wire *w, struct vgpu_ring *r, const char *path)
 {
     uint64_t want, spin;
     char why[256];
     if (vgpu_ring_settings(&want, &spin, why, sizeof(why)) != 0)
         vgpu_warn("remote GPU: %s", why);
     if (!want)
-        return;
+        return 0;
     struct vgpu_remote_ring_request rq = { .bytes = want };
     struct iovec q = { &rq, sizeof(rq) };
     struct vgpu_remote_hdr h;
     uint64_t length = 0;
-    int memfd = -1;
-    if (vgpu_wire_send(&conn, VGPU_REMOTE_RING, 0, 0, &q, 1) != 0 ||
-        vgpu_wire_read_hdr_fd(conn.fd, &h, &memfd) != 0 || h.type != VGPU_REMOTE_REPLY ||
-        h.len != (h.call == 0 ? sizeof(length) : 0) || (h.len && vgpu_wire_read(&conn, &length, sizeof(length)) != 0)) {
+    int memfd = -1, status = 0;
+    w->order = 0;
+    if (vgpu_wire_send(w, VGPU_REMOTE_RING, 0, 0, &q, 1) != 0 || vgpu_wire_read_hdr_fd(w->fd, &h, &memfd) != 0 ||
+        h.type != VGPU_REMOTE_REPLY || h.len != (h.call == 0 ? sizeof(length) : 0) ||
+        (h.len && vgpu_wire_read(w, &length, sizeof(length)) != 0)) {
         vgpu_error("remote GPU: the executor at %s broke off when asked for a shared-memory ring: every %s call fails",
                    path, what_library());
-        if (memfd >= 0)
-            close(memfd);
-        disconnect(LINK_BROKEN);
-        return;
-    }
-    if (h.call == 0 && memfd < 0) { /* the executor went on to the ring: the socket carries no calls now */
+        status = -1;
+    } else if (h.call == 0 && memfd < 0) { /* the executor went on to the ring: the socket carries no calls now */
         vgpu_error("remote GPU: the executor at %s gave a shared-memory ring that did not arrive (this process's "
                    "descriptors may be used up): every %s call fails",
                    path, what_library());
-        disconnect(LINK_BROKEN);
+        status = -1;
     } else if (h.call != 0) {
         vgpu_warn("remote GPU: the executor at %s gave no shared-memory ring (code %u): calls go through its socket, "
                   "slower (its log says why)",
                   path, (unsigned)h.call);
-    } else if (vgpu_ring_attach(&ring, memfd, length, conn.fd) != 0) {
+    } else if (vgpu_ring_attach(r, memfd, length, w->fd) != 0) {
         vgpu_error("remote GPU: the shared-memory ring the executor at %s gave cannot be used (%s): every %s call "
                    "fails",
                    path, strerror(errno), what_library());
-        disconnect(LINK_BROKEN);
+        status = -1;
     } else {
-        ring.spin_ns = spin;
-        conn.ring = &ring;
-        vgpu_info("remote GPU: calls go through a shared-memory ring of 2 x %llu MiB",
-                  (unsigned long long)(ring.tx.size >> 20));
+        r->spin_ns = spin;
+        w->ring = r;
+        static bool said; /* the first ring's line is enough: every lane's is alike */
+        if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))
+            vgpu_info("remote GPU: calls go through a shared-memory ring of 2 x %llu MiB",
+                      (unsigned long long)(r->tx.size >> 20));
     }
     if (memfd >= 0)
         close(memfd); /* mapped, or not to be */
+    return status;
+}
+
+/* Whether this process's threads each get a lane: CUDA's, over a socket,
+ * unless VGPU_REMOTE_LANES=0 (every thread's calls on one connection, one
+ * at a time, as over a VM's channel). */
+static bool lanes_wanted(void)
+{
+    const char *v = getenv("VGPU_REMOTE_LANES");
+    return vgpu_remote_library.id == 0 && conn.fd >= 0 && !(v && strcmp(v, "0") == 0);
 }
 
 /* The guest's driver settings for a CUDA HELLO (wire.h), NAME=VALUE each
@@ -337,8 +374,13 @@ static void connect_locked(void)
     image_cache = (offered.flags & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
     if (channel)
         back_window();
-    else
-        ask_ring(path);
+    else if (lanes_wanted())
+        lanes = true; /* the first connection carries only LANE requests: no ring of its own */
+    else if (ring_for(&conn, &ring, path) != 0)
+        disconnect(LINK_BROKEN);
+    vgpu_info("remote GPU: %s", lanes ? "each thread's calls go on a lane of its own, served by an executor thread "
+                                        "of its own"
+                                      : "every thread's calls go on this one connection, one at a time");
 }
 
 /* Under lock: the connection broke mid-call; every later call fails. */
@@ -359,41 +401,247 @@ static bool connected(void)
     return connection == LINK_UP;
 }
 
-/* Under lock, a message of type sent: its reply read into the iovecs;
- * the code. */
-static int exchange(uint16_t type, unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
-                    const struct iovec *reply, int nreply, size_t *got, int passed)
+/* The order a message on w carries (wire.h): an asynchronous call's number,
+ * anything else's count of those before it.  On the first connection
+ * under lock, so that its messages go in the order they are numbered. */
+static void stamp(struct vgpu_wire *w, bool async)
+{
+    w->order = async ? __atomic_add_fetch(&async_sent, 1, __ATOMIC_SEQ_CST)
+                     : __atomic_load_n(&async_sent, __ATOMIC_SEQ_CST);
+}
+
+/* A message of type sent on w, with a descriptor passed beside it (-1:
+ * none): its reply read into the iovecs; the code, or -1 with *failed
+ * saying what broke. */
+static int exchange(struct vgpu_wire *w, uint16_t type, unsigned slot, uint32_t flags, const struct iovec *req,
+                    int nreq, const struct iovec *reply, int nreply, size_t *got, int passed, const char **failed)
 {
     struct vgpu_remote_hdr h;
-    if (vgpu_wire_send(&conn, type, slot, flags, req, nreq) != 0 ||
-        (passed >= 0 && vgpu_wire_send_fd(conn.fd, type, 0, NULL, 0, passed) != 0))
-        return broken("sending");
-    if (vgpu_wire_read_hdr(&conn, &h) != 0 || h.type != VGPU_REMOTE_REPLY)
-        return broken("reading the reply");
+    if (type == VGPU_REMOTE_LANE)
+        w->order = 0; /* made at once: a lane waits for no call */
+    else
+        stamp(w, false);
+    if (vgpu_wire_send(w, type, slot, flags, req, nreq) != 0 ||
+        (passed >= 0 && vgpu_wire_send_fd(w->fd, type, 0, NULL, 0, passed) != 0)) {
+        *failed = "sending";
+        return -1;
+    }
+    if (vgpu_wire_read_hdr(w, &h) != 0 || h.type != VGPU_REMOTE_REPLY) {
+        *failed = "reading the reply";
+        return -1;
+    }
     size_t left = h.len;
     if (got)
         *got = left;
     for (int i = 0; i < nreply && left; i++) {
         size_t n = reply[i].iov_len < left ? reply[i].iov_len : left;
-        if (vgpu_wire_read(&conn, reply[i].iov_base, n) != 0)
-            return broken("reading the reply");
+        if (vgpu_wire_read(w, reply[i].iov_base, n) != 0) {
+            *failed = "reading the reply";
+            return -1;
+        }
         left -= n;
     }
     if (left) {
         errno = EPROTO;
-        return broken("a reply longer than the call's");
+        *failed = "a reply longer than the call's";
+        return -1;
     }
     return (int)h.call;
+}
+
+/* The calling thread's descriptors of its calls flagged VGPU_REMOTE_FD_IN
+ * and VGPU_REMOTE_FD_OUT (client.h): its own, so no lock. */
+static __thread int fd_to_pass = -1, fd_taken = -1;
+
+void vgpu_remote_fd_to_pass(int fd)
+{
+    fd_to_pass = fd;
+}
+
+int vgpu_remote_fd_taken(void)
+{
+    int fd = fd_taken;
+    fd_taken = -1;
+    return fd;
+}
+
+/* After a call flagged VGPU_REMOTE_FD_OUT succeeded on w: the descriptor
+ * that follows on its socket.  0, or -1 with *failed. */
+static int take_fd(struct vgpu_wire *w, const char **failed)
+{
+    struct vgpu_remote_hdr h;
+    int fd = -1;
+    if (vgpu_wire_read_hdr_fd(w->fd, &h, &fd) != 0 || h.type != VGPU_REMOTE_REPLY || h.len != 0 || fd < 0) {
+        if (fd >= 0)
+            close(fd);
+        *failed = "reading the descriptor of a reply";
+        return -1;
+    }
+    fd_taken = fd;
+    return 0;
+}
+
+/* ---- Lanes ---- */
+
+static void lane_free(struct lane *l)
+{
+    if (!l->none) {
+        if (l->w.ring)
+            vgpu_ring_detach(&l->ring);
+        close(l->w.fd);
+    }
+    free(l);
+}
+
+/* A thread ends: its lane closes, and the executor's thread of it with it. */
+static void lane_gone(void *p)
+{
+    lane_free(p);
+}
+
+static void make_lane_key(void)
+{
+    pthread_key_create(&lane_key, lane_gone);
+}
+
+/* Under lock, connected with lanes: a lane asked for (LANE, one end of a
+ * socket pair beside it) into l.  0; 1 when the executor gave none (the
+ * first connection carries the thread's calls); -1 when the connection
+ * broke (said). */
+static int open_lane(struct lane *l)
+{
+    int sv[2];
+    if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0) {
+        vgpu_warn("remote GPU: no socket for a thread's lane (%s): its calls share the first connection",
+                  strerror(errno));
+        return 1;
+    }
+    const char *failed = NULL;
+    int r = exchange(&conn, VGPU_REMOTE_LANE, 0, 0, NULL, 0, NULL, 0, NULL, sv[1], &failed);
+    close(sv[1]);
+    if (r != 0) {
+        close(sv[0]);
+        if (failed) {
+            broken(failed);
+            return -1;
+        }
+        vgpu_warn("remote GPU: the executor gave this thread no lane (code %d): its calls share the first "
+                  "connection",
+                  r);
+        return 1;
+    }
+    l->w = (struct vgpu_wire){ .fd = sv[0] };
+    return 0;
+}
+
+/* The wire the calling thread's next message goes on: its lane (no lock
+ * held), or the first connection (lock held: *locked).  NULL with *code
+ * (the lock not held) when there is none: no executor, or it broke. */
+static struct vgpu_wire *thread_wire(bool *locked, int *code)
+{
+    pthread_once(&atfork_once, register_atfork);
+    struct lane *l = my_lane;
+    uint64_t now = __atomic_load_n(&epoch, __ATOMIC_ACQUIRE);
+    *locked = false;
+    if (l && l->epoch == now && !l->none)
+        return &l->w;
+    pthread_mutex_lock(&lock);
+    if (!connected()) {
+        pthread_mutex_unlock(&lock);
+        *code = vgpu_remote_library.unavailable;
+        return NULL;
+    }
+    if (l && l->epoch == epoch && l->none) {
+        *locked = true;
+        return &conn;
+    }
+    if (l) { /* of a connection gone, or of the parent's before a fork */
+        pthread_setspecific(lane_key, NULL);
+        lane_free(l);
+        my_lane = NULL;
+    }
+    if (!lanes) {
+        *locked = true;
+        return &conn;
+    }
+    pthread_once(&lane_once, make_lane_key);
+    l = calloc(1, sizeof(*l));
+    int made = l ? open_lane(l) : 1;
+    if (made < 0) {
+        pthread_mutex_unlock(&lock);
+        free(l);
+        *code = vgpu_remote_library.unavailable;
+        return NULL;
+    }
+    if (!l) {
+        *locked = true;
+        return &conn;
+    }
+    l->none = made == 1;
+    l->epoch = epoch;
+    my_lane = l;
+    pthread_setspecific(lane_key, l);
+    if (l->none) {
+        *locked = true;
+        return &conn;
+    }
+    pthread_mutex_unlock(&lock);
+    if (ring_for(&l->w, &l->ring, vgpu_remote_where()) != 0) {
+        pthread_mutex_lock(&lock);
+        if (l->epoch == epoch)
+            disconnect(LINK_BROKEN);
+        pthread_mutex_unlock(&lock);
+        *code = vgpu_remote_library.unavailable;
+        return NULL;
+    }
+    return &l->w;
+}
+
+/* What a message on w that broke (failed says how) leaves: the connection
+ * and every lane gone, every later call failing; the lock let go of if
+ * held.  The code to return. */
+static int link_broke(bool locked, const char *failed)
+{
+    if (!locked)
+        pthread_mutex_lock(&lock);
+    int r = connection == LINK_UP ? broken(failed) : vgpu_remote_library.unavailable;
+    pthread_mutex_unlock(&lock);
+    return r;
+}
+
+/* After a message on the thread's wire: code r, or what broke (failed);
+ * the lock let go of if held. */
+static int finish(bool locked, const char *failed, int r)
+{
+    if (failed)
+        return link_broke(locked, failed);
+    if (locked)
+        pthread_mutex_unlock(&lock);
+    return r;
 }
 
 int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
                              const struct iovec *reply, int nreply, size_t *got)
 {
-    pthread_mutex_lock(&lock);
-    int r = connected() ? exchange(VGPU_REMOTE_CALL, slot, flags, req, nreq, reply, nreply, got, -1)
-                        : vgpu_remote_library.unavailable;
-    pthread_mutex_unlock(&lock);
-    return r;
+    bool fds = flags & (VGPU_REMOTE_FD_IN | VGPU_REMOTE_FD_OUT);
+    int passed = flags & VGPU_REMOTE_FD_IN ? fd_to_pass : -1;
+    fd_to_pass = -1;
+    fd_taken = -1;
+    if ((flags & VGPU_REMOTE_FD_IN) && passed < 0)
+        return vgpu_remote_library.invalid;
+    bool locked;
+    int r;
+    struct vgpu_wire *w = thread_wire(&locked, &r);
+    if (!w)
+        return r;
+    const char *failed = NULL;
+    if (fds && w->fd < 0)
+        r = vgpu_remote_library.not_supported; /* a VM's channel carries no descriptor */
+    else
+        r = exchange(w, VGPU_REMOTE_CALL, slot, flags, req, nreq, reply, nreply, got, passed, &failed);
+    if (r == 0 && (flags & VGPU_REMOTE_FD_OUT))
+        r = take_fd(w, &failed);
+    return finish(locked, failed, r);
 }
 
 int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const struct iovec *reply, int nreply,
@@ -404,13 +652,17 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 
 int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq)
 {
-    pthread_mutex_lock(&lock);
-    int r = vgpu_remote_library.unavailable;
-    if (connected())
-        r = vgpu_wire_send(&conn, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC | flags, req, nreq) == 0 ? 0
-                                                                                                   : broken("sending");
-    pthread_mutex_unlock(&lock);
-    return r;
+    bool locked;
+    int r;
+    struct vgpu_wire *w = thread_wire(&locked, &r);
+    if (!w)
+        return r;
+    stamp(w, true);
+    if (vgpu_wire_send(w, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC | flags, req, nreq) != 0)
+        return link_broke(locked, "sending");
+    if (locked)
+        pthread_mutex_unlock(&lock);
+    return 0;
 }
 
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq)
@@ -437,18 +689,30 @@ bool vgpu_remote_window(uint64_t *base, uint64_t *size, bool *backed)
     return have;
 }
 
+/* SHARE and UNSHARE, on the calling thread's lane (a memfd beside a SHARE). */
+static int exchange_block(uint16_t type, const struct iovec *q, const struct iovec *a, size_t *got, int memfd)
+{
+    bool locked;
+    int r;
+    struct vgpu_wire *w = thread_wire(&locked, &r);
+    if (!w)
+        return r;
+    const char *failed = NULL;
+    /* Over a channel, a block of the bulk, with no memfd (none crosses). */
+    if (type == VGPU_REMOTE_SHARE && (w->fd < 0) != (memfd < 0))
+        r = vgpu_remote_library.not_supported;
+    else
+        r = exchange(w, type, 0, 0, q, 1, a, a ? 1 : 0, got, memfd, &failed);
+    return finish(locked, failed, r);
+}
+
 int vgpu_remote_share(const void *p, size_t n, int memfd, uint64_t *view)
 {
     struct vgpu_remote_share rq = { .guest = (uint64_t)(uintptr_t)p, .length = n };
     struct iovec q = { &rq, sizeof(rq) }, a = { view, sizeof(*view) };
     size_t got = 0;
     *view = 0;
-    pthread_mutex_lock(&lock);
-    /* Over a channel, a block of the bulk, with no memfd (none crosses). */
-    int r = !connected()                          ? vgpu_remote_library.unavailable
-            : (conn.fd < 0) != (memfd < 0) ? vgpu_remote_library.not_supported
-                                                  : exchange(VGPU_REMOTE_SHARE, 0, 0, &q, 1, &a, 1, &got, memfd);
-    pthread_mutex_unlock(&lock);
+    int r = exchange_block(VGPU_REMOTE_SHARE, &q, &a, &got, memfd);
     if (r == 0 && got != sizeof(*view))
         *view = 0;
     return r;
@@ -458,11 +722,7 @@ int vgpu_remote_unshare(const void *p)
 {
     struct vgpu_remote_unshare rq = { .guest = (uint64_t)(uintptr_t)p };
     struct iovec q = { &rq, sizeof(rq) };
-    pthread_mutex_lock(&lock);
-    int r = connection == LINK_UP ? exchange(VGPU_REMOTE_UNSHARE, 0, 0, &q, 1, NULL, 0, NULL, -1)
-                         : vgpu_remote_library.unavailable;
-    pthread_mutex_unlock(&lock);
-    return r;
+    return exchange_block(VGPU_REMOTE_UNSHARE, &q, NULL, NULL, -1);
 }
 
 int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin)

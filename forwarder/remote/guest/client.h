@@ -48,6 +48,14 @@ int vgpu_remote_call(unsigned slot, const struct iovec *req, int nreq, const str
 int vgpu_remote_send(unsigned slot, const struct iovec *req, int nreq);
 int vgpu_remote_send_words(unsigned slot, const uint64_t *in, unsigned nin);
 
+/* A file descriptor beside the calling thread's next call flagged
+ * VGPU_REMOTE_FD_IN (the guest's, which stays the caller's), and the one
+ * its last call flagged VGPU_REMOTE_FD_OUT took (the caller's to close; -1
+ * when it took none).  Over a VM's channel, which carries no descriptor,
+ * such a call is the library's not_supported. */
+void vgpu_remote_fd_to_pass(int fd);
+int vgpu_remote_fd_taken(void);
+
 /* The same with a CALL's flags besides (VGPU_REMOTE_SHARED: wire.h). */
 int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *req, int nreq,
                              const struct iovec *reply, int nreply, size_t *got);
@@ -79,6 +87,9 @@ bool vgpu_remote_image_cache(void);
  * buf (size bytes, NUL-ended). */
 typedef int (*vgpu_remote_fetch_text)(unsigned slot, uint32_t code, char *buf, size_t size);
 int vgpu_remote_text(unsigned slot, uint32_t code, vgpu_remote_fetch_text fetch, const char **out);
+/* s, kept for the life of the process (a text the driver names by a
+ * handle: a function's name), one copy of each (texts.c); NULL, out of memory. */
+const char *vgpu_remote_intern(const char *s);
 
 /* What a slot the remote driver does not carry returns: refused, logged
  * once per slot, with why (the spec's reason); vgpu_remote_refuse, for

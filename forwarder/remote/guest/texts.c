@@ -1,6 +1,8 @@
-/* The texts the executor gives for codes (client.h, vgpu_remote_text). */
+/* The texts the executor gives for codes (client.h, vgpu_remote_text), and
+ * those it names by handles (vgpu_remote_intern). */
 #include "forwarder/remote/guest/client.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,4 +61,27 @@ int vgpu_remote_text(unsigned slot, uint32_t code, vgpu_remote_fetch_text fetch,
     pthread_mutex_unlock(&texts_lock);
     *out = t->s;
     return 0;
+}
+
+/* Interned texts have no slot of their own: UINT_MAX, code 0. */
+const char *vgpu_remote_intern(const char *s)
+{
+    pthread_once(&atfork_once, register_atfork);
+    pthread_mutex_lock(&texts_lock);
+    for (const struct text *t = texts; t; t = t->next)
+        if (t->slot == UINT_MAX && strcmp(t->s, s) == 0) {
+            pthread_mutex_unlock(&texts_lock);
+            return t->s;
+        }
+    size_t n = strlen(s);
+    struct text *t = malloc(sizeof(*t) + n + 1);
+    if (t) {
+        t->slot = UINT_MAX;
+        t->code = 0;
+        memcpy(t->s, s, n + 1);
+        t->next = texts;
+        texts = t;
+    }
+    pthread_mutex_unlock(&texts_lock);
+    return t ? t->s : NULL;
 }

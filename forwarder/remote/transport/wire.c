@@ -12,14 +12,14 @@
 #include <unistd.h>
 
 /* The header and the iovecs, in v (9 entries). */
-static int frame(struct vgpu_remote_hdr *h, uint16_t type, uint32_t call, uint32_t flags, const struct iovec *iov,
-                 int n, struct iovec *v)
+static int frame(struct vgpu_remote_hdr *h, uint16_t type, uint32_t call, uint32_t flags, uint64_t order,
+                 const struct iovec *iov, int n, struct iovec *v)
 {
     if (n > 8 || n < 0) {
         errno = EINVAL;
         return -1;
     }
-    *h = (struct vgpu_remote_hdr){ VGPU_REMOTE_MAGIC, VGPU_REMOTE_VERSION, type, call, flags, 0 };
+    *h = (struct vgpu_remote_hdr){ VGPU_REMOTE_MAGIC, VGPU_REMOTE_VERSION, type, call, flags, 0, order };
     v[0].iov_base = h;
     v[0].iov_len = sizeof(*h);
     for (int i = 0; i < n; i++) {
@@ -59,7 +59,7 @@ int vgpu_wire_send(struct vgpu_wire *w, uint16_t type, uint32_t call, uint32_t f
 {
     struct vgpu_remote_hdr h;
     struct iovec v[9];
-    if (frame(&h, type, call, flags, iov, n, v) != 0)
+    if (frame(&h, type, call, flags, w->order, iov, n, v) != 0)
         return -1;
     if (w->ring)
         return vgpu_ring_write(w->ring, v, n + 1);
@@ -71,7 +71,7 @@ int vgpu_wire_send_fd(int fd, uint16_t type, uint32_t call, const struct iovec *
 {
     struct vgpu_remote_hdr h;
     struct iovec v[9];
-    if (frame(&h, type, call, 0, iov, n, v) != 0)
+    if (frame(&h, type, call, 0, 0, iov, n, v) != 0)
         return -1;
     union {
         struct cmsghdr c;
@@ -170,7 +170,8 @@ int vgpu_wire_read(struct vgpu_wire *w, void *p, size_t len)
 static int check_hdr(const struct vgpu_remote_hdr *h)
 {
     if (h->magic != VGPU_REMOTE_MAGIC || h->version != VGPU_REMOTE_VERSION || h->len > VGPU_REMOTE_MAX_LEN ||
-        (h->flags & ~(VGPU_REMOTE_ASYNC | VGPU_REMOTE_SHARED | VGPU_REMOTE_BY_HASH))) {
+        (h->flags & ~(VGPU_REMOTE_ASYNC | VGPU_REMOTE_SHARED | VGPU_REMOTE_BY_HASH | VGPU_REMOTE_FD_IN |
+                      VGPU_REMOTE_FD_OUT))) {
         errno = EPROTO;
         return -1;
     }

@@ -10,7 +10,7 @@
 #include <sys/uio.h>
 
 #define VGPU_REMOTE_MAGIC 0x4d524756u /* "VGRM" */
-#define VGPU_REMOTE_VERSION 1
+#define VGPU_REMOTE_VERSION 2
 /* No message is longer: bulk copies go in chunks of VGPU_REMOTE_CHUNK. */
 #define VGPU_REMOTE_MAX_LEN (64u << 20)
 #define VGPU_REMOTE_CHUNK (16u << 20)
@@ -35,6 +35,10 @@ enum vgpu_remote_type {
                             * u64 its length; its memfd follows on the socket (a SHARE of no
                             * payload).  REPLY: 0 when the executor maps and registers it */
     VGPU_REMOTE_UNSHARE = 6, /* payload: u64 a shared block's guest address.  REPLY: 0 */
+    VGPU_REMOTE_LANE = 7,    /* on the first connection, a guest thread's own: no payload; one end
+                              * of a socket pair follows on the socket (a LANE of no payload), on
+                              * which the executor serves that thread's calls from a thread of its
+                              * own.  REPLY: 0 */
 };
 
 /* A CALL's flags. */
@@ -44,6 +48,10 @@ enum vgpu_remote_type {
 #define VGPU_REMOTE_BY_HASH 4u /* a module or library load whose image is named by its SHA-256
                                 * ([32][hash] where [length][image] would be), for the executor's
                                 * cache: REPLY VGPU_REMOTE_MISS asks for it whole */
+#define VGPU_REMOTE_FD_IN 8u   /* a file descriptor of the guest's goes with the call: it follows on the
+                                * socket (a CALL of no payload), after the call */
+#define VGPU_REMOTE_FD_OUT 16u /* the call gives the guest a file descriptor: when it succeeds, it follows
+                                * on the socket (a REPLY of no payload), after the reply */
 
 /* The executor's cache of module images (docs/design/remote.md, "Images cross
  * once"): a REPLY's code when a hash names no image it has, the HELLO
@@ -81,17 +89,24 @@ struct vgpu_remote_hdr {
     uint16_t version;
     uint16_t type;
     uint32_t call;
-    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, VGPU_REMOTE_SHARED, VGPU_REMOTE_BY_HASH; else 0 */
+    uint32_t flags; /* CALL: VGPU_REMOTE_ASYNC, _SHARED, _BY_HASH, _FD_IN, _FD_OUT; else 0 */
     uint64_t len;
+    /* A guest's calls in the order its threads made them, across its lanes:
+     * an asynchronous CALL's number among the process's asynchronous calls
+     * (1, 2, ...), made after every one before it; any other message's
+     * count of those sent before it, made after them. */
+    uint64_t order;
 };
 
 struct vgpu_ring;
 
 /* A connection: the socket, and the shared-memory ring once the two sides
- * agreed on one (ring.h), which then carries every message. */
+ * agreed on one (ring.h), which then carries every message; the order the
+ * next message sent on it carries (its sender's to set, 0 for none). */
 struct vgpu_wire {
     int fd;
     struct vgpu_ring *ring;
+    uint64_t order;
 };
 
 /* Sends a header of type, call and flags with the iovecs as payload (at

@@ -34,3 +34,13 @@ int vgpu_exec_jit_options(struct vgpu_exec_jit *j, unsigned n, const CUjit_optio
  * 0), the logs ended within their sizes. */
 void vgpu_exec_jit_left(struct vgpu_exec_jit *j, uint64_t *left);
 void vgpu_exec_jit_free(struct vgpu_exec_jit *j);
+
+/* A launch's parameters (launch.c): f's, count of them of the given sizes,
+ * packed in len bytes (each padded to 8), as pointers to each in
+ * out[VGPU_EXEC_MAX_PARAMS]: 0; VGPU_EXEC_CLOSE (malformed), or the code
+ * to reply (not f's sizes).  A graph's kernel node's are taken so too. */
+int vgpu_exec_params_of(struct vgpu_exec *x, CUfunction f, uint32_t count, const uint32_t *sizes, const void *bytes,
+                        size_t len, const char *call, void **out);
+/* Whether a launch attribute (or a kernel node's) may be passed on: its
+ * value plain data, or an event the guest was given (launch.c). */
+bool vgpu_exec_attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a);

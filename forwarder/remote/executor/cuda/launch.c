@@ -11,22 +11,22 @@
 #include <string.h>
 
 /* A launch's parameters as the driver takes them: pointers to each, in the
- * request's buffer (8-aligned: each is padded to 8). */
+ * request's buffer (8-aligned: each is padded to 8), by vgpu_exec_params_of
+ * (calls.h), which a graph's kernel node's are taken by too (graphs/). */
+_Static_assert(VGPU_EXEC_MAX_PARAMS == VGPU_IN_cuLaunchKernel_count_MAX, "a launch's parameters: one bound");
 struct params {
     void *p[VGPU_IN_cuLaunchKernel_count_MAX];
 };
 
-/* The parameters of f, count of them of the given sizes, packed in bytes:
- * 0 with *out filled; VGPU_EXEC_CLOSE (malformed), or the code to reply. */
-static int params_of(struct vgpu_exec *x, CUfunction f, uint32_t count, const uint32_t *sizes, const void *bytes,
-                     size_t len, const char *call, struct params *out)
+int vgpu_exec_params_of(struct vgpu_exec *x, CUfunction f, uint32_t count, const uint32_t *sizes, const void *bytes,
+                        size_t len, const char *call, void **out)
 {
     size_t at = 0;
     for (unsigned i = 0; i < count; i++) {
         size_t padded = ((size_t)sizes[i] + 7) & ~(size_t)7;
         if (sizes[i] > 4096 || len - at < padded)
             return vgpu_exec_malformed(call, len);
-        out->p[i] = (char *)bytes + at;
+        out[i] = (char *)bytes + at;
         at += padded;
     }
     if (at != len)
@@ -40,7 +40,7 @@ static int params_of(struct vgpu_exec *x, CUfunction f, uint32_t count, const ui
 int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuLaunchKernel *in)
 {
     struct params p;
-    int r = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernel", &p);
+    int r = vgpu_exec_params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernel", p.p);
     if (r == VGPU_EXEC_CLOSE)
         return r;
     if (r == 0)
@@ -54,7 +54,8 @@ int vgpu_exec_cuLaunchKernel(struct vgpu_exec *x, void *fn, const struct vgpu_in
 int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuLaunchKernel *in)
 {
     struct params p;
-    int r = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchCooperativeKernel", &p);
+    int r = vgpu_exec_params_of(x, in->f, in->count, in->sizes, in->params, in->params_size,
+                                "cuLaunchCooperativeKernel", p.p);
     if (r == VGPU_EXEC_CLOSE)
         return r;
     if (r == 0)
@@ -67,7 +68,7 @@ int vgpu_exec_cuLaunchCooperativeKernel(struct vgpu_exec *x, void *fn, const str
 /* Whether attribute a may be passed on: its value plain data (a hint, a
  * shape, a flag), or an event the guest was given.  A value that points
  * into the guest's memory (a graph's device node) is refused. */
-static bool attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
+bool vgpu_exec_attribute_ok(const struct vgpu_exec *x, const CUlaunchAttribute *a)
 {
     switch ((int)a->id) {
     case CU_LAUNCH_ATTRIBUTE_IGNORE:
@@ -109,7 +110,7 @@ static void attributes_of(const struct vgpu_exec *x, uint32_t n, const CUlaunchA
     *r = 0;
     for (unsigned i = 0; i < n; i++) {
         attrs[i] = in[i];
-        if (!attribute_ok(x, &attrs[i]))
+        if (!vgpu_exec_attribute_ok(x, &attrs[i]))
             *r = CUDA_ERROR_NOT_SUPPORTED;
     }
 }
@@ -121,7 +122,7 @@ int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const struct vgpu_
     int r;
     attributes_of(x, in->numAttrs, in->attrs, attrs, &r);
     struct params p;
-    int q = params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernelEx", &p);
+    int q = vgpu_exec_params_of(x, in->f, in->count, in->sizes, in->params, in->params_size, "cuLaunchKernelEx", p.p);
     if (q == VGPU_EXEC_CLOSE)
         return q;
     if (r == 0)
@@ -133,9 +134,8 @@ int vgpu_exec_cuLaunchKernelEx(struct vgpu_exec *x, void *fn, const struct vgpu_
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
-/* How many clusters of the launch fit. */
-int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn,
-                                           const struct vgpu_in_cuOccupancyMaxActiveClusters *in)
+/* A cluster query of the launch (how many fit, the largest): one value back. */
+static int clusters(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuOccupancyMaxActiveClusters *in)
 {
     CUlaunchAttribute attrs[VGPU_IN_cuOccupancyMaxActiveClusters_numAttrs_MAX];
     int r;
@@ -146,4 +146,16 @@ int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn,
         r = ((CUresult(*)(int *, CUfunction, const CUlaunchConfig *))fn)(&out.numClusters, in->func, &c);
     }
     return vgpu_exec_reply_cuOccupancyMaxActiveClusters(x, r, in, &out);
+}
+
+int vgpu_exec_cuOccupancyMaxActiveClusters(struct vgpu_exec *x, void *fn,
+                                           const struct vgpu_in_cuOccupancyMaxActiveClusters *in)
+{
+    return clusters(x, fn, in);
+}
+
+int vgpu_exec_cuOccupancyMaxPotentialClusterSize(struct vgpu_exec *x, void *fn,
+                                                 const struct vgpu_in_cuOccupancyMaxActiveClusters *in)
+{
+    return clusters(x, fn, in);
 }

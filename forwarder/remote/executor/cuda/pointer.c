@@ -59,3 +59,14 @@ int vgpu_exec_cuPointerGetAttribute(struct vgpu_exec *x, void *fn, const struct 
 {
     return attributes(x, fn, in, false, "cuPointerGetAttribute");
 }
+
+/* CU_POINTER_ATTRIBUTE_SYNC_MEMOPS of the guest's device memory. */
+int vgpu_exec_cuPointerSetAttribute(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuPointerSetAttribute *in)
+{
+    if (in->attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS ||
+        !vgpu_exec_device_memory(x, (uint64_t)in->ptr, "cuPointerSetAttribute"))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
+    unsigned value = in->word;
+    int r = ((CUresult(*)(const void *, CUpointer_attribute, CUdeviceptr))fn)(&value, in->attribute, in->ptr);
+    return vgpu_exec_reply(x, r, NULL, 0);
+}

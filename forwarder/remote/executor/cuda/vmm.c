@@ -12,6 +12,7 @@
 #include "common/log.h"
 
 #include <stdlib.h>
+#include <string.h>
 
 int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemAddressReserve *in)
 {
@@ -28,8 +29,10 @@ int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const struct vg
         }
         g->base = out.ptr;
         g->size = in->size;
-        g->next = x->reserved;
-        x->reserved = g;
+        pthread_mutex_lock(&x->s->mu);
+        g->next = x->s->reserved;
+        x->s->reserved = g;
+        pthread_mutex_unlock(&x->s->mu);
     }
     return vgpu_exec_reply_cuMemAddressReserve(x, r, in, &out);
 }
@@ -37,16 +40,25 @@ int vgpu_exec_cuMemAddressReserve(struct vgpu_exec *x, void *fn, const struct vg
 /* Only a range this guest reserved, whole. */
 int vgpu_exec_cuMemAddressFree(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemAddressFree *in)
 {
-    struct vgpu_exec_range **at = &x->reserved;
+    /* Out of the guest's ranges first: no other lane reaches it while the driver frees it. */
+    pthread_mutex_lock(&x->s->mu);
+    struct vgpu_exec_range **at = &x->s->reserved;
     while (*at && ((*at)->base != in->ptr || (*at)->size != in->size))
         at = &(*at)->next;
-    if (!*at)
+    struct vgpu_exec_range *g = *at;
+    if (g)
+        *at = g->next;
+    pthread_mutex_unlock(&x->s->mu);
+    if (!g)
         return vgpu_exec_reply(x, CUDA_ERROR_INVALID_VALUE, NULL, 0);
     int r = ((CUresult(*)(CUdeviceptr, size_t))fn)(in->ptr, in->size);
     if (r == CUDA_SUCCESS) {
-        struct vgpu_exec_range *g = *at;
-        *at = g->next;
         free(g);
+    } else { /* still the guest's */
+        pthread_mutex_lock(&x->s->mu);
+        g->next = x->s->reserved;
+        x->s->reserved = g;
+        pthread_mutex_unlock(&x->s->mu);
     }
     return vgpu_exec_reply(x, r, NULL, 0);
 }
@@ -86,4 +98,35 @@ int vgpu_exec_cuMemSetAccess(struct vgpu_exec *x, void *fn, const struct vgpu_in
     int r =
         ((CUresult(*)(CUdeviceptr, size_t, const CUmemAccessDesc *, size_t))fn)(in->ptr, in->size, in->desc, in->count);
     return vgpu_exec_reply(x, r, NULL, 0);
+}
+
+/* Sparse arrays' tiles mapped to (or unmapped from) allocations: each
+ * entry's array (or mipmapped array) the guest's; an allocation handle is
+ * an integer of the driver's, as cuMemMap takes it. */
+static int map_arrays(struct vgpu_exec *x, void *fn, uint32_t count, const CUarrayMapInfo *list, CUstream stream)
+{
+    CUarrayMapInfo infos[VGPU_IN_cuMemMapArrayAsync_count_MAX];
+    memcpy(infos, list, count * sizeof(*infos));
+    int r = CUDA_SUCCESS;
+    for (uint32_t i = 0; i < count && r == CUDA_SUCCESS; i++) {
+        const CUarrayMapInfo *m = &infos[i];
+        uint64_t resource = m->resourceType == CU_RESOURCE_TYPE_MIPMAPPED_ARRAY
+                                ? (uint64_t)(uintptr_t)m->resource.mipmap
+                                : (uint64_t)(uintptr_t)m->resource.array;
+        if (!resource || !vgpu_exec_handle_known(x, resource, false))
+            r = CUDA_ERROR_INVALID_HANDLE;
+    }
+    if (r == CUDA_SUCCESS)
+        r = ((CUresult(*)(CUarrayMapInfo *, unsigned, CUstream))fn)(infos, count, stream);
+    return vgpu_exec_reply(x, r, NULL, 0);
+}
+
+int vgpu_exec_cuMemMapArrayAsync(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemMapArrayAsync *in)
+{
+    return map_arrays(x, fn, in->count, in->mapInfoList, in->hStream);
+}
+
+int vgpu_exec_cuMemMapArrayAsync_ptsz(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemMapArrayAsync *in)
+{
+    return map_arrays(x, fn, in->count, in->mapInfoList, in->hStream);
 }

@@ -1,9 +1,10 @@
 /*
  * What the guest keeps of the executor's answers (cache.h).
  *
- * The executor makes every call of a guest process on one thread, so its
- * current context is the guest process's (docs/design/remote.md, "Limits"): one
- * answer serves every thread of the guest until a call changes it.  Each
+ * The current context, and so its device, is each thread's: an executor
+ * thread serves each guest thread's lane (docs/design/remote.md), so those
+ * answers are kept per thread (by a number each thread takes at its first
+ * ask); the rest serve every thread.  Each
  * kept answer carries the generation it was asked in; a change (a context
  * made current, pushed, popped, created or destroyed, a primary context
  * retained, released, reset or given flags, a module or library unloaded)
@@ -115,32 +116,44 @@ static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WO
 
 #define KEY(...) ((const uint64_t[KEY_WORDS]){ __VA_ARGS__ })
 
+/* The calling thread's number, the key of its own answers: unique for the
+ * process's life (an exited thread's never comes back for another). */
+static uint64_t this_thread(void)
+{
+    static uint64_t threads; /* atomic: numbers given */
+    static __thread uint64_t me;
+    if (!me)
+        me = __atomic_add_fetch(&threads, 1, __ATOMIC_RELAXED);
+    return me;
+}
+
 CUresult vgpu_remote_guest_cuCtxGetCurrent(CUcontext *ctx)
 {
-    uint64_t g = now();
+    uint64_t g = now(), t = this_thread();
     struct answer v;
-    if (ctx && memo_get(&current, g, KEY(0), &v)) {
+    if (ctx && memo_get(&current, g, KEY(t), &v)) {
         *ctx = (CUcontext)(uintptr_t)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = vgpu_remote_carried_cuCtxGetCurrent(ctx);
     if (r == CUDA_SUCCESS && ctx)
-        memo_put(&current, g, KEY(0), (struct answer){ (uint64_t)(uintptr_t)*ctx, 0 });
+        memo_put(&current, g, KEY(t), (struct answer){ (uint64_t)(uintptr_t)*ctx, 0 });
     return r;
 }
 
-/* ctx's device (NULL: the current context's); v2 says which call asks it. */
+/* ctx's device (NULL: the calling thread's current context's); v2 says
+ * which call asks it. */
 static CUresult device(CUdevice *dev, CUcontext ctx, bool v2)
 {
-    uint64_t g = now(), k = (uint64_t)(uintptr_t)ctx;
+    uint64_t g = now(), k = (uint64_t)(uintptr_t)ctx, t = ctx ? 0 : this_thread();
     struct answer v;
-    if (dev && memo_get(&device_of, g, KEY(k, v2), &v)) {
+    if (dev && memo_get(&device_of, g, KEY(k, v2, t), &v)) {
         *dev = (CUdevice)v.first;
         return CUDA_SUCCESS;
     }
     CUresult r = v2 ? vgpu_remote_carried_cuCtxGetDevice_v2(dev, ctx) : vgpu_remote_carried_cuCtxGetDevice(dev);
     if (r == CUDA_SUCCESS && dev)
-        memo_put(&device_of, g, KEY(k, v2), (struct answer){ (uint64_t)(uint32_t)*dev, 0 });
+        memo_put(&device_of, g, KEY(k, v2, t), (struct answer){ (uint64_t)(uint32_t)*dev, 0 });
     return r;
 }
 

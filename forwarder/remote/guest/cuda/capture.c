@@ -129,3 +129,92 @@ CUresult vgpu_remote_guest_cuStreamGetCaptureInfo_v2_ptsz(CUstream stream, CUstr
 {
     return capture_info(vgpu_remote_per_thread(stream), status, id, graph, deps, NULL, count);
 }
+
+/* A capture's dependencies as they cross: each node, and its edge; NULL
+ * edges are the default ones, zeros (*made, which the caller frees). */
+static CUresult default_edges(size_t n, const CUgraphNode *deps, const CUgraphEdgeData *edges, CUgraphEdgeData **made)
+{
+    *made = NULL;
+    if (n && !deps)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (n > MAX_DEPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!edges && n && !(*made = calloc(n, sizeof(**made))))
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    return CUDA_SUCCESS;
+}
+
+static CUresult update_dependencies(CUstream stream, CUgraphNode *deps, const CUgraphEdgeData *edges, size_t n,
+                                    unsigned flags)
+{
+    CUgraphEdgeData *zeros;
+    CUresult r = default_edges(n, deps, edges, &zeros);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct vgpu_in_cuStreamUpdateCaptureDependencies_v2 in = {
+        .hStream = stream, .numDependencies = n, .dependencies = deps, .dependencyData = edges ? edges : zeros,
+        .flags = flags,
+    };
+    struct vgpu_out_cuStreamUpdateCaptureDependencies_v2 out;
+    r = (CUresult)vgpu_remote_call_cuStreamUpdateCaptureDependencies_v2(
+        SLOT(cuStreamUpdateCaptureDependencies_v2), 0, &in, &out);
+    free(zeros);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuStreamUpdateCaptureDependencies_v2(CUstream stream, CUgraphNode *deps,
+                                                                const CUgraphEdgeData *edges, size_t n, unsigned flags)
+{
+    return update_dependencies(stream, deps, edges, n, flags);
+}
+
+CUresult vgpu_remote_guest_cuStreamUpdateCaptureDependencies_v2_ptsz(CUstream stream, CUgraphNode *deps,
+                                                                     const CUgraphEdgeData *edges, size_t n,
+                                                                     unsigned flags)
+{
+    return update_dependencies(vgpu_remote_per_thread(stream), deps, edges, n, flags);
+}
+
+CUresult vgpu_remote_guest_cuStreamUpdateCaptureDependencies(CUstream stream, CUgraphNode *deps, size_t n,
+                                                             unsigned flags)
+{
+    return update_dependencies(stream, deps, NULL, n, flags);
+}
+
+CUresult vgpu_remote_guest_cuStreamUpdateCaptureDependencies_ptsz(CUstream stream, CUgraphNode *deps, size_t n,
+                                                                  unsigned flags)
+{
+    return update_dependencies(vgpu_remote_per_thread(stream), deps, NULL, n, flags);
+}
+
+/* A capture into a graph of the caller's, after the nodes given. */
+static CUresult begin_into(CUstream stream, CUgraph graph, const CUgraphNode *deps,
+                           const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode)
+{
+    CUgraphEdgeData *zeros;
+    CUresult r = default_edges(n, deps, edges, &zeros);
+    if (r != CUDA_SUCCESS)
+        return r;
+    struct vgpu_in_cuStreamBeginCaptureToGraph in = {
+        .hStream = stream, .hGraph = graph, .mode = mode, .numDependencies = n, .dependencies = deps,
+        .dependencyData = edges ? edges : zeros,
+    };
+    struct vgpu_out_cuStreamBeginCaptureToGraph out;
+    r = (CUresult)vgpu_remote_call_cuStreamBeginCaptureToGraph(SLOT(cuStreamBeginCaptureToGraph), 0, &in, &out);
+    free(zeros);
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCaptureToGraph(CUstream stream, CUgraph graph, const CUgraphNode *deps,
+                                                       const CUgraphEdgeData *edges, size_t n,
+                                                       CUstreamCaptureMode mode)
+{
+    return begin_into(stream, graph, deps, edges, n, mode);
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCaptureToGraph_ptsz(CUstream stream, CUgraph graph, const CUgraphNode *deps,
+                                                            const CUgraphEdgeData *edges, size_t n,
+                                                            CUstreamCaptureMode mode)
+{
+    return begin_into(vgpu_remote_per_thread(stream), graph, deps, edges, n, mode);
+}

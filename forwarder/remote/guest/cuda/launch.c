@@ -139,18 +139,14 @@ static CUresult params_of_buffer(void **extra, unsigned n, const struct param *p
     return CUDA_SUCCESS;
 }
 
-/* A launch's parameters as they cross: each one's size, then their bytes,
- * each padded to 8, whether they came as an array (params) or as one
- * buffer (extra).  0 with *sizes, *packed (malloc'd) and *bytes; or the
- * code to return. */
-struct packed {
-    uint32_t count;
-    uint32_t sizes[MAX_PARAMS];
-    char *bytes;
-    size_t len;
-};
+/* A launch's parameters as they cross (struct vgpu_remote_params, manual.h:
+ * each one's size, then their bytes, each padded to 8), whether they came
+ * as an array (params) or as one buffer (extra); a graph's kernel node's
+ * cross so too (graphs/nodes.c).  0 with out filled (its bytes malloc'd);
+ * or the code to return. */
+_Static_assert(VGPU_REMOTE_MAX_PARAMS == MAX_PARAMS, "a launch's parameters: one bound");
 
-static CUresult pack_params(CUfunction f, void **params, void **extra, struct packed *out)
+CUresult vgpu_remote_pack_params(CUfunction f, void **params, void **extra, struct vgpu_remote_params *out)
 {
     if (params && extra)
         return CUDA_ERROR_INVALID_VALUE;
@@ -185,8 +181,8 @@ static CUresult pack_params(CUfunction f, void **params, void **extra, struct pa
 static CUresult send_launch(unsigned slot, CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                             unsigned by, unsigned bz, unsigned shmem, CUstream stream, void **params, void **extra)
 {
-    struct packed p;
-    CUresult r = pack_params(f, params, extra, &p);
+    struct vgpu_remote_params p;
+    CUresult r = vgpu_remote_pack_params(f, params, extra, &p);
     if (r != CUDA_SUCCESS)
         return r;
     struct vgpu_in_cuLaunchKernel in = {
@@ -266,8 +262,8 @@ CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunc
     CUresult r;
     if (!attributes_carried(config, SLOT(cuLaunchKernelEx), &r))
         return r;
-    struct packed p;
-    if ((r = pack_params(f, params, extra, &p)) != CUDA_SUCCESS)
+    struct vgpu_remote_params p;
+    if ((r = vgpu_remote_pack_params(f, params, extra, &p)) != CUDA_SUCCESS)
         return r;
     struct vgpu_in_cuLaunchKernelEx in = {
         .numAttrs = config->numAttrs,
@@ -284,13 +280,14 @@ CUresult vgpu_remote_guest_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunc
     return r;
 }
 
-/* How many clusters of the launch fit: one value back. */
-CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config)
+/* A cluster query of the launch (cuOccupancyMaxActiveClusters's message,
+ * to slot): one value back. */
+static CUresult clusters(unsigned slot, int *value, CUfunction f, const CUlaunchConfig *config)
 {
     CUresult r;
-    if (!numClusters)
+    if (!value)
         return CUDA_ERROR_INVALID_VALUE;
-    if (!attributes_carried(config, SLOT(cuOccupancyMaxActiveClusters), &r))
+    if (!attributes_carried(config, slot, &r))
         return r;
     struct vgpu_in_cuOccupancyMaxActiveClusters in = {
         .numAttrs = config->numAttrs,
@@ -299,10 +296,23 @@ CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunc
         LAUNCH_SHAPE(config),
     };
     struct vgpu_out_cuOccupancyMaxActiveClusters out = { 0 };
-    r = (CUresult)vgpu_remote_call_cuOccupancyMaxActiveClusters(SLOT(cuOccupancyMaxActiveClusters), 0, &in, &out);
+    r = (CUresult)vgpu_remote_call_cuOccupancyMaxActiveClusters(slot, 0, &in, &out);
     if (r == CUDA_SUCCESS)
-        *numClusters = out.numClusters;
+        *value = out.numClusters;
     return r;
+}
+
+/* How many clusters of the launch fit. */
+CUresult vgpu_remote_guest_cuOccupancyMaxActiveClusters(int *numClusters, CUfunction f, const CUlaunchConfig *config)
+{
+    return clusters(SLOT(cuOccupancyMaxActiveClusters), numClusters, f, config);
+}
+
+/* The largest cluster the launch may have. */
+CUresult vgpu_remote_guest_cuOccupancyMaxPotentialClusterSize(int *clusterSize, CUfunction f,
+                                                              const CUlaunchConfig *config)
+{
+    return clusters(SLOT(cuOccupancyMaxPotentialClusterSize), clusterSize, f, config);
 }
 
 CUresult vgpu_remote_guest_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f, void **params,

@@ -61,7 +61,7 @@ bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapp
  * which copies name by address (VGPU_REMOTE_SHARED). */
 bool vgpu_remote_host_shared(const void *p, size_t n);
 
-/* Memsets of the guest's own page-locked memory, done in the guest (memset.c). */
+/* Memsets of the guest's own page-locked memory, done in the guest (copies/memset.c). */
 CUresult vgpu_remote_guest_cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n);
 CUresult vgpu_remote_guest_cuMemsetD8_v2_ptds(CUdeviceptr dst, unsigned char value, size_t n);
 CUresult vgpu_remote_guest_cuMemsetD8Async(CUdeviceptr dst, unsigned char value, size_t n, CUstream stream);
@@ -101,3 +101,39 @@ CUresult vgpu_remote_guest_cuMemcpyDtoD_v2(CUdeviceptr dst, CUdeviceptr src, siz
 CUresult vgpu_remote_guest_cuMemcpyDtoD_v2_ptds(CUdeviceptr dst, CUdeviceptr src, size_t n);
 CUresult vgpu_remote_guest_cuMemcpyDtoDAsync_v2(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
 CUresult vgpu_remote_guest_cuMemcpyDtoDAsync_v2_ptsz(CUdeviceptr dst, CUdeviceptr src, size_t n, CUstream stream);
+
+/* A kernel's parameters as a launch's message carries them (launch.c): each
+ * one's size, as the executor's driver gives it, then their bytes, each
+ * padded to 8 (malloc'd: the caller frees them). */
+#define VGPU_REMOTE_MAX_PARAMS 256
+struct vgpu_remote_params {
+    uint32_t count;
+    uint32_t sizes[VGPU_REMOTE_MAX_PARAMS];
+    char *bytes;
+    size_t len;
+};
+/* f's parameters, given as an array (params) or as one buffer (extra),
+ * packed: 0, or the code to return.  A graph's kernel node's cross so too. */
+CUresult vgpu_remote_pack_params(CUfunction f, void **params, void **extra, struct vgpu_remote_params *out);
+
+/* Graphs built by hand (graphs/): carried calls the guest wraps.  A node's
+ * parameters the guest keeps go with the node or its graph (graphs/kept.c);
+ * a memset node's parameters set cross as the generic calls' messages, whose
+ * executor checks the destination (graphs/generic.c). */
+CUresult vgpu_remote_guest_cuGraphDestroy(CUgraph hGraph);
+CUresult vgpu_remote_guest_cuGraphDestroyNode(CUgraphNode hNode);
+CUresult vgpu_remote_guest_cuGraphMemsetNodeSetParams(CUgraphNode hNode, const CUDA_MEMSET_NODE_PARAMS *nodeParams);
+CUresult vgpu_remote_guest_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
+                                                          const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
+
+/* A CUDA_MEMCPY3D's fields that its other versions (CUDA_MEMCPY3D_v1,
+ * CUDA_MEMCPY3D_PEER) have too, from c's, as designated initializers
+ * (copies/legacy.c, copies/peer.c). */
+#define VGPU_REMOTE_COPY_3D_FIELDS(c)                                                                                  \
+    .srcXInBytes = (c)->srcXInBytes, .srcY = (c)->srcY, .srcZ = (c)->srcZ, .srcLOD = (c)->srcLOD,                      \
+    .srcMemoryType = (c)->srcMemoryType, .srcHost = (c)->srcHost, .srcDevice = (c)->srcDevice,                         \
+    .srcArray = (c)->srcArray, .srcPitch = (c)->srcPitch, .srcHeight = (c)->srcHeight,                                 \
+    .dstXInBytes = (c)->dstXInBytes, .dstY = (c)->dstY, .dstZ = (c)->dstZ, .dstLOD = (c)->dstLOD,                      \
+    .dstMemoryType = (c)->dstMemoryType, .dstHost = (c)->dstHost, .dstDevice = (c)->dstDevice,                         \
+    .dstArray = (c)->dstArray, .dstPitch = (c)->dstPitch, .dstHeight = (c)->dstHeight,                                 \
+    .WidthInBytes = (c)->WidthInBytes, .Height = (c)->Height, .Depth = (c)->Depth

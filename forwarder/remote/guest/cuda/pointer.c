@@ -149,3 +149,41 @@ CUresult vgpu_remote_guest_cuPointerGetAttribute(void *data, CUpointer_attribute
         store(data, attribute, v);
     return r;
 }
+
+/* The one attribute a program sets, CU_POINTER_ATTRIBUTE_SYNC_MEMOPS (a
+ * boolean int); a pointer into the guest's own memory has no GPU side to
+ * set it on. */
+CUresult vgpu_remote_guest_cuPointerSetAttribute(const void *value, CUpointer_attribute attribute, CUdeviceptr ptr)
+{
+    if (!value || attribute != CU_POINTER_ATTRIBUTE_SYNC_MEMOPS)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vgpu_in_cuPointerSetAttribute in = { .word = *(const unsigned *)value, .attribute = attribute, .ptr = ptr };
+    struct vgpu_out_cuPointerSetAttribute out;
+    return (CUresult)vgpu_remote_call_cuPointerSetAttribute(SLOT(cuPointerSetAttribute), 0, &in, &out);
+}
+
+/* A range's attribute (of managed memory) into the caller's dataSize bytes. */
+CUresult vgpu_remote_guest_cuMemRangeGetAttribute(void *data, size_t dataSize, CUmem_range_attribute attribute,
+                                                  CUdeviceptr devPtr, size_t count)
+{
+    if (!data || !dataSize)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vgpu_in_cuMemRangeGetAttribute in = {
+        .dataSize = dataSize, .attribute = attribute, .devPtr = devPtr, .count = count
+    };
+    struct vgpu_out_cuMemRangeGetAttribute out = { .data = data, .data_size = dataSize };
+    return (CUresult)vgpu_remote_call_cuMemRangeGetAttribute(SLOT(cuMemRangeGetAttribute), 0, &in, &out);
+}
+
+CUresult vgpu_remote_guest_cuMemRangeGetAttributes(void **data, size_t *dataSizes, CUmem_range_attribute *attributes,
+                                                   size_t numAttributes, CUdeviceptr devPtr, size_t count)
+{
+    if (!data || !dataSizes || !attributes || !numAttributes)
+        return CUDA_ERROR_INVALID_VALUE;
+    for (size_t i = 0; i < numAttributes; i++) {
+        CUresult r = vgpu_remote_guest_cuMemRangeGetAttribute(data[i], dataSizes[i], attributes[i], devPtr, count);
+        if (r != CUDA_SUCCESS)
+            return r;
+    }
+    return CUDA_SUCCESS;
+}

@@ -1,5 +1,5 @@
 /*
- * Copies, the executor's side (the guest's: forwarder/remote/guest/cuda/copy.c;
+ * Copies, the executor's side (the guest's: forwarder/remote/guest/cuda/copies/copy.c;
  * the messages: forwarder/remote/spec/cuda.remote).  Every device range is
  * one of the guest's allocations, every stream one it was given, every
  * length at most a chunk.  The guest's bytes are in the executor's pageable memory, from
@@ -34,12 +34,10 @@ static bool capturing(struct vgpu_exec *x, CUstream stream, const char *call)
         (CUresult(*)(CUstream, CUstreamCaptureStatus *))vgpu_exec_function_named(x, "cuStreamIsCapturing");
     CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
     bool yes = !is || is(stream, &st) != CUDA_SUCCESS || st != CU_STREAM_CAPTURE_STATUS_NONE;
-    if (yes && !x->said_capture) {
-        x->said_capture = true;
+    if (yes && vgpu_exec_say_once(x, &x->s->said_capture))
         vgpu_warn("executor: %s on a stream being captured: refused, a graph cannot keep the guest's bytes (and "
                   "any more such, unsaid)",
                   call);
-    }
     return yes;
 }
 
@@ -151,7 +149,7 @@ static int side_2d(struct vgpu_exec *x, uint32_t type, uint64_t xb, uint64_t y, 
     return vgpu_exec_device_rows(x, start, pitch, width, 1, height, call) ? 0 : CUDA_ERROR_INVALID_VALUE;
 }
 
-/* A 2D copy (what crosses: forwarder/remote/guest/cuda/copy.c): the
+/* A 2D copy (what crosses: forwarder/remote/guest/cuda/copies/copy.c): the
  * guest's rows packed when the source is its memory; the destination's
  * back when it is.  Guest memory on both sides is the guest's to copy. */
 static int copy_2d(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy2DAsync_v2 *in, bool async,
@@ -239,7 +237,7 @@ static int side_3d(struct vgpu_exec *x, uint32_t type, uint64_t xb, uint64_t y, 
     return side_2d(x, type, xb, first, at, pitch, width, rows, call);
 }
 
-/* A 3D copy (what crosses: forwarder/remote/guest/cuda/copy.c): as a 2D
+/* A 3D copy (what crosses: forwarder/remote/guest/cuda/copies/copy.c): as a 2D
  * copy, the guest's side packed, a layer after another. */
 static int copy_3d(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemcpy3DAsync_v2 *in, bool async,
                    const char *call)

@@ -138,3 +138,20 @@ int vgpu_exec_cuLibraryGetKernel(struct vgpu_exec *x, void *fn, const struct vgp
         vgpu_exec_kernel_add(x, (uint64_t)(uintptr_t)out.pKernel, (uint64_t)(uintptr_t)in->library);
     return vgpu_exec_reply_cuLibraryGetKernel(x, r, in, &out);
 }
+
+/* Every kernel of the library, each the guest's as cuLibraryGetKernel's. */
+int vgpu_exec_cuLibraryEnumerateKernels(struct vgpu_exec *x, void *fn,
+                                        const struct vgpu_in_cuLibraryEnumerateKernels *in)
+{
+    CUkernel *kernels = calloc(in->numKernels ? in->numKernels : 1, sizeof(*kernels));
+    if (!kernels)
+        return vgpu_exec_reply(x, CUDA_ERROR_OUT_OF_MEMORY, NULL, 0);
+    int r = ((CUresult(*)(CUkernel *, unsigned, CUlibrary))fn)(kernels, in->numKernels, in->lib);
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < in->numKernels; i++)
+        if (kernels[i])
+            vgpu_exec_kernel_add(x, (uint64_t)(uintptr_t)kernels[i], (uint64_t)(uintptr_t)in->lib);
+    struct vgpu_out_cuLibraryEnumerateKernels out = { .kernels = kernels };
+    int sent = vgpu_exec_reply_cuLibraryEnumerateKernels(x, r, in, &out);
+    free(kernels);
+    return sent;
+}

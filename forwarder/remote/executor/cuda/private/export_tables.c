@@ -129,7 +129,7 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release, const st
         return vgpu_exec_reply(x, r, NULL, 0);
     if (dev < 0 || dev >= VGPU_EXEC_MAX_DEVICES)
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
-    if (x->layout_length[dev] == 0) {
+    if (__atomic_load_n(&x->s->layout_length[dev], __ATOMIC_RELAXED) == 0) { /* lanes may measure at once, alike */
         size_t n = 0;
         r = vgpu_exec_copied_length(get, release, &n);
         if (r != CUDA_SUCCESS)
@@ -137,11 +137,12 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release, const st
         if (!n)
             vgpu_warn("executor: the driver's device layout (cuBLASLt's private table) cannot be measured with this "
                       "allocator: refused to the guest (docs/design/remote.md)");
-        x->layout_length[dev] = n ? (int)n : -1;
+        __atomic_store_n(&x->s->layout_length[dev], n ? (int)n : -1, __ATOMIC_RELAXED);
     }
-    if (x->layout_length[dev] < 0)
+    int length = __atomic_load_n(&x->s->layout_length[dev], __ATOMIC_RELAXED);
+    if (length < 0)
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
-    uint64_t n = (uint64_t)x->layout_length[dev];
+    uint64_t n = (uint64_t)length;
     void *a = NULL, *b = NULL;
     r = ((layout_fn)get)(&a, &b);
     if (r != CUDA_SUCCESS)
@@ -150,7 +151,7 @@ static int device_layout(struct vgpu_exec *x, void *get, void *release, const st
      * measured (another driver, another context) is measured again. */
     if (n > malloc_usable_size(a) || n > malloc_usable_size(b)) {
         ((free_fn)release)(a, b);
-        x->layout_length[dev] = 0;
+        __atomic_store_n(&x->s->layout_length[dev], 0, __ATOMIC_RELAXED);
         return vgpu_exec_reply(x, CUDA_ERROR_NOT_SUPPORTED, NULL, 0);
     }
     struct vgpu_out_cuGetExportTable out = { .size = n, .first = a, .second = b };

@@ -1,5 +1,5 @@
 /*
- * Copies, the guest's side (forwarder/remote/executor/cuda/copy.c is the
+ * Copies, the guest's side (forwarder/remote/executor/cuda/copies/copy.c is the
  * other; the messages: forwarder/remote/spec/cuda.remote).  The guest's memory crosses in the messages, in
  * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
  * reply when the copy is asynchronous, from the device always waited for

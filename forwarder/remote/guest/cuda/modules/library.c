@@ -307,6 +307,23 @@ bool vgpu_remote_is_kernel(const void *f)
     return k != NULL;
 }
 
+/* Kernel k of library, known as a kernel from now on. */
+static CUresult remember_kernel(CUkernel k, CUlibrary library)
+{
+    if (vgpu_remote_is_kernel(k))
+        return CUDA_SUCCESS;
+    struct kernel *e = malloc(sizeof(*e));
+    if (!e)
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    e->k = k;
+    e->library = library;
+    pthread_mutex_lock(&kernels_lock);
+    e->next = kernels;
+    kernels = e;
+    pthread_mutex_unlock(&kernels_lock);
+    return CUDA_SUCCESS;
+}
+
 CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
 {
     if (!pKernel)
@@ -314,22 +331,26 @@ CUresult vgpu_remote_guest_cuLibraryGetKernel(CUkernel *pKernel, CUlibrary libra
     struct vgpu_in_cuLibraryGetKernel in = { .library = library, .name = name };
     struct vgpu_out_cuLibraryGetKernel out = { 0 };
     CUresult r = (CUresult)vgpu_remote_call_cuLibraryGetKernel(SLOT(cuLibraryGetKernel), 0, &in, &out);
-    if (r != CUDA_SUCCESS)
-        return r;
-    CUkernel k = out.pKernel;
-    if (!vgpu_remote_is_kernel(k)) {
-        struct kernel *e = malloc(sizeof(*e));
-        if (!e)
-            return CUDA_ERROR_OUT_OF_MEMORY;
-        e->k = k;
-        e->library = library;
-        pthread_mutex_lock(&kernels_lock);
-        e->next = kernels;
-        kernels = e;
-        pthread_mutex_unlock(&kernels_lock);
-    }
-    *pKernel = k;
-    return CUDA_SUCCESS;
+    if (r == CUDA_SUCCESS)
+        r = remember_kernel(out.pKernel, library);
+    if (r == CUDA_SUCCESS)
+        *pKernel = out.pKernel;
+    return r;
+}
+
+/* Every kernel of the library, each known as a kernel from now on. */
+CUresult vgpu_remote_guest_cuLibraryEnumerateKernels(CUkernel *kernels_out, unsigned int numKernels, CUlibrary lib)
+{
+    if (!kernels_out || !numKernels)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct vgpu_in_cuLibraryEnumerateKernels in = { .numKernels = numKernels, .lib = lib };
+    struct vgpu_out_cuLibraryEnumerateKernels out = { .kernels = kernels_out };
+    CUresult r =
+        (CUresult)vgpu_remote_call_cuLibraryEnumerateKernels(SLOT(cuLibraryEnumerateKernels), 0, &in, &out);
+    for (unsigned i = 0; r == CUDA_SUCCESS && i < numKernels; i++)
+        if (kernels_out[i])
+            r = remember_kernel(kernels_out[i], lib);
+    return r;
 }
 
 /* A library's unloading ends its kernels. */
