@@ -100,6 +100,25 @@ paths-match-a-local-run)
     ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
     ;;
 
+conformance-matches-a-local-run)
+    # The driver API's conformance client (remote.sh's scenario of the same)
+    # through a channel of the PCI BAR: what it prints is the local run's.
+    # Not its threads: a channel is one connection, its threads' calls one
+    # at a time (docs/design/remote.md, "Lanes").
+    conformance=$build/test/remote/conformance_client
+    families=(legacy streams memory queries graphs)
+    env VGPU_BAR0="$tmp/local.bar0" "$conformance" "${families[@]}" >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed: $(tail -1 "$tmp/local.err")"
+    supervisor --channels 4
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA -u VGPU_NAME \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE=pci VGPU_SYSFS_ROOT="$tmp/sys" "$conformance" "${families[@]}" \
+        >"$tmp/remote.out" 2>"$tmp/remote.err" || fail "the remote run failed: $(tail -1 "$tmp/remote.err")"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" ||
+        fail "the remote run differs from the local one: $(head -3 "$tmp/diff.out" | tr '\n' ' ')"
+    grep -q "channel 0 of vGPU" "$tmp/remote.err" || fail "the guest did not take a channel"
+    wait_states "0 0 0 0" 5
+    ;;
+
 page-locked-memory-lies-in-the-bulk)
     # A channel's bulk, past its ring, is memory the guest and the executor
     # both map, at the same address: the guest's page-locked blocks lie

@@ -12,6 +12,12 @@
  *                         writes 0x22 over the second page, closes them,
  *                         and makes DIR/done
  *
+ * Then the same for a virtual memory allocation by a shareable handle
+ * (cuMemExportToShareableHandle, a POSIX file descriptor the giver passes
+ * to the taker over DIR/fd.sock, cuMemImportFromShareableHandle), as NCCL
+ * and expandable segments share memory: 0x33 from the giver, 0x44 over
+ * the second page from the taker.
+ *
  * Prints "CALL: CODE" lines and what it saw; the outputs of a native run
  * and a remote one must be the same.
  */
@@ -22,6 +28,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <unistd.h>
 
 static void *driver;
@@ -96,6 +104,83 @@ static void await(const char *dir, const char *name, void *bytes, size_t n)
     exit(1);
 }
 
+
+/* ---- a virtual memory allocation shared by a POSIX file descriptor ---- */
+
+enum { GRANULE = 2 << 20 };
+
+/* A socket at DIR/fd.sock: listening (the giver's), or connected (the taker's). */
+static int fd_socket(const char *dir, bool listening)
+{
+    struct sockaddr_un a = { .sun_family = AF_UNIX };
+    path(a.sun_path, sizeof(a.sun_path), dir, "fd.sock");
+    int s = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (s >= 0 && listening && bind(s, (struct sockaddr *)&a, sizeof(a)) == 0 && listen(s, 1) == 0)
+        return s;
+    for (int i = 0; s >= 0 && !listening && i < 1000; i++, usleep(10000))
+        if (connect(s, (struct sockaddr *)&a, sizeof(a)) == 0)
+            return s;
+    fprintf(stderr, "ipc_client: no socket %s\n", a.sun_path);
+    exit(1);
+}
+
+static void send_fd(int s, int fd)
+{
+    char byte = 0, space[CMSG_SPACE(sizeof(int))] = { 0 };
+    struct iovec v = { &byte, 1 };
+    struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = space, .msg_controllen = sizeof(space) };
+    struct cmsghdr *c = CMSG_FIRSTHDR(&m);
+    c->cmsg_level = SOL_SOCKET;
+    c->cmsg_type = SCM_RIGHTS;
+    c->cmsg_len = CMSG_LEN(sizeof(int));
+    memcpy(CMSG_DATA(c), &fd, sizeof(int));
+    if (sendmsg(s, &m, 0) != 1) {
+        perror("ipc_client: sendmsg");
+        exit(1);
+    }
+}
+
+static int receive_fd(int s)
+{
+    char byte, space[CMSG_SPACE(sizeof(int))];
+    struct iovec v = { &byte, 1 };
+    struct msghdr m = { .msg_iov = &v, .msg_iovlen = 1, .msg_control = space, .msg_controllen = sizeof(space) };
+    struct cmsghdr *c;
+    int fd = -1;
+    if (recvmsg(s, &m, 0) == 1 && (c = CMSG_FIRSTHDR(&m)) && c->cmsg_type == SCM_RIGHTS)
+        memcpy(&fd, CMSG_DATA(c), sizeof(int));
+    if (fd < 0) {
+        fprintf(stderr, "ipc_client: no descriptor came\n");
+        exit(1);
+    }
+    return fd;
+}
+
+/* GRANULE bytes of device 0, able to be shared by a descriptor, mapped at
+ * a range reserved for them (*at) and readable and writable there. */
+static void mapped(CUmemGenericAllocationHandle h, CUdeviceptr *at)
+{
+    CUmemAccessDesc rw = { .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 },
+                           .flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE };
+    SHOW("cuMemAddressReserve", F(cuMemAddressReserve)(at, GRANULE, 0, 0, 0));
+    SHOW("cuMemMap", F(cuMemMap)(*at, GRANULE, 0, h, 0));
+    SHOW("cuMemSetAccess", F(cuMemSetAccess)(*at, GRANULE, &rw, 1));
+}
+
+static void unmapped(CUmemGenericAllocationHandle h, CUdeviceptr at)
+{
+    SHOW("cuMemUnmap", F(cuMemUnmap)(at, GRANULE));
+    SHOW("cuMemAddressFree", F(cuMemAddressFree)(at, GRANULE));
+    SHOW("cuMemRelease", F(cuMemRelease)(h));
+}
+
+static unsigned char byte_at(CUdeviceptr p)
+{
+    unsigned char b = 0;
+    SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(&b, p, 1));
+    return b;
+}
+
 static int give(const char *dir)
 {
     context();
@@ -114,9 +199,31 @@ static int give(const char *dir)
     CUdeviceptr own = 0;
     show("cuIpcOpenMemHandle_v2 of its own handle", F(cuIpcOpenMemHandle_v2)(&own, mh, 0),
          CUDA_ERROR_INVALID_CONTEXT);
+    int listening = fd_socket(dir, true);
     put(dir, "event", &eh, sizeof(eh));
     put(dir, "mem", &mh, sizeof(mh));
+
+    CUmemAllocationProp prop = { .type = CU_MEM_ALLOCATION_TYPE_PINNED,
+                                 .requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR,
+                                 .location = { .type = CU_MEM_LOCATION_TYPE_DEVICE, .id = 0 } };
+    CUmemGenericAllocationHandle vh;
+    CUdeviceptr va;
+    SHOW("cuMemCreate", F(cuMemCreate)(&vh, GRANULE, &prop, 0));
+    mapped(vh, &va);
+    SHOW("cuMemsetD8_v2", F(cuMemsetD8_v2)(va, 0x33, GRANULE));
+    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+    int fd = -1;
+    SHOW("cuMemExportToShareableHandle",
+         F(cuMemExportToShareableHandle)(&fd, vh, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0));
+    printf("the giver's descriptor is one: %s\n", fd >= 0 ? "yes" : "no");
+    int s = accept(listening, NULL, NULL);
+    send_fd(s, fd);
+    close(fd);
+    close(s);
+    close(listening);
     await(dir, "done", NULL, 0);
+    printf("the giver's shared allocation's second page holds %#x (the taker's write)\n", byte_at(va + PAGE));
+    unmapped(vh, va);
     unsigned char first = 0, second = 0;
     SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(&first, d, 1));
     SHOW("cuMemcpyDtoH_v2", F(cuMemcpyDtoH_v2)(&second, d + PAGE, 1));
@@ -154,6 +261,20 @@ static int take(const char *dir)
     SHOW("cuEventDestroy_v2", F(cuEventDestroy_v2)(e));
     SHOW("cuIpcCloseMemHandle", F(cuIpcCloseMemHandle)(d));
     show("cuIpcCloseMemHandle again", F(cuIpcCloseMemHandle)(d), CUDA_ERROR_INVALID_VALUE);
+
+    int s = fd_socket(dir, false);
+    int fd = receive_fd(s);
+    close(s);
+    CUmemGenericAllocationHandle vh;
+    CUdeviceptr va;
+    SHOW("cuMemImportFromShareableHandle",
+         F(cuMemImportFromShareableHandle)(&vh, (void *)(intptr_t)fd, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR));
+    close(fd);
+    mapped(vh, &va);
+    printf("the taker sees the giver's shared allocation: %#x %#x\n", byte_at(va), byte_at(va + GRANULE - 1));
+    SHOW("cuMemsetD8_v2", F(cuMemsetD8_v2)(va + PAGE, 0x44, PAGE));
+    SHOW("cuCtxSynchronize", F(cuCtxSynchronize)());
+    unmapped(vh, va);
     put(dir, "done", "", 0);
     return 0;
 }

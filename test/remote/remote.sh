@@ -269,7 +269,8 @@ page-locked-memory-is-bounded-per-vgpu)
 
 ipc-between-guests-matches-a-local-run)
     # Two processes share device memory and an event by IPC handles, as
-    # torch.multiprocessing does: natively, then as two guests, each
+    # torch.multiprocessing does, and a virtual memory allocation by a
+    # POSIX file descriptor, as NCCL does: natively, then as two guests, each
     # through an executor process of its own; the taker sees the giver's
     # bytes and the giver the taker's writes; a process's own handle, a
     # forged one and a handle closed twice are refused alike.
@@ -292,6 +293,10 @@ ipc-between-guests-matches-a-local-run)
     done
     grep -q "the taker sees the giver's bytes: all" "$tmp/remote/take.out" || fail "the taker did not see the bytes"
     grep -q "its second 0x22 (the taker's write)" "$tmp/remote/give.out" || fail "the giver did not see the write"
+    grep -q "the taker sees the giver's shared allocation: 0x33 0x33" "$tmp/remote/take.out" ||
+        fail "the taker did not see the allocation shared by a descriptor"
+    grep -q "shared allocation's second page holds 0x44" "$tmp/remote/give.out" ||
+        fail "the giver did not see the taker's write through the descriptor"
     ;;
 
 paths-match-a-local-run)
@@ -316,6 +321,37 @@ paths-match-a-local-run)
     ! grep -q "test/fake/libcuda" "$tmp/maps.out" || fail "the guest loaded the fake driver"
     grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
     grep -q "calls go through a shared-memory ring" "$tmp/remote.err" || fail "the guest's calls did not take the ring"
+    ;;
+
+conformance-matches-a-local-run)
+    # The driver API's conformance client (conformance/): every family a
+    # guest carries (the 32-bit forms of CUDA 3.x, streams' attributes,
+    # memory operations and captures into a graph, pools, managed memory,
+    # batches of copies, names, occupancy, devices' resources, logs,
+    # graphs), each call's code and what it read back, give what they give
+    # on the local driver.
+    conformance=$build/test/remote/conformance_client
+    env VGPU_BAR0="$tmp/local.bar0" "$conformance" >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed: $(tail -1 "$tmp/local.err")"
+    executor
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$conformance" >"$tmp/remote.out" 2>"$tmp/remote.err" ||
+        fail "the remote run failed: $(tail -1 "$tmp/remote.err")"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" ||
+        fail "the remote run differs from the local one: $(head -3 "$tmp/diff.out" | tr '\n' ' ')"
+    for want in "1D array bytes back: match (sum 6496)" "legacy allocation bytes back: match" \
+        "words after the batches: abcd1234 00000000 55667788 11223344 00000007 55aa55aa" \
+        "elements wrong after the captured graph 0 (first 2, last 17)" "opportunistic reuse set: 0" \
+        "release threshold set: 1048576" "read mostly = 1" "batch device to host: match" \
+        "3D batch through the array to the host: match, to the device: match (last 307)" \
+        "the retained handle is the mapped one: yes" "add_one's name: add_one" \
+        "elements the enumerated kernel filled: 32 of 32" \
+        "potential block size with shared memory 512, its least grid 528" "cuDeviceGetLuid: 801" \
+        "groups made: 8: 16 16 16 16 16 16 16 16 (4 SMs left, type 1)" \
+        'cuModuleGetTexRef: no texture reference named "shadow_map" in the module'; do
+        grep -qxF "$want" "$tmp/remote.out" || fail "the guest's run lacks \"$want\""
+    done
+    grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
     ;;
 
 page-locked-memory-is-shared-with-the-executor)

@@ -25,8 +25,8 @@
 # the first GPU.  REMOTE_TRANSPORT=bar: the guests reach their executors through a VM's BAR, as
 # frameworks.sh's do.
 # shellcheck source=test/gpu/lib.sh
-. "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
-# shellcheck source=test/remote/guest_lib.sh
+. "$(dirname "$(realpath "$0")")/../../gpu/lib.sh"
+# shellcheck source=test/remote/gpu/guest_lib.sh
 . "$here/guest_lib.sh"
 gpu_check "$@"
 out=$(realpath "$out")

@@ -16,8 +16,8 @@
 # REMOTE_TRANSPORT=bar: the guests reach their executors through channels of a file in /run standing
 # in for a VM's PCI BAR (vgpu-executor --bar, VGPU_REMOTE=bar:FILE), as a VM's guests do.
 # shellcheck source=test/gpu/lib.sh
-. "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
-# shellcheck source=test/remote/guest_lib.sh
+. "$(dirname "$(realpath "$0")")/../../gpu/lib.sh"
+# shellcheck source=test/remote/gpu/guest_lib.sh
 . "$here/guest_lib.sh"
 gpu_check "$@"
 out=$(realpath "$out")

@@ -11,7 +11,7 @@
 # Prints "ok ..." or "FAIL ..." lines.
 # Usage: gpu.sh BUILD_DIR [OUT_DIR]   Skips (77) without a GPU; fails when a check printed FAIL.
 # shellcheck source=test/gpu/lib.sh
-. "$(dirname "$(realpath "$0")")/../gpu/lib.sh"
+. "$(dirname "$(realpath "$0")")/../../gpu/lib.sh"
 gpu_check "$@"
 compute=$build/test/compute/compute_client remote=$build/test/remote/remote_client
 rate() { sed -n 's/^workload .* kernels_per_s=\([^ ]*\).*/\1/p' "$1"; }
