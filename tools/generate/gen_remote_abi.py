@@ -214,6 +214,8 @@ class Types:
             if isinstance(inner, c_ast.TypeDecl) and "const" in inner.quals:
                 return None  # an input through a pointer: an array, a string
             k = self.kind_by_value(inner)
+            if k == "d" and self.resolve(inner)[1] == "CUdeviceptr_v1":
+                return "o4"  # CUDA 3.x's 32-bit device pointer: four bytes written
             if k and k[0] in "ifd":
                 return "o" + (k[1:] if k[0] in "if" else "d")
             if k in ("h", "hs"):
