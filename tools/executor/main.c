@@ -132,7 +132,8 @@ int main(int argc, char **argv)
         long fd = strtol(argv[2], &end, 10);
         if (*end || fd < 0)
             return usage();
-        return vgpu_exec_serve((int)fd);
+        /* _exit: the guest's lanes' threads may still be in the driver, which exit's handlers would tear down. */
+        _exit(vgpu_exec_serve((int)fd));
     }
     return usage();
 }

@@ -180,14 +180,18 @@ def carried(g, gtable, e, etable, slot, call, lib):
         else:
             args.append("(%s)in[%d]" % (RAW[k], ii[i] + 1))
     ftype = "int (*)(%s)" % (", ".join(RAW.get(k, "void *") for k in params) or "void")
+    if "ends" in flags:
+        if not params or params[0] not in ("h", "hs"):
+            sys.exit("gen_remote: %s ends a handle but its first parameter is none" % name)
+        # Forgotten before the driver ends it: another lane's handle the driver gives at the same
+        # address after is never forgotten with it; still the guest's if the driver refused.
+        e.append("    vgpu_exec_handle_drop(x, in[1]);")
     e.append("    int r = ((%s)fn)(%s);" % (ftype, ", ".join(args)))
     for j, (i, k) in enumerate(outs):
         if k == "oh":
             e.append("    if (r == 0 && !((in[0] >> %d) & 1))\n    vgpu_exec_handle_add(x, out[%d]);" % (bit[i], j))
     if "ends" in flags:
-        if not params or params[0] not in ("h", "hs"):
-            sys.exit("gen_remote: %s ends a handle but its first parameter is none" % name)
-        e.append("    if (r == 0)\n    vgpu_exec_handle_drop(x, in[1]);")
+        e.append("    if (r != 0)\n    vgpu_exec_handle_add(x, in[1]);")
     if lib["id"] == 0 and "changes" in flags:
         e.append("    vgpu_exec_context_changed(x);")
     if plain:

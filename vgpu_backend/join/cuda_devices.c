@@ -113,7 +113,12 @@ void vgpu_cuda_devices_map(const struct vgpu_self *self)
     pthread_once(&map_guard, map_once);
 }
 
+/* The map is written once (map_once) and read from any thread, one that
+ * never ran the once among them (an executor's lane): mapped_count's
+ * release and this acquire order the writes before the reads. */
 int vgpu_cuda_vgpu_index(CUdevice dev)
 {
-    return dev >= 0 && dev < MAX_CUDA_DEVICES ? vgpu_index[dev] : -1;
+    if (dev < 0 || dev >= MAX_CUDA_DEVICES || !__atomic_load_n(&mapped_count, __ATOMIC_ACQUIRE))
+        return -1;
+    return vgpu_index[dev];
 }

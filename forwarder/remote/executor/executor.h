@@ -108,6 +108,8 @@ struct vgpu_exec_session {
      * order (wire.h's order): a lane waits on made for its turn. */
     uint64_t made;
     pthread_cond_t turn;
+    bool lost;    /* a lane ended with messages unmade: every wait ends, the guest's calls fail */
+    int first_fd; /* the first connection's socket (-1: none), shut when a lane is lost */
 };
 
 /* One lane of a guest process: the first connection, or a thread's own

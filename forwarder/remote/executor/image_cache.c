@@ -158,7 +158,8 @@ void vgpu_exec_cache_put(const void *image, size_t n)
     name_of(hash, name);
     if (faccessat(dir, name, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
         return; /* another executor stored it */
-    snprintf(tmp, sizeof(tmp), ".%d.%s", (int)getpid(), name);
+    /* A lane's own name: two lanes may store one image at once. */
+    snprintf(tmp, sizeof(tmp), ".%d.%d.%s", (int)getpid(), (int)gettid(), name);
     int fd = openat(dir, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     size_t done = 0;
     while (fd >= 0 && done < n) {

@@ -343,16 +343,32 @@ int vgpu_exec_serve(int fd)
  * anything else after the count it names; 0 waits for nothing.  Only
  * another lane's message can end the wait: a guest that numbers them
  * wrongly holds its own lanes, no other guest's. */
-static void await_turn(struct vgpu_exec_session *s, const struct vgpu_remote_hdr *h)
+static bool await_turn(struct vgpu_exec_session *s, const struct vgpu_remote_hdr *h)
 {
     bool async = h->type == VGPU_REMOTE_CALL && (h->flags & VGPU_REMOTE_ASYNC);
     uint64_t after = async && h->order ? h->order - 1 : h->order;
     if (!after)
-        return;
+        return true;
     pthread_mutex_lock(&s->mu);
-    while (s->made < after)
+    while (s->made < after && !s->lost)
         pthread_cond_wait(&s->turn, &s->mu);
+    bool turn = !s->lost;
     pthread_mutex_unlock(&s->mu);
+    return turn;
+}
+
+/* A lane ended before it made every message sent on it: a number the
+ * others may wait for never comes.  Every lane's wait ends, and the first
+ * connection is shut, so the guest's calls fail (as when an executor ends)
+ * instead of waiting for good. */
+static void lose(struct vgpu_exec_session *s)
+{
+    pthread_mutex_lock(&s->mu);
+    s->lost = true;
+    pthread_cond_broadcast(&s->turn);
+    pthread_mutex_unlock(&s->mu);
+    if (s->first_fd >= 0)
+        shutdown(s->first_fd, SHUT_RDWR);
 }
 
 /* After an asynchronous call numbered order (none: 0) was made. */
@@ -401,7 +417,7 @@ static int give_lane(struct vgpu_exec *x, const struct vgpu_remote_hdr *h)
         pthread_attr_destroy(&a);
     }
     if (code) {
-        vgpu_warn("executor: no thread for a lane of the guest's: its thread's calls fail");
+        vgpu_warn("executor: no thread for a lane of the guest's: its thread's calls share the first connection");
         free(lane);
         close(fd);
     }
@@ -436,7 +452,8 @@ static int serve_loop(struct vgpu_exec *x, bool first)
         }
         if (h.len && vgpu_wire_read(&x->wire, buf, h.len) != 0)
             break;
-        await_turn(x->s, &h);
+        if (!await_turn(x->s, &h))
+            break; /* another lane was lost */
         int sent = h.type == VGPU_REMOTE_RING            ? give_ring(x, &ring, &h, buf)
                    : h.type == VGPU_REMOTE_SHARE         ? vgpu_exec_share(x, buf, h.len)
                    : h.type == VGPU_REMOTE_UNSHARE       ? vgpu_exec_unshare(x, buf, h.len)
@@ -459,7 +476,8 @@ static int serve_loop(struct vgpu_exec *x, bool first)
 static void *serve_lane(void *arg)
 {
     struct vgpu_exec *lane = arg;
-    serve_loop(lane, false);
+    if (serve_loop(lane, false) != 0)
+        lose(lane->s);
     close(lane->wire.fd);
     free(lane);
     return NULL;
@@ -467,7 +485,7 @@ static void *serve_lane(void *arg)
 
 void vgpu_exec_session_init(struct vgpu_exec_session *s)
 {
-    *s = (struct vgpu_exec_session){ .made = 0 };
+    *s = (struct vgpu_exec_session){ .first_fd = -1 };
     pthread_mutex_init(&s->mu, NULL);
     pthread_cond_init(&s->turn, NULL);
 }
@@ -481,6 +499,7 @@ int vgpu_exec_serve_wire(const struct vgpu_wire *w, const struct vgpu_exec_bulk 
         return 1;
     }
     vgpu_exec_session_init(s);
+    s->first_fd = w->fd;
     struct vgpu_exec x = { .wire = *w, .s = s, .bulk = { .fd = -1 }, .passed_fd = -1, .fd_back = -1 };
     if (bulk)
         x.bulk = *bulk;

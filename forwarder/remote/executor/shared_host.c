@@ -39,6 +39,12 @@
 void vgpu_exec_reserve_window(struct vgpu_exec *x, uint64_t *base, uint64_t *size)
 {
     *base = *size = 0;
+#ifdef __SANITIZE_THREAD__
+    /* ThreadSanitizer's build (the concurrency suite): its shadow has those
+     * addresses; blocks are shared with no window, their device views elsewhere. */
+    (void)x;
+    return;
+#endif
     uint64_t want_size = x->bulk.fd >= 0 ? x->bulk.size : WINDOW_SIZE;
     if (!want_size)
         return;
@@ -86,7 +92,7 @@ static void unmap_block(const struct vgpu_exec *x, void *at, uint64_t length)
 struct vgpu_exec_shared {
     struct vgpu_exec_shared *next;
     uint64_t guest, length; /* where the guest has it */
-    void *at;               /* where the executor has it */
+    void *at;               /* where the executor has it; NULL while it is being shared */
 };
 
 /* A block another lane of the guest unshares while a copy uses it is
@@ -97,8 +103,8 @@ void *vgpu_exec_shared_at(const struct vgpu_exec *x, uint64_t guest, uint64_t n)
     void *at = NULL;
     pthread_mutex_lock(&x->s->mu);
     for (const struct vgpu_exec_shared *b = x->s->shared; b && !at; b = b->next)
-        if (guest >= b->guest && guest - b->guest < b->length && n <= b->length - (guest - b->guest))
-            at = (char *)b->at + (guest - b->guest);
+        if (b->at && guest >= b->guest && guest - b->guest < b->length && n <= b->length - (guest - b->guest))
+            at = (char *)b->at + (guest - b->guest); /* (a block being shared has none yet) */
     pthread_mutex_unlock(&x->s->mu);
     return at;
 }
@@ -160,90 +166,124 @@ static int take_memfd(struct vgpu_exec *x, uint64_t length)
     return fd;
 }
 
-/* Under the session's mu: the block of length bytes at guest (of memfd
- * fd, or -3: in a channel's bulk) shared and registered, replied to. */
-static int share_locked(struct vgpu_exec *x, int fd, uint64_t guest, uint64_t length)
+/* Under the session's mu: unlinks b from the guest's blocks. */
+static void unlink_block(struct vgpu_exec *x, struct vgpu_exec_shared *b)
 {
-    uint64_t view = 0;
+    struct vgpu_exec_shared **at = &x->s->shared;
+    while (*at && *at != b)
+        at = &(*at)->next;
+    if (*at)
+        *at = b->next;
+}
+
+/* Under the session's mu: whether the block of length bytes at guest may
+ * be shared (within the host's bound and the guest's count, aligned, not
+ * meeting a block shared already, in the window or clear of it); if so,
+ * a pending entry (at NULL) in the guest's blocks holds its place while
+ * it is mapped and registered, with no lock held.  NULL with *code. */
+static struct vgpu_exec_shared *place_block(struct vgpu_exec *x, int fd, uint64_t guest, uint64_t length, int *code)
+{
     unsigned blocks = 0;
     uint64_t pinned = 0;
     for (const struct vgpu_exec_shared *b = x->s->shared; b; b = b->next) {
         blocks++;
         pinned += b->length;
     }
-    static uint64_t limit;
-    if (!limit)
-        limit = pinned_limit();
-    if (length > limit || pinned > limit - length) {
-        if (fd >= 0)
-            close(fd);
-        if (!x->s->said_pinned) /* under mu: said once */
+    static uint64_t limit; /* the host's bound, the same for every lane: read once */
+    if (!__atomic_load_n(&limit, __ATOMIC_RELAXED))
+        __atomic_store_n(&limit, pinned_limit(), __ATOMIC_RELAXED);
+    uint64_t bound = __atomic_load_n(&limit, __ATOMIC_RELAXED);
+    if (length > bound || pinned > bound - length) {
+        if (!x->s->said_pinned)
             vgpu_warn("executor: the guest's page-locked memory would pin more than %llu MiB of the host's: the "
                       "block stays the guest's own (VGPU_REMOTE_PINNED_MIB; said once)",
-                      (unsigned long long)(limit >> 20));
+                      (unsigned long long)(bound >> 20));
         x->s->said_pinned = true;
-        return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
+        *code = CUDA_ERROR_OUT_OF_MEMORY;
+        return NULL;
     }
-    /* Then the vGPU's bound, across its guests (pin_budget.c). */
-    uint64_t vgpu_held = 0, vgpu_limit = 0;
-    enum vgpu_exec_pin pin = vgpu_exec_pin(length, &vgpu_held, &vgpu_limit);
-    if (pin == VGPU_EXEC_PIN_REFUSED) {
-        if (fd >= 0)
-            close(fd);
-        if (!x->s->said_pinned)
-            vgpu_warn("executor: the guest's page-locked block of %llu MiB would pass its vGPU's pinned = %llu MiB "
-                      "(its guests hold %llu MiB): the block stays the guest's own (said once)",
-                      (unsigned long long)(length >> 20), (unsigned long long)(vgpu_limit >> 20),
-                      (unsigned long long)(vgpu_held >> 20));
-        x->s->said_pinned = true;
-        return reply(x, CUDA_ERROR_OUT_OF_MEMORY, &view);
+    bool same = in_window(x, guest, length);
+    struct vgpu_exec_shared *b = NULL;
+    *code = CUDA_ERROR_INVALID_VALUE;
+    if (length && guest && !(guest % 4096) && !(length % 4096) && guest + length > guest && blocks < MAX_BLOCKS &&
+        !overlaps(x, guest, length) && (same || !meets_window(x, guest, length)) && (fd >= 0 || same) &&
+        (b = malloc(sizeof(*b)))) {
+        *b = (struct vgpu_exec_shared){ .next = x->s->shared, .guest = guest, .length = length, .at = NULL };
+        x->s->shared = b;
     }
+    return b;
+}
+
+/* The block of length bytes at guest (of memfd fd, or -3: in a channel's
+ * bulk) shared and registered, replied to.  The session's mu is held to
+ * place it and to make it the guest's, never while the mediator is asked,
+ * the block mapped or the driver registers it. */
+static int share_block(struct vgpu_exec *x, int fd, uint64_t guest, uint64_t length)
+{
+    uint64_t view = 0;
     CUresult (*reg)(void *, size_t, unsigned) =
         x->lib->id == 0 ? (CUresult(*)(void *, size_t, unsigned))vgpu_exec_function_named(x, "cuMemHostRegister_v2")
                         : NULL;
     CUresult (*device_view)(CUdeviceptr *, void *, unsigned) =
         reg ? (CUresult(*)(CUdeviceptr *, void *, unsigned))vgpu_exec_function_named(x, "cuMemHostGetDevicePointer_v2")
             : NULL;
-    int code = !reg ? x->lib->not_supported : CUDA_ERROR_INVALID_VALUE;
-    struct vgpu_exec_shared *b = NULL;
+    int code = x->lib->not_supported;
+    pthread_mutex_lock(&x->s->mu);
+    struct vgpu_exec_shared *b = reg ? place_block(x, fd, guest, length, &code) : NULL;
+    pthread_mutex_unlock(&x->s->mu);
+    if (!b) {
+        if (fd >= 0)
+            close(fd);
+        return reply(x, code, &view);
+    }
+    /* Then the vGPU's bound, across its guests (pin_budget.c). */
+    uint64_t vgpu_held = 0, vgpu_limit = 0;
+    enum vgpu_exec_pin pin = vgpu_exec_pin(length, &vgpu_held, &vgpu_limit);
     void *at = MAP_FAILED;
     /* In the window at the guest's own address, which nothing of the
      * executor's can be; a block that only meets the window is refused. */
     bool same = in_window(x, guest, length);
-    if (reg && length && guest && !(guest % 4096) && !(length % 4096) && guest + length > guest &&
-        blocks < MAX_BLOCKS && !overlaps(x, guest, length) && (same || !meets_window(x, guest, length)) &&
-        (fd >= 0 || same) && (b = malloc(sizeof(*b))) &&
-        (at = fd < 0 ? (void *)(uintptr_t)guest
-                     : mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
-                            MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
+    if (pin == VGPU_EXEC_PIN_REFUSED) {
+        code = CUDA_ERROR_OUT_OF_MEMORY;
+        if (vgpu_exec_say_once(x, &x->s->said_pinned))
+            vgpu_warn("executor: the guest's page-locked block of %llu MiB would pass its vGPU's pinned = %llu MiB "
+                      "(its guests hold %llu MiB): the block stays the guest's own (said once)",
+                      (unsigned long long)(length >> 20), (unsigned long long)(vgpu_limit >> 20),
+                      (unsigned long long)(vgpu_held >> 20));
+    } else if ((at = fd < 0 ? (void *)(uintptr_t)guest
+                            : mmap(same ? (void *)(uintptr_t)guest : NULL, length, PROT_READ | PROT_WRITE,
+                                   MAP_SHARED | (same ? MAP_FIXED : 0), fd, 0)) != MAP_FAILED) {
         code = reg(at, length, CU_MEMHOSTREGISTER_PORTABLE | CU_MEMHOSTREGISTER_DEVICEMAP);
         CUdeviceptr d = 0;
         if (code == CUDA_SUCCESS && device_view && device_view(&d, at, 0) == CUDA_SUCCESS)
             view = d;
-        if (code == CUDA_SUCCESS) {
-            vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered%s",
-                       (unsigned long long)length, view == guest ? ", its device view at its address" : "");
-            *b = (struct vgpu_exec_shared){ .next = x->s->shared, .guest = guest, .length = length, .at = at };
-            x->s->shared = b;
-            b = NULL;
-            at = MAP_FAILED;
-        }
+    } else {
+        code = CUDA_ERROR_INVALID_VALUE;
     }
+    pthread_mutex_lock(&x->s->mu);
+    if (code == CUDA_SUCCESS)
+        b->at = at; /* the guest's now: copies find it */
+    else
+        unlink_block(x, b);
+    pthread_mutex_unlock(&x->s->mu);
     if (fd >= 0)
         close(fd);
+    if (code == CUDA_SUCCESS) {
+        vgpu_debug("executor: the guest's page-locked block of %llu bytes shared and registered%s",
+                   (unsigned long long)length, view == guest ? ", its device view at its address" : "");
+        return reply(x, code, &view);
+    }
     /* A mapping at a fixed address that failed may have taken the
      * window's reservation there with it: made again. */
-    if (same && b)
+    if (same && pin != VGPU_EXEC_PIN_REFUSED)
         unmap_block(x, (void *)(uintptr_t)guest, length);
     else if (at != MAP_FAILED && fd >= 0)
         munmap(at, length);
     free(b);
-    if (code != CUDA_SUCCESS) {
-        if (pin == VGPU_EXEC_PIN_GRANTED)
-            vgpu_exec_unpin(length);
-        vgpu_debug("executor: %llu bytes of the guest's page-locked memory not shared: %d", (unsigned long long)length,
-                   code);
-    }
+    if (pin == VGPU_EXEC_PIN_GRANTED)
+        vgpu_exec_unpin(length);
+    vgpu_debug("executor: %llu bytes of the guest's page-locked memory not shared: %d", (unsigned long long)length,
+               code);
     return reply(x, code, &view);
 }
 
@@ -260,11 +300,7 @@ int vgpu_exec_share(struct vgpu_exec *x, const void *req, size_t len)
         return VGPU_EXEC_CLOSE;
     if (fd == -2)
         return reply(x, x->lib->not_supported, &view);
-    /* The guest's blocks counted, checked and added to at once: one SHARE of its lanes at a time. */
-    pthread_mutex_lock(&x->s->mu);
-    int sent = share_locked(x, fd, guest, length);
-    pthread_mutex_unlock(&x->s->mu);
-    return sent;
+    return share_block(x, fd, guest, length);
 }
 
 int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
@@ -276,7 +312,7 @@ int vgpu_exec_unshare(struct vgpu_exec *x, const void *req, size_t len)
     uint64_t guest = rq.guest;
     pthread_mutex_lock(&x->s->mu);
     struct vgpu_exec_shared **at = &x->s->shared;
-    while (*at && (*at)->guest != guest)
+    while (*at && ((*at)->guest != guest || !(*at)->at)) /* one being shared is not the guest's yet */
         at = &(*at)->next;
     struct vgpu_exec_shared *b = *at;
     if (b)

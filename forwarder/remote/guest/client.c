@@ -12,6 +12,7 @@
 #include "common/contract/protocol/protocol.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -51,14 +52,19 @@ static bool lanes;
 static uint64_t epoch;
 static uint64_t async_sent;
 struct lane {
+    struct lane *next, **prev; /* on all_lanes, under lock */
     struct vgpu_wire w;
     struct vgpu_ring ring;
     uint64_t epoch;
     bool none; /* the executor gave no lane: the first connection carries this thread's calls */
 };
-/* The calling thread's lane, its own; freed at its exit (lane_key's destructor). */
+/* The calling thread's lane, its own; freed at its exit (lane_key's
+ * destructor), or, in a child of fork, at the fork with every other. */
 static __thread struct lane *my_lane;
+/* Every thread's lane, under lock: a child of fork closes them all. */
+static struct lane *all_lanes;
 static pthread_key_t lane_key;
+static bool lane_key_made; /* without it no lane could be let go of at its thread's end: none is made */
 static pthread_once_t lane_once = PTHREAD_ONCE_INIT;
 
 /* Under lock, over a channel about to be let go: what of its bulk this
@@ -101,6 +107,8 @@ static void disconnect(int after)
     __atomic_add_fetch(&epoch, 1, __ATOMIC_RELEASE);
 }
 
+static void lane_free_locked(struct lane *l);
+
 /* A child of fork does not share its parent's executor: it makes its own
  * connection at its first call (the parent's stays the parent's). */
 static void child_after_fork(void)
@@ -117,9 +125,12 @@ static void child_after_fork(void)
     window = window_size = 0;
     window_backed = false;
     image_cache = false;
-    /* The parent's lanes are its executor's (the forking thread's is freed at its next call). */
+    /* The parent's lanes are its executor's: their sockets and rings closed here (the parent keeps its own). */
     lanes = false;
     __atomic_store_n(&async_sent, 0, __ATOMIC_RELAXED);
+    while (all_lanes)
+        lane_free_locked(all_lanes);
+    my_lane = NULL;
 }
 
 static void register_atfork(void)
@@ -483,8 +494,12 @@ static int take_fd(struct vgpu_wire *w, const char **failed)
 
 /* ---- Lanes ---- */
 
-static void lane_free(struct lane *l)
+/* Under lock: l off all_lanes, closed and freed. */
+static void lane_free_locked(struct lane *l)
 {
+    *l->prev = l->next;
+    if (l->next)
+        l->next->prev = l->prev;
     if (!l->none) {
         if (l->w.ring)
             vgpu_ring_detach(&l->ring);
@@ -493,15 +508,21 @@ static void lane_free(struct lane *l)
     free(l);
 }
 
-/* A thread ends: its lane closes, and the executor's thread of it with it. */
+/* A thread ends: its lane closes, and the executor's thread of it with it.
+ * A destructor that runs after this one and calls CUDA makes a new lane,
+ * freed at the destructors' next pass. */
 static void lane_gone(void *p)
 {
-    lane_free(p);
+    if (p == my_lane)
+        my_lane = NULL;
+    pthread_mutex_lock(&lock);
+    lane_free_locked(p);
+    pthread_mutex_unlock(&lock);
 }
 
 static void make_lane_key(void)
 {
-    pthread_key_create(&lane_key, lane_gone);
+    lane_key_made = pthread_key_create(&lane_key, lane_gone) == 0;
 }
 
 /* Under lock, connected with lanes: a lane asked for (LANE, one end of a
@@ -555,16 +576,16 @@ static struct vgpu_wire *thread_wire(bool *locked, int *code)
         *locked = true;
         return &conn;
     }
-    if (l) { /* of a connection gone, or of the parent's before a fork */
+    if (l) { /* of a connection gone */
         pthread_setspecific(lane_key, NULL);
-        lane_free(l);
+        lane_free_locked(l);
         my_lane = NULL;
     }
-    if (!lanes) {
+    pthread_once(&lane_once, make_lane_key);
+    if (!lanes || !lane_key_made) {
         *locked = true;
         return &conn;
     }
-    pthread_once(&lane_once, make_lane_key);
     l = calloc(1, sizeof(*l));
     int made = l ? open_lane(l) : 1;
     if (made < 0) {
@@ -579,6 +600,11 @@ static struct vgpu_wire *thread_wire(bool *locked, int *code)
     }
     l->none = made == 1;
     l->epoch = epoch;
+    l->next = all_lanes;
+    l->prev = &all_lanes;
+    if (all_lanes)
+        all_lanes->prev = &l->next;
+    all_lanes = l;
     my_lane = l;
     pthread_setspecific(lane_key, l);
     if (l->none) {
@@ -626,8 +652,11 @@ int vgpu_remote_call_flagged(unsigned slot, uint32_t flags, const struct iovec *
     bool fds = flags & (VGPU_REMOTE_FD_IN | VGPU_REMOTE_FD_OUT);
     int passed = flags & VGPU_REMOTE_FD_IN ? fd_to_pass : -1;
     fd_to_pass = -1;
+    if (fd_taken >= 0) /* taken by a call whose reply then failed to parse: nobody's */
+        close(fd_taken);
     fd_taken = -1;
-    if ((flags & VGPU_REMOTE_FD_IN) && passed < 0)
+    /* A descriptor that is none is the caller's invalid argument, not a broken connection. */
+    if ((flags & VGPU_REMOTE_FD_IN) && (passed < 0 || fcntl(passed, F_GETFD) < 0))
         return vgpu_remote_library.invalid;
     bool locked;
     int r;

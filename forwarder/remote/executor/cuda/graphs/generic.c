@@ -127,7 +127,7 @@ static void made(const struct vgpu_in_cuGraphAddNode_v2 *in, const struct node *
 
 static int add(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGraphAddNode_v2 *in, bool v2, const char *call)
 {
-    static struct node n; /* the executor's one thread: 9 KiB not on its stack */
+    static __thread struct node n; /* each lane's thread's: 9 KiB not on its stack */
     if (in->hGraphExec || in->hNode)
         return vgpu_exec_malformed(call, 0);
     int r = union_of(x, in, call, &n);
@@ -169,7 +169,7 @@ int vgpu_exec_cuGraphAddNode(struct vgpu_exec *x, void *fn, const struct vgpu_in
  * them: the reply's node and address are zeros. */
 static int set(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGraphAddNode_v2 *in, bool exec, const char *call)
 {
-    static struct node n;
+    static __thread struct node n;
     if (in->hGraph || in->numDependencies || exec != (in->hGraphExec != 0))
         return vgpu_exec_malformed(call, 0);
     int r = union_of(x, in, call, &n);

@@ -15,8 +15,7 @@
 #include <pthread.h>
 #include <stdlib.h>
 
-/* Owned by this file, under lists_lock (the executor's one thread, and
- * the lock for good measure). */
+/* Owned by this file, under lists_lock (a guest's lanes are threads of one executor). */
 struct range {
     struct range *next;
     uint64_t base, size;

@@ -14,6 +14,7 @@
  */
 #include "forwarder/remote/executor/cuda/graphs/graphs.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 int vgpu_exec_graph_kernel(struct vgpu_exec *x, const struct vgpu_exec_kernel_node *k, const char *call, void **ptrs,
@@ -200,9 +201,10 @@ static int get_kernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGrap
         if (buffer && (offset[i] > room || size[i] > room - offset[i]))
             r = CUDA_ERROR_NOT_SUPPORTED;
     }
-    /* At most 256 parameters of at most 4 KiB each: 1 MiB. */
-    static char bytes[VGPU_EXEC_MAX_PARAMS * 4096];
-    memset(bytes, 0, r == 0 ? len : 0); /* zeroed padding: nothing of the executor's goes back */
+    /* At most 256 parameters of at most 4 KiB each: 1 MiB, zeroed (padding: nothing of the executor's goes back). */
+    char *bytes = r == 0 ? calloc(1, len ? len : 1) : NULL;
+    if (r == 0 && !bytes)
+        r = CUDA_ERROR_OUT_OF_MEMORY;
     for (int i = 0, at = 0; r == 0 && i < n; at += (size[i] + 7) & ~7, i++)
         memcpy(bytes + at, buffer ? buffer + offset[i] : p.kernelParams[i], size[i]);
     struct vgpu_out_cuGraphKernelNodeGetParams_v2 out = {
@@ -221,7 +223,9 @@ static int get_kernel(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuGrap
         .params = bytes,
         .params_size = r == 0 ? len : 0,
     };
-    return vgpu_exec_reply_cuGraphKernelNodeGetParams_v2(x, r, in, &out);
+    int sent = vgpu_exec_reply_cuGraphKernelNodeGetParams_v2(x, r, in, &out);
+    free(bytes);
+    return sent;
 }
 
 int vgpu_exec_cuGraphKernelNodeGetParams_v2(struct vgpu_exec *x, void *fn,

@@ -28,6 +28,8 @@ static int export_handle(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuM
     int r = ((CUresult(*)(void *, uint64_t, CUmemAllocationHandleType, unsigned long long))fn)(
         &e, (uint64_t)in->handle, in->handleType, in->flags);
     struct vgpu_out_cuMemExportToShareableHandle out = { 0 };
+    if (r == CUDA_SUCCESS && fd && e.fd < 0)
+        r = CUDA_ERROR_UNKNOWN; /* the guest waits for a descriptor after a success */
     if (r == CUDA_SUCCESS && fd)
         x->fd_back = e.fd;
     else if (r == CUDA_SUCCESS && in->handleType == CU_MEM_HANDLE_TYPE_FABRIC)
@@ -41,9 +43,12 @@ int vgpu_exec_cuMemExportToShareableHandle(struct vgpu_exec *x, void *fn,
     return export_handle(x, fn, in);
 }
 
+/* A pool is a handle the guest was given (an allocation handle an integer of the driver's). */
 int vgpu_exec_cuMemPoolExportToShareableHandle(struct vgpu_exec *x, void *fn,
                                                const struct vgpu_in_cuMemExportToShareableHandle *in)
 {
+    if (!in->handle || !vgpu_exec_handle_known(x, (uint64_t)in->handle, false))
+        return vgpu_exec_reply(x, CUDA_ERROR_INVALID_HANDLE, NULL, 0);
     return export_handle(x, fn, in);
 }
 
@@ -94,6 +99,8 @@ int vgpu_exec_cuMemGetHandleForAddressRange(struct vgpu_exec *x, void *fn,
     int got = -1;
     int r = ((CUresult(*)(void *, CUdeviceptr, size_t, CUmemRangeHandleType, unsigned long long))fn)(
         &got, in->dptr, in->size, in->handleType, in->flags);
+    if (r == CUDA_SUCCESS && got < 0)
+        r = CUDA_ERROR_UNKNOWN; /* the guest waits for a descriptor after a success */
     if (r == CUDA_SUCCESS)
         x->fd_back = got;
     return vgpu_exec_reply(x, r, NULL, 0);
