@@ -262,6 +262,10 @@ static int take(const char *dir)
     SHOW("cuIpcCloseMemHandle", F(cuIpcCloseMemHandle)(d));
     show("cuIpcCloseMemHandle again", F(cuIpcCloseMemHandle)(d), CUDA_ERROR_INVALID_VALUE);
 
+    CUmemGenericAllocationHandle none;
+    show("cuMemImportFromShareableHandle of a descriptor that is none",
+         F(cuMemImportFromShareableHandle)(&none, (void *)(intptr_t)987, CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR),
+         CUDA_ERROR_INVALID_VALUE);
     int s = fd_socket(dir, false);
     int fd = receive_fd(s);
     close(s);

@@ -4,7 +4,8 @@
  * executor: driver settings it may not give, and shared page-locked
  * memory (SHARE, UNSHARE, copies flagged VGPU_REMOTE_SHARED) forged every
  * way, module images named by hashes the executor never made, and images
- * whose words a driver would follow as addresses (fatbin wrappers).  Prints "what: code" a line; the
+ * whose words a driver would follow as addresses (fatbin wrappers), and a
+ * lane broken while another waits for a call it never sent.  Prints "what: code" a line; the
  * executor must refuse each forgery and serve on, or close the connection
  * where the protocol says so.
  *
@@ -25,6 +26,7 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/un.h>
 #include <unistd.h>
 
@@ -334,7 +336,45 @@ static int flags_a_call_cannot_take(void)
     return 0;
 }
 
-/* In order, on one connection (the last opens another). */
+/* On a new connection, two lanes (LANE, a socket pair's end beside it):
+ * one waits for an asynchronous call numbered 1 that never comes, the
+ * other breaks with a message of no protocol.  The executor ends the
+ * wait and shuts the first connection: the guest's calls fail, none
+ * hangs. */
+static int a_lane_lost(void)
+{
+    if (connect_and_hello(g.socket, g.window) != 0)
+        return 1;
+    int lanes[2];
+    for (int i = 0; i < 2; i++) {
+        int sv[2];
+        if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) != 0 ||
+            exchange(VGPU_REMOTE_LANE, 0, 0, NULL, 0, NULL, 0, sv[1]) != 0)
+            return 1;
+        close(sv[1]);
+        lanes[i] = sv[0];
+    }
+    struct vgpu_wire waiting = { .fd = lanes[0], .order = 1 };
+    uint64_t none = 0;
+    struct iovec q = { &none, sizeof(none) };
+    if (vgpu_wire_send(&waiting, VGPU_REMOTE_CALL, SLOT(cuCtxSynchronize), 0, &q, 1) != 0)
+        return 1;
+    if (write(lanes[1], "no protocol at all, and long enough for a header", 48) != 48)
+        return 1;
+    struct vgpu_remote_hdr h;
+    struct timeval limit = { .tv_sec = 10 };
+    setsockopt(lanes[0], SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    setsockopt(w.fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof(limit));
+    bool waiter_ended = vgpu_wire_read_hdr(&waiting, &h) != 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    bool first_shut = vgpu_wire_read_hdr(&w, &h) != 0 && errno != EAGAIN && errno != EWOULDBLOCK;
+    printf("a lane lost: the waiting lane ends %s, the first connection is shut %s\n", waiter_ended ? "yes" : "no",
+           first_shut ? "yes" : "no");
+    close(lanes[0]);
+    close(lanes[1]);
+    return 0;
+}
+
+/* In order, on one connection (the last two open others). */
 static const struct {
     const char *name;
     int (*run)(void);
@@ -349,6 +389,7 @@ static const struct {
     { "images that point elsewhere", images_that_point_elsewhere },
     { "resources not the guest's", resources_not_the_guests },
     { "flags a call cannot take", flags_a_call_cannot_take },
+    { "a lane lost", a_lane_lost },
 };
 
 int main(int argc, char **argv)

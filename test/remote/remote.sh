@@ -391,6 +391,25 @@ threads-call-at-once-through-the-ring)
     grep -q "calls go through a shared-memory ring" "$tmp/remote.err" || fail "the guest's calls did not take the ring"
     ;;
 
+threads-have-lanes-of-their-own)
+    # The conformance client's threads (conformance/threads.c): contexts of
+    # their own at once, one thread's calls going on while another waits in
+    # a synchronize, work one thread enqueued seen whole by another, a call
+    # from a thread's last destructor; as locally, each thread on a lane of
+    # its own (in the concurrency suite: the lanes under ThreadSanitizer).
+    conformance=$build/test/remote/conformance_client
+    env VGPU_BAR0="$tmp/local.bar0" "$conformance" threads >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed: $(tail -1 "$tmp/local.err")"
+    executor
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$conformance" threads >"$tmp/remote.out" \
+        2>"$tmp/remote.err" || fail "the remote run failed: $(tail -1 "$tmp/remote.err")"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" ||
+        fail "the remote run differs from the local one: $(head -3 "$tmp/diff.out" | tr '\n' ' ')"
+    [ "$(grep -c ": yes$" "$tmp/remote.out")" = 3 ] || fail "a thread's check said no"
+    grep -q "a lane of its own" "$tmp/remote.err" || fail "the guest's threads took no lanes"
+    ;;
+
 shared-memory-forgeries-are-refused)
     # A guest speaking the protocol by hand: a block whose memory could
     # shrink, or is shorter than said, or overlaps one shared already, or
@@ -419,7 +438,8 @@ shared-memory-forgeries-are-refused)
         "cuModuleLoadData of a fatbin wrapper: 200" "cuLinkComplete of a fatbin wrapper: 200" \
         "cuModuleLoadData of text with a control character: 200" "cuModuleLoadData after them: 0" \
         "cuTexObjectCreate over memory not the guest's: 1" \
-        "cuCtxSynchronize flagged by hash: -1"; do
+        "cuCtxSynchronize flagged by hash: -1" \
+        "a lane lost: the waiting lane ends yes, the first connection is shut yes"; do
         grep -qxF "$want" "$tmp/raw.out" || fail "raw_guest: want \"$want\""
     done
     grep -q "could shrink under the executor" "$tmp/executor.err" || fail "the unsealed block was not logged"

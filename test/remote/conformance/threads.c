@@ -1,9 +1,10 @@
 /*
  * Threads, each its own (docs/design/remote.md, "Lanes"): two threads with
  * contexts of their own current at once; a thread's calls going on while
- * another waits in a synchronizing call; and work one thread enqueued
- * seen by another that waits for it (an event recorded, then waited on
- * elsewhere), which a guest must make in the order the threads made them.
+ * another waits in a synchronizing call; work one thread enqueued seen by
+ * another that waits for it (an event recorded, then waited on elsewhere),
+ * which a guest must make in the order the threads made them; and a call
+ * from the last of a thread's destructors, after its lane has closed.
  */
 #define _GNU_SOURCE
 #include "conformance.h"
@@ -173,10 +174,42 @@ static void work_of_one_thread_seen_by_another(void)
     SHOW("cuMemFree_v2", F(cuMemFree_v2)(q.d));
 }
 
+/* A key made after the driver's first call, so that its destructor runs
+ * after any the driver made: a CUDA call there still works. */
+static pthread_key_t late_key;
+static CUresult from_destructor = CUDA_ERROR_UNKNOWN;
+
+static void late_destructor(void *value)
+{
+    (void)value;
+    F(cuCtxSetCurrent)(primary);
+    from_destructor = F(cuCtxSynchronize)();
+}
+
+static void *call_then_end(void *arg)
+{
+    (void)arg;
+    F(cuCtxSetCurrent)(primary);
+    F(cuCtxSynchronize)();
+    pthread_setspecific(late_key, &late_key);
+    return NULL;
+}
+
+static void a_call_as_a_thread_ends(void)
+{
+    pthread_t t;
+    pthread_key_create(&late_key, late_destructor);
+    pthread_create(&t, NULL, call_then_end, NULL);
+    pthread_join(t, NULL);
+    pthread_key_delete(late_key);
+    SHOW("cuCtxSynchronize from a thread's last destructor", from_destructor);
+}
+
 void conformance_threads(void)
 {
     SHOW("cuCtxGetCurrent", F(cuCtxGetCurrent)(&primary));
     contexts_of_their_own();
     one_thread_waits_another_goes_on();
     work_of_one_thread_seen_by_another();
+    a_call_as_a_thread_ends();
 }

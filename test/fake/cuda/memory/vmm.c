@@ -265,7 +265,9 @@ CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, vo
     struct stat st;
     if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
         return CUDA_ERROR_INVALID_VALUE;
-    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % GRANULARITY != 0)
+    if (fstat(fd, &st) != 0) /* no descriptor at all */
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!S_ISREG(st.st_mode) || st.st_size <= 0 || st.st_size % GRANULARITY != 0)
         return CUDA_ERROR_INVALID_HANDLE;
     struct vmm_handle *v = calloc(1, sizeof *v);
     if (!v || (v->memfd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0) {
