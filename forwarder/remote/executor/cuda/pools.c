@@ -7,17 +7,10 @@
  */
 #include "forwarder/remote/executor/cuda/calls.h"
 
-#include <string.h>
-
 int vgpu_exec_cuMemPoolSetAttribute(struct vgpu_exec *x, void *fn, const struct vgpu_in_cuMemPoolSetAttribute *in)
 {
-    uint64_t word = in->word;
-    int as_int = (int)(uint32_t)word;
-    bool is_int = in->attr == CU_MEMPOOL_ATTR_REUSE_FOLLOW_EVENT_DEPENDENCIES ||
-                  in->attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_OPPORTUNISTIC ||
-                  in->attr == CU_MEMPOOL_ATTR_REUSE_ALLOW_INTERNAL_DEPENDENCIES;
-    int r = ((CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))fn)(in->pool, in->attr,
-                                                                         is_int ? (void *)&as_int : (void *)&word);
+    uint64_t word = in->word; /* an int attribute's value is its low half, as the get's reply's is */
+    int r = ((CUresult(*)(CUmemoryPool, CUmemPool_attribute, void *))fn)(in->pool, in->attr, &word);
     return vgpu_exec_reply(x, r, NULL, 0);
 }
 
