@@ -19,6 +19,7 @@
  * log_fd, which emit() replaces when its file had to be opened again. */
 int vgpu_log_level_now = -1;
 int vgpu_trace_now;
+static bool trace_summary; /* VGPU_TRACE=summary */
 static _Atomic int log_fd = 2;
 static const char *log_path;               /* VGPU_LOG_FILE, when it is the log */
 static _Atomic uint64_t log_dev, log_ino; /* the file log_fd was opened on */
@@ -81,7 +82,8 @@ static void setup_once(void)
             open_errno = errno;
     }
     const char *t = getenv("VGPU_TRACE");
-    vgpu_trace_now = t && *t && strcmp(t, "0") != 0;
+    trace_summary = t && strcmp(t, "summary") == 0;
+    vgpu_trace_now = t && *t && strcmp(t, "0") != 0 && !trace_summary;
     __atomic_store_n(&vgpu_log_level_now, level, __ATOMIC_RELEASE);
 
     if (bad_level)
@@ -154,6 +156,20 @@ void vgpu_trace_write(const char *name, long result, const char *fmt, ...)
 }
 
 static void emit_plain(const char *fmt, ...)
+{
+    va_list ap;
+    va_start(ap, fmt);
+    emit("", fmt, ap, "");
+    va_end(ap);
+}
+
+bool vgpu_trace_summary_enabled(void)
+{
+    vgpu_log_setup();
+    return trace_summary;
+}
+
+void vgpu_trace_summary_line(const char *fmt, ...)
 {
     va_list ap;
     va_start(ap, fmt);

@@ -1,6 +1,7 @@
 /*
  * The one logging facility: VGPU_LOG=error|warn|info|debug (default warn),
- * to stderr or to VGPU_LOG_FILE; and VGPU_TRACE=1, one line per driver call.
+ * to stderr or to VGPU_LOG_FILE; and VGPU_TRACE=1, one line per driver call
+ * (VGPU_TRACE=summary: a remote guest's calls summed up at its exit).
  * Settings are read on first use, never in a constructor.
  */
 #pragma once
@@ -57,6 +58,12 @@ void vgpu_log_write(enum vgpu_log_level level, const char *fmt, ...)
 /* One trace line: "vgpu-trace[pid/tid] NAME(ARGS) = RESULT". */
 void vgpu_trace_write(const char *name, long result, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
+
+/* VGPU_TRACE=summary: whether a remote guest sums up its calls at exit
+ * (forwarder/remote/guest/accounting.c), and one line of that, written
+ * whatever VGPU_LOG says. */
+bool vgpu_trace_summary_enabled(void);
+void vgpu_trace_summary_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
 /* A call vgpu forwards untouched: name and thread only. */
 void vgpu_trace_forwarded(const char *name);

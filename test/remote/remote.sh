@@ -354,6 +354,86 @@ conformance-matches-a-local-run)
     grep -q "forwarding to the remote CUDA driver" "$tmp/remote.err" || fail "the guest did not say it is remote"
     ;;
 
+answers-kept-in-the-guest-stay-the-drivers)
+    # What a guest answers itself (the driver's version, a context's limits,
+    # a function's attributes, whether a stream is capturing, a primary
+    # context's state) is what the driver answers, after each call that
+    # changes it (a limit set here and by another thread, a context of
+    # another thread's own, a capture begun and ended, an attribute set, a
+    # device reset): the lines equal a local run's.  The calls that crossed
+    # are counted, as vgpu-smi --calls shows them while the guest runs and
+    # VGPU_TRACE=summary writes them at its exit: a kept answer crosses
+    # once a change at most, launches are sent, never waited for.
+    answered=$build/test/remote/answered_client
+    n=200
+    env VGPU_BAR0="$tmp/local.bar0" "$answered" $n </dev/null >"$tmp/local.out" 2>"$tmp/local.err" ||
+        fail "the local run failed: $(tail -1 "$tmp/local.err")"
+    executor
+    mkfifo "$tmp/go"
+    env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA VGPU_TRACE=summary \
+        LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" "$answered" $n <"$tmp/go" >"$tmp/remote.out" \
+        2>"$tmp/remote.err" &
+    guestpid=$!
+    exec 7>"$tmp/go"
+    for _ in $(seq 1 500); do
+        grep -qx done "$tmp/remote.out" && break
+        sleep 0.02
+    done
+    grep -qx done "$tmp/remote.out" || fail "the guest never finished its calls"
+    env -u LD_PRELOAD "$vgpu_smi" --calls "$guestpid" >"$tmp/smi.out" 2>"$tmp/smi.err" ||
+        fail "vgpu-smi --calls $guestpid failed: $(cat "$tmp/smi.err")"
+    env -u LD_PRELOAD "$vgpu_smi" --calls "$guestpid" --json >"$tmp/smi.json" 2>&1 ||
+        fail "vgpu-smi --calls $guestpid --json failed"
+    exec 7>&-
+    wait "$guestpid" || fail "the remote run failed: $(tail -1 "$tmp/remote.err")"
+    diff "$tmp/local.out" "$tmp/remote.out" >"$tmp/diff.out" ||
+        fail "the guest's answers differ from the driver's: $(head -4 "$tmp/diff.out" | tr '\n' ' ')"
+    for want in "heap after a set 16 MiB" "other thread: its own context current 1, heap 64 MiB" \
+        "heap after the other thread's set 32 MiB" "capturing during 1, the legacy stream 0" "capturing after 0" \
+        "dynamic shared memory after a set 4096" "primary context active 1, after a reset 0" \
+        "dynamic shared memory after sets of 4096 and one of 8192 8192" "dynamic shared memory after it 8192" \
+        "heap after a reset 8 MiB"; do
+        grep -qxF "$want" "$tmp/remote.out" || fail "the run lacks \"$want\""
+    done
+    # crossed NAME FILE: how many calls of NAME crossed, as the summary (or vgpu-smi) says.
+    crossed() {
+        awk -v name="$1" '$2 == name && $3 == "crossed" { print $4; found = 1 }
+            $1 == name { print $2; found = 1 } END { if (!found) print 0 }' "$2" | head -1
+    }
+    summary=$tmp/summary.out
+    grep '^vgpu-calls\[' "$tmp/remote.err" >"$summary" || fail "VGPU_TRACE=summary wrote no summary"
+    grep -q "^vgpu-calls\[$guestpid\] CUDA to .* crossed (waited" "$summary" || fail "the summary has no total line"
+    [ "$(crossed cuDeviceGetCount "$summary")" = $n ] ||
+        fail "cuDeviceGetCount, which is not kept, crossed $(crossed cuDeviceGetCount "$summary") times, not $n"
+    [ "$(crossed cuDriverGetVersion "$summary")" = 1 ] || fail "the driver's version crossed more than once"
+    # Asked fresh after each change: the first ask, the set, the other thread's set, the reset.
+    [ "$(crossed cuCtxGetLimit "$summary")" -le 5 ] ||
+        fail "cuCtxGetLimit crossed $(crossed cuCtxGetLimit "$summary") times for 6 rounds of $n asks"
+    # Asked after the first set and after the set of another value; the sets of the value it had never cross.
+    [ "$(crossed cuFuncGetAttribute "$summary")" -le 3 ] || fail "a function's attribute crossed more than 3 times"
+    [ "$(crossed cuFuncSetAttribute "$summary")" = 3 ] ||
+        fail "cuFuncSetAttribute crossed $(crossed cuFuncSetAttribute "$summary") times: the sets of the value the attribute had were not answered in the guest"
+    [ "$(crossed cuCtxGetId "$summary")" -le 2 ] || fail "a context's id crossed more than once a context"
+    [ "$(crossed cuDeviceGet "$summary")" = 1 ] || fail "a device by its ordinal crossed more than once"
+    # Only while the capture was open (two streams asked, $n times each).
+    [ "$(crossed cuStreamIsCapturing "$summary")" = $((2 * n)) ] ||
+        fail "cuStreamIsCapturing crossed $(crossed cuStreamIsCapturing "$summary") times, not $((2 * n))"
+    grep -Eq "^vgpu-calls\[$guestpid\] cuLaunchKernel +crossed +0 .* sent +$n +full " "$summary" ||
+        fail "the launches were not all sent without waiting: $(grep cuLaunchKernel "$summary")"
+    [ "$(crossed cuDeviceGetCount "$tmp/smi.out")" = $n ] ||
+        fail "vgpu-smi --calls does not show the guest's $n cuDeviceGetCount: $(head -3 "$tmp/smi.out")"
+    python3 -c "import json, sys
+d = json.load(open(sys.argv[1]))
+c = {x['name']: x for x in d['libraries'][0]['calls']}
+assert d['pid'] == int(sys.argv[2]) and c['cuLaunchKernel']['sent'] == int(sys.argv[3]), d
+assert c['cuDeviceGetCount']['crossed'] == int(sys.argv[3]) and c['cuDeviceGetCount']['wait_ns'] > 0, d" \
+        "$tmp/smi.json" "$guestpid" $n || fail "vgpu-smi --calls --json is not the guest's record"
+    # A process that is no guest keeps none.
+    env -u LD_PRELOAD "$vgpu_smi" --calls $$ >/dev/null 2>"$tmp/smi-none.err" &&
+        fail "vgpu-smi --calls found a record in a process that is no guest"
+    grep -q "keeps no record of remote calls" "$tmp/smi-none.err" || fail "vgpu-smi --calls did not say why"
+    ;;
+
 page-locked-memory-is-shared-with-the-executor)
     # Page-locked blocks are memory the guest shares with its executor, which
     # registers it at the same address: copies name them, their bytes never

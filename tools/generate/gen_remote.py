@@ -31,7 +31,7 @@ import sys
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 
-from remote_carried import carried, declaration  # noqa: E402
+from remote_carried import carried, declaration, remote_notices  # noqa: E402
 from remote_messages import Lib, Message  # noqa: E402
 from remote_spec import Spec, SpecError, read_functions  # noqa: E402
 
@@ -179,7 +179,7 @@ def main():
                     sys.exit("gen_remote: %s: its guest side is generated, but its parameters are not its "
                              "message's fields, of its message's types: name each, or write it by hand "
                              "(hand guest)" % name)
-                g.extend(m.guest_whole(c, slot, lib["id"] == 0 and bool(c.flags & {"changes", "tunes"})))
+                g.extend(m.guest_whole(c, slot, remote_notices(lib, c.flags)))
                 gtable.append("    [%d] = (void *)g_%s," % (slot, name))
             if c.guest is not None:
                 continue

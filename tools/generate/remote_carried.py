@@ -43,6 +43,19 @@ def extent(name):
     return None
 
 
+def remote_notices(lib, flags):
+    """The lines a guest's function ends with to tell what it keeps (cache.h) that
+    the call changed: contexts (`changes`), what tuning answers (`tunes`)."""
+    if lib["id"] != 0:
+        return []
+    lines = []
+    if "changes" in flags:
+        lines.append("    vgpu_remote_context_changed();")
+    if "tunes" in flags:
+        lines.append("    vgpu_remote_tuned();")
+    return lines
+
+
 def declaration(params):
     """A stub's parameter list: each value as its word's C type, each pointer void *."""
     return ", ".join("%s a%d" % (RAW.get(k, "void *"), i) for i, k in enumerate(params)) or "void"
@@ -71,7 +84,7 @@ def carried(g, gtable, e, etable, slot, call, lib):
         sys.exit("gen_remote: %s is async but returns something" % name)
     is_async = "async" in flags
     syncs = "sync" in flags
-    changes = lib["id"] == 0 and bool(flags & {"changes", "tunes"})
+    changes = remote_notices(lib, flags)
 
     # ---- the guest ----
     decl = declaration(params)
@@ -115,8 +128,7 @@ def carried(g, gtable, e, etable, slot, call, lib):
     for j, (i, k) in enumerate(outs):
         size = 8 if k in ("oh", "od") else int(k[1:])
         g.append("    if (r == 0 && a%d)\n    memcpy(a%d, &out[%d], %d);" % (i, i, j, size))
-    if changes:
-        g.append("    vgpu_remote_context_changed();")
+    g.extend(changes)
     g.append("    return r;")
     g.append("}")
     g.append("")

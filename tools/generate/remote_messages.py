@@ -679,7 +679,8 @@ class Message:
         return set(pnames) == names and all(self.params.get(n) == t for t, n in call.params())
 
     def guest_whole(self, call, slot, changes):
-        """The guest's function of a call generated from its prototype."""
+        """The guest's function of a call generated from its prototype; changes: the
+        lines that tell the guest's kept answers what it changed (remote_notices)."""
         msg = self.name
         params = call.params()
         lines = ["static %s g_%s(%s)" % (call.result(), call.name, call.declaration()), "{"]
@@ -741,8 +742,7 @@ class Message:
                 lines.append("    if (r == 0)\n    memcpy(%s, out.%s, sizeof(out.%s));" % (n, n, n))
             elif not self.known_before(fo):
                 raise SpecError("%s: generated whole, %s's size must be the request's" % (call.name, n))
-        if changes:
-            lines.append("    vgpu_remote_context_changed();")
+        lines.extend(changes)
         lines.append("    return (%s)r;" % call.result())
         lines.append("}")
         lines.append("")

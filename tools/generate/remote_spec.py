@@ -18,7 +18,8 @@ verbatim when the mechanical part is written again):
                      by_hash  a load whose image may be named by its SHA-256
                      changes  it changes the current context, primary contexts,
                               or unloads code: the guest forgets what it keeps
-                     tunes    it changes what occupancy queries answer
+                     tunes    it changes what occupancy, a function's attributes
+                              or a context's limits answer
                      queries  it only asks the driver about a device address
                      ends     it ends the handle its first parameter is
   refused REASON     no guest may make it (the reason is logged and documented)

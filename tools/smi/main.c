@@ -5,9 +5,11 @@
  * processes the mediator's watch found outside their vGPU's bounds.
  *
  *   vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]
+ *   vgpu-smi --calls PID [--json]   a remote guest's calls (calls.c)
  */
 #define _GNU_SOURCE
 #include "tools/lib/json_out.h"
+#include "tools/smi/calls.h"
 #include "tools/lib/mediator_query.h"
 #include "common/contract/protocol/mediator_client.h"
 #include "common/contract/protocol/protocol.h"
@@ -21,10 +23,13 @@
 static void usage(FILE *to)
 {
     fprintf(to, "usage: vgpu-smi [--socket PATH] [--json] [--watch [SECONDS]]\n"
+                "       vgpu-smi --calls PID [--json]\n"
                 "\n"
                 "  --socket PATH      vgpu-mediatord's socket (default $VGPU_MEDIATOR_SOCKET, else %s)\n"
                 "  --json             one JSON document (one per refresh with --watch)\n"
-                "  --watch [SECONDS]  refresh every SECONDS (default 2) until interrupted\n",
+                "  --watch [SECONDS]  refresh every SECONDS (default 2) until interrupted\n"
+                "  --calls PID        a remote guest's calls: how many crossed to its executor, the time\n"
+                "                     they waited, how many were sent without waiting (no mediator asked)\n",
             VGPU_MEDIATOR_DEFAULT_SOCKET);
 }
 
@@ -402,15 +407,16 @@ int main(int argc, char **argv)
     static const struct option options[] = {
         { "socket", required_argument, NULL, 's' }, { "json", no_argument, NULL, 'j' },
         { "watch", optional_argument, NULL, 'w' },  { "version", no_argument, NULL, 'V' },
-        { "help", no_argument, NULL, 'h' },         { NULL, 0, NULL, 0 },
+        { "help", no_argument, NULL, 'h' },         { "calls", required_argument, NULL, 'c' },
+        { NULL, 0, NULL, 0 },
     };
     const char *socket = getenv("VGPU_MEDIATOR_SOCKET");
     bool json = false;
     double every = 0;
-    int opt;
+    int opt, calls = 0;
     if (!socket || !*socket)
         socket = VGPU_MEDIATOR_DEFAULT_SOCKET;
-    while ((opt = getopt_long(argc, argv, "s:jw::Vh", options, NULL)) != -1) {
+    while ((opt = getopt_long(argc, argv, "s:jw::Vhc:", options, NULL)) != -1) {
         switch (opt) {
         case 's': socket = optarg; break;
         case 'j': json = true; break;
@@ -424,6 +430,13 @@ int main(int argc, char **argv)
                 return 2;
             }
             break;
+        case 'c':
+            calls = atoi(optarg);
+            if (calls <= 0) {
+                fprintf(stderr, "vgpu-smi: --calls takes a process id\n");
+                return 2;
+            }
+            break;
         case 'V': puts("vgpu-smi " VGPU_VERSION); return 0;
         case 'h': usage(stdout); return 0;
         default: usage(stderr); return 2;
@@ -433,6 +446,8 @@ int main(int argc, char **argv)
         usage(stderr);
         return 2;
     }
+    if (calls)
+        return vgpu_smi_calls(calls, json);
     char err[512];
     int fd = vgpu_tool_dial(socket, err, sizeof(err));
     if (fd < 0) {

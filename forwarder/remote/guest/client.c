@@ -2,8 +2,10 @@
 #define _GNU_SOURCE
 #include "forwarder/remote/guest/client.h"
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "forwarder/dispatch.h"
+#include "forwarder/remote/guest/accounting.h"
 #include "forwarder/remote/guest/channel.h"
 #include "forwarder/remote/transport/ring.h"
 #include "forwarder/remote/transport/shm.h"
@@ -117,6 +119,7 @@ static void child_after_fork(void)
     /* The parent's channel (if any) stays the parent's, and so does its
      * heartbeat thread; its ring is not this process's to let go. */
     vgpu_channel_forget();
+    vgpu_remote_account_forget();
     if (conn.fd < 0)
         conn.ring = NULL;
     disconnect(LINK_NONE);
@@ -381,6 +384,8 @@ static void connect_locked(void)
         return;
     }
     vgpu_info("remote GPU: connected to the executor at %s", path);
+    vgpu_remote_account_open(vgpu_remote_where(), vgpu_remote_library.id, vgpu_remote_library.dispatch->names,
+                             vgpu_remote_library.dispatch->count);
     take_window(offered.window, offered.window_size);
     image_cache = (offered.flags & VGPU_REMOTE_HELLO_IMAGE_CACHE) != 0;
     if (channel)
@@ -421,6 +426,14 @@ static void stamp(struct vgpu_wire *w, bool async)
                      : __atomic_load_n(&async_sent, __ATOMIC_SEQ_CST);
 }
 
+static size_t iov_bytes(const struct iovec *v, int n)
+{
+    size_t sum = 0;
+    for (int i = 0; i < n; i++)
+        sum += v[i].iov_len;
+    return sum;
+}
+
 /* A message of type sent on w, with a descriptor passed beside it (-1:
  * none): its reply read into the iovecs; the code, or -1 with *failed
  * saying what broke. */
@@ -428,6 +441,7 @@ static int exchange(struct vgpu_wire *w, uint16_t type, unsigned slot, uint32_t 
                     int nreq, const struct iovec *reply, int nreply, size_t *got, int passed, const char **failed)
 {
     struct vgpu_remote_hdr h;
+    uint64_t began = vgpu_now_ns();
     if (type == VGPU_REMOTE_LANE)
         w->order = 0; /* made at once: a lane waits for no call */
     else
@@ -457,6 +471,8 @@ static int exchange(struct vgpu_wire *w, uint16_t type, unsigned slot, uint32_t 
         *failed = "a reply longer than the call's";
         return -1;
     }
+    if (type == VGPU_REMOTE_CALL)
+        vgpu_remote_account_crossed(slot, vgpu_now_ns() - began, iov_bytes(req, nreq) + h.len);
     return (int)h.call;
 }
 
@@ -687,8 +703,10 @@ int vgpu_remote_send_flagged(unsigned slot, uint32_t flags, const struct iovec *
     if (!w)
         return r;
     stamp(w, true);
+    uint64_t full = w->ring ? w->ring->full_ns : 0;
     if (vgpu_wire_send(w, VGPU_REMOTE_CALL, slot, VGPU_REMOTE_ASYNC | flags, req, nreq) != 0)
         return link_broke(locked, "sending");
+    vgpu_remote_account_sent(slot, iov_bytes(req, nreq), w->ring ? w->ring->full_ns - full : 0);
     if (locked)
         pthread_mutex_unlock(&lock);
     return 0;

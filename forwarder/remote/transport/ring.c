@@ -153,10 +153,12 @@ int vgpu_ring_write(struct vgpu_ring *r, const struct iovec *iov, int n)
             uint64_t room = e->size - (e->pos - tail);
             if (!room) {
                 publish_head(e);
+                uint64_t began = vgpu_now_ns();
                 if (wait_for(r, &e->s->tail, tail, &e->s->space_seq, &e->s->producer_sleeps) != 0) {
                     errno = ECONNRESET;
                     return -1;
                 }
+                r->full_ns += vgpu_now_ns() - began;
                 continue;
             }
             uint64_t at = e->pos & (e->size - 1), c = left < room ? left : room;

@@ -69,6 +69,7 @@ struct vgpu_ring {
     size_t length;    /* of the mapping (0: the memory is not the ring's to unmap) */
     int peer_fd;      /* the socket: readable or hung up when the other side is gone */
     uint64_t spin_ns; /* how long a wait spins before it sleeps */
+    uint64_t full_ns; /* how long writes waited for room, in all (the writer's) */
     /* With no socket: whether the other side is gone, asked after each
      * sleep; a wait then polls instead of sleeping on a futex. */
     bool (*peer_gone)(void *ctx);

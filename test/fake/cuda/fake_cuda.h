@@ -110,10 +110,13 @@ struct CUctx_st {
     int sm_count;                     /* its execution affinity: the SMs it may use */
     size_t limit[LIMITS];             /* 0: the default */
     unsigned long long limit_charged; /* device memory its limits reserve beyond the defaults */
+    unsigned long long id;            /* cuCtxGetId: a primary context's anew each time it comes alive */
 };
 
 /* contexts.c */
 FAKEGPU_HIDDEN int fake_ctx_valid(CUcontext ctx);
+/* The id a context coming alive takes (never one before it). */
+FAKEGPU_HIDDEN unsigned long long fake_new_context_id(void);
 /* A context of dev was made (0, or -1 when out of memory) or is gone: the
  * device memory a device's contexts take.  Called with fake_lock held. */
 FAKEGPU_HIDDEN int fake_context_added_locked(int dev);
@@ -229,6 +232,7 @@ struct CUfunc_st {
     CUresult (*check)(const unsigned long long *args); /* at launch; NULL: anything goes */
     void (*run)(const unsigned long long *args);       /* on the device; NULL: it only takes time */
     int timed; /* args[0] is its device time in ns; else it takes FAKEGPU_KERNEL_NS */
+    int dynamic_smem, carveout; /* its attributes a program sets (attributes.c); atomic */
 };
 
 struct CUmod_st {

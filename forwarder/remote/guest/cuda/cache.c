@@ -24,14 +24,19 @@
 #define MAX_DEVICES 16
 #define MAX_ATTRIBUTES 256
 
-/* Owned by this file: the generation atomically, the rest under lock. */
-static uint64_t generation = 1;
+/* Owned by this file: the generations atomically, the rest under lock.
+ * tuning counts the calls that change what tuning answers (a function's
+ * attributes, a context's limits or cache configuration): the answers they
+ * change are of generation + tuning, which grows at either's change. */
+static uint64_t generation = 1, tuning;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
-/* Answers by key, each of the generation it was asked in; a key answered
- * again takes its old entry, and a full table gives up its entries in turn.
- * Lookups read the used entries only (current's is one). */
+/* Answers by key, each of the generation it was asked in, in a table
+ * hashed by key: a key is looked for in PROBE entries from its hash; a key
+ * answered again takes its old entry, else an empty or outdated one there,
+ * else the first of them.  An entry of generation 0 is empty. */
 #define KEY_WORDS 4
+#define PROBE 8
 /* An answer: the one value, or two (a primary context's flags and state). */
 struct answer {
     uint64_t first, second;
@@ -41,16 +46,29 @@ struct memo {
     uint64_t key[KEY_WORDS];
     struct answer value;
 };
-#define MEMO_ENTRIES 256
 struct memo_table {
-    struct memo e[MEMO_ENTRIES];
-    unsigned used, next;
+    struct memo *e;
+    unsigned size; /* a power of two */
 };
-static struct memo_table current, device_of, primary, functions, occupancy;
+#define MEMO_TABLE(name, entries)                  \
+    static struct memo name##_entries[entries];    \
+    static struct memo_table name = { name##_entries, entries }
+MEMO_TABLE(current, 256);
+MEMO_TABLE(device_of, 256);
+MEMO_TABLE(primary, 64);
+MEMO_TABLE(limits, 256);
+MEMO_TABLE(context_ids, 256);
+MEMO_TABLE(occupancy, 1024);
+/* A program's kernels, each a function in each context, and each one's
+ * few attributes: thousands of answers in a framework's process. */
+MEMO_TABLE(functions, 4096);
+MEMO_TABLE(function_attributes, 8192);
 static struct {
     uint8_t known[MAX_ATTRIBUTES];
     int value[MAX_ATTRIBUTES];
 } attributes[MAX_DEVICES];
+static bool device_known[MAX_DEVICES];
+static CUdevice device_handle[MAX_DEVICES];
 
 /* A child of fork has an executor of its own, and may find the lock held. */
 static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -59,6 +77,7 @@ static void child_after_fork(void)
 {
     pthread_mutex_init(&lock, NULL);
     memset(attributes, 0, sizeof(attributes));
+    memset(device_known, 0, sizeof(device_known));
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
@@ -78,16 +97,37 @@ void vgpu_remote_context_changed(void)
     __atomic_add_fetch(&generation, 1, __ATOMIC_RELEASE);
 }
 
+void vgpu_remote_tuned(void)
+{
+    __atomic_add_fetch(&tuning, 1, __ATOMIC_RELEASE);
+}
+
+/* The generation of what tuning changes. */
+static uint64_t now_tuned(void)
+{
+    return now() + __atomic_load_n(&tuning, __ATOMIC_ACQUIRE);
+}
+
 uint64_t vgpu_remote_generation(void)
 {
     return now();
 }
 
+static unsigned hash_of(const struct memo_table *t, const uint64_t key[KEY_WORDS])
+{
+    uint64_t h = 0x9e3779b97f4a7c15ull;
+    for (int i = 0; i < KEY_WORDS; i++)
+        h = (h ^ key[i]) * 0xff51afd7ed558ccdull;
+    return (unsigned)(h >> 32) & (t->size - 1);
+}
+
 static struct memo *memo_find(struct memo_table *t, const uint64_t key[KEY_WORDS])
 {
-    for (unsigned i = 0; i < t->used; i++)
-        if (memcmp(t->e[i].key, key, sizeof(t->e[i].key)) == 0)
-            return &t->e[i];
+    for (unsigned i = 0, h = hash_of(t, key); i < PROBE; i++) {
+        struct memo *m = &t->e[(h + i) & (t->size - 1)];
+        if (m->gen && memcmp(m->key, key, sizeof(m->key)) == 0)
+            return m;
+    }
     return NULL;
 }
 
@@ -105,9 +145,15 @@ static bool memo_get(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WO
 static void memo_put(struct memo_table *t, uint64_t g, const uint64_t key[KEY_WORDS], struct answer value)
 {
     pthread_mutex_lock(&lock);
+    unsigned h = hash_of(t, key);
     struct memo *m = memo_find(t, key);
+    for (unsigned i = 0; !m && i < PROBE; i++) {
+        struct memo *free_one = &t->e[(h + i) & (t->size - 1)];
+        if (free_one->gen != g)
+            m = free_one;
+    }
     if (!m)
-        m = t->used < MEMO_ENTRIES ? &t->e[t->used++] : &t->e[t->next++ % MEMO_ENTRIES];
+        m = &t->e[h];
     m->gen = g;
     memcpy(m->key, key, sizeof(m->key));
     m->value = value;
@@ -232,7 +278,7 @@ static CUresult ask_blocks(int *out, CUfunction f, int block_size, size_t smem, 
 
 static CUresult blocks(int *out, CUfunction f, int block_size, size_t smem, unsigned flags, bool with_flags)
 {
-    uint64_t g = now();
+    uint64_t g = now_tuned();
     struct answer v;
     const uint64_t *key =
         KEY((uint64_t)(uintptr_t)f, (uint64_t)(uint32_t)block_size, smem, (uint64_t)flags | (uint64_t)with_flags << 32);
@@ -257,4 +303,141 @@ CUresult vgpu_remote_guest_cuOccupancyMaxActiveBlocksPerMultiprocessorWithFlags(
                                                                                   unsigned int flags)
 {
     return blocks(out, f, block_size, smem, flags, true);
+}
+
+/* The driver's version: the host's, for the process's life. */
+CUresult vgpu_remote_guest_cuDriverGetVersion(int *version)
+{
+    static int known; /* atomic: 0 until asked */
+    int v = __atomic_load_n(&known, __ATOMIC_ACQUIRE);
+    if (version && v) {
+        *version = v;
+        return CUDA_SUCCESS;
+    }
+    CUresult r = vgpu_remote_carried_cuDriverGetVersion(version);
+    if (r == CUDA_SUCCESS && version)
+        __atomic_store_n(&known, *version, __ATOMIC_RELEASE);
+    return r;
+}
+
+/* A limit of the current context: each changes only by cuCtxSetLimit (a
+ * new generation), but the stack's size, which the driver grows for a
+ * kernel that needs more and never shrinks: asked each time. */
+CUresult vgpu_remote_guest_cuCtxGetLimit(size_t *value, CUlimit limit)
+{
+    CUcontext ctx = NULL;
+    if (!value || limit == CU_LIMIT_STACK_SIZE || vgpu_remote_guest_cuCtxGetCurrent(&ctx) != CUDA_SUCCESS || !ctx)
+        return vgpu_remote_carried_cuCtxGetLimit(value, (uint32_t)limit);
+    uint64_t g = now_tuned();
+    const uint64_t *key = KEY((uint64_t)(uintptr_t)ctx, (uint64_t)limit);
+    struct answer v;
+    if (memo_get(&limits, g, key, &v)) {
+        *value = (size_t)v.first;
+        return CUDA_SUCCESS;
+    }
+    CUresult r = vgpu_remote_carried_cuCtxGetLimit(value, (uint32_t)limit);
+    if (r == CUDA_SUCCESS)
+        memo_put(&limits, g, key, (struct answer){ *value, 0 });
+    return r;
+}
+
+/* A function's or kernel's attribute: each changes only by
+ * cuFuncSetAttribute or cuKernelSetAttribute (what tuning answers changes),
+ * and goes with its module or library's unloading (a new generation).  A
+ * set of the value the attribute is known to have changes nothing: it is
+ * answered here (frameworks set a kernel's shared memory before each of
+ * its launches). */
+#define ATTRIBUTE_KEY(attr, f, dev, kernel) \
+    KEY((uint64_t)(uintptr_t)(f), (uint64_t)(uint32_t)(attr), (uint64_t)(uint32_t)(dev), (kernel))
+
+static CUresult attribute(int *value, CUfunction_attribute attr, const void *f, CUdevice dev, bool kernel)
+{
+    uint64_t g = now_tuned();
+    const uint64_t *key = ATTRIBUTE_KEY(attr, f, dev, kernel);
+    struct answer v;
+    if (value && memo_get(&function_attributes, g, key, &v)) {
+        *value = (int)v.first;
+        return CUDA_SUCCESS;
+    }
+    CUresult r = kernel ? vgpu_remote_carried_cuKernelGetAttribute(value, (uint32_t)attr, (void *)f, (uint32_t)dev)
+                        : vgpu_remote_carried_cuFuncGetAttribute(value, (uint32_t)attr, (void *)f);
+    if (r == CUDA_SUCCESS && value)
+        memo_put(&function_attributes, g, key, (struct answer){ (uint64_t)(uint32_t)*value, 0 });
+    return r;
+}
+
+static CUresult set_attribute(CUfunction_attribute attr, int value, const void *f, CUdevice dev, bool kernel)
+{
+    const uint64_t *key = ATTRIBUTE_KEY(attr, f, dev, kernel);
+    struct answer v;
+    if (memo_get(&function_attributes, now_tuned(), key, &v) && (int)v.first == value)
+        return CUDA_SUCCESS;
+    CUresult r = kernel ? vgpu_remote_carried_cuKernelSetAttribute((uint32_t)attr, (uint32_t)value, (void *)f,
+                                                                   (uint32_t)dev)
+                        : vgpu_remote_carried_cuFuncSetAttribute((void *)f, (uint32_t)attr, (uint32_t)value);
+    if (r == CUDA_SUCCESS) /* what the set left, in the generation it began (the carried call's own) */
+        memo_put(&function_attributes, now_tuned(), key, (struct answer){ (uint64_t)(uint32_t)value, 0 });
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuFuncGetAttribute(int *value, CUfunction_attribute attr, CUfunction f)
+{
+    return attribute(value, attr, f, 0, false);
+}
+
+CUresult vgpu_remote_guest_cuKernelGetAttribute(int *value, CUfunction_attribute attr, CUkernel kernel, CUdevice dev)
+{
+    return attribute(value, attr, kernel, dev, true);
+}
+
+CUresult vgpu_remote_guest_cuFuncSetAttribute(CUfunction f, CUfunction_attribute attr, int value)
+{
+    return set_attribute(attr, value, f, 0, false);
+}
+
+CUresult vgpu_remote_guest_cuKernelSetAttribute(CUfunction_attribute attr, int value, CUkernel kernel, CUdevice dev)
+{
+    return set_attribute(attr, value, kernel, dev, true);
+}
+
+/* A context's id: its own for its life (NULL: the thread's current one's). */
+CUresult vgpu_remote_guest_cuCtxGetId(CUcontext ctx, unsigned long long *id)
+{
+    CUcontext c = ctx;
+    if (!id || (!c && (vgpu_remote_guest_cuCtxGetCurrent(&c) != CUDA_SUCCESS || !c)))
+        return vgpu_remote_carried_cuCtxGetId(ctx, id);
+    uint64_t g = now();
+    const uint64_t *key = KEY((uint64_t)(uintptr_t)c);
+    struct answer v;
+    if (memo_get(&context_ids, g, key, &v)) {
+        *id = v.first;
+        return CUDA_SUCCESS;
+    }
+    CUresult r = vgpu_remote_carried_cuCtxGetId(c, id);
+    if (r == CUDA_SUCCESS)
+        memo_put(&context_ids, g, key, (struct answer){ *id, 0 });
+    return r;
+}
+
+/* A device by its ordinal: the executor's devices, for the process's life. */
+CUresult vgpu_remote_guest_cuDeviceGet(CUdevice *dev, int ordinal)
+{
+    if (!dev || ordinal < 0 || ordinal >= MAX_DEVICES)
+        return vgpu_remote_carried_cuDeviceGet(dev, (uint32_t)ordinal);
+    now();
+    pthread_mutex_lock(&lock);
+    bool hit = device_known[ordinal];
+    if (hit)
+        *dev = device_handle[ordinal];
+    pthread_mutex_unlock(&lock);
+    if (hit)
+        return CUDA_SUCCESS;
+    CUresult r = vgpu_remote_carried_cuDeviceGet(dev, (uint32_t)ordinal);
+    if (r == CUDA_SUCCESS) {
+        pthread_mutex_lock(&lock);
+        device_handle[ordinal] = *dev;
+        device_known[ordinal] = true;
+        pthread_mutex_unlock(&lock);
+    }
+    return r;
 }

@@ -3,6 +3,14 @@
  * the other; the messages: forwarder/remote/spec/cuda.remote).  The driver hands out arrays it
  * owns until the thread's next such call; here they are the calling
  * thread's copies of what the executor sent, kept to that call too.
+ *
+ * The guest counts the captures it saw begin and not end: while none is
+ * open, no stream of the process is capturing (a stream joins a capture
+ * only by waiting for work of one that is), and cuStreamIsCapturing is
+ * answered here, NONE, as frameworks ask it around every operation.  A
+ * capture ends with its cuStreamEndCapture, whether it made a graph or
+ * found the capture invalidated or unjoined; an end that failed otherwise
+ * (another thread's capture) leaves it open, and the executor is asked.
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
@@ -43,9 +51,14 @@ static void thread_gone(void *p)
     free(a);
 }
 
+/* Captures begun and not ended, in this process: atomic.  A child of
+ * fork has an executor of its own, where none is open. */
+static uint64_t open_captures;
+
 static void child_after_fork(void)
 {
     pthread_mutex_init(&arrays_lock, NULL);
+    __atomic_store_n(&open_captures, 0, __ATOMIC_RELAXED);
 }
 
 static void make_key(void)
@@ -187,6 +200,78 @@ CUresult vgpu_remote_guest_cuStreamUpdateCaptureDependencies_ptsz(CUstream strea
     return update_dependencies(vgpu_remote_per_thread(stream), deps, NULL, n, flags);
 }
 
+/* What a begin's code r leaves: one more capture open if it began. */
+static CUresult began(CUresult r)
+{
+    if (r == CUDA_SUCCESS)
+        __atomic_add_fetch(&open_captures, 1, __ATOMIC_ACQ_REL);
+    return r;
+}
+
+/* What an end's code r leaves: one capture fewer if it ended. */
+static CUresult ended(CUresult r)
+{
+    if (r != CUDA_SUCCESS && r != CUDA_ERROR_STREAM_CAPTURE_INVALIDATED && r != CUDA_ERROR_STREAM_CAPTURE_UNJOINED)
+        return r;
+    uint64_t n = __atomic_load_n(&open_captures, __ATOMIC_ACQUIRE);
+    while (n && !__atomic_compare_exchange_n(&open_captures, &n, n - 1, false, __ATOMIC_ACQ_REL, __ATOMIC_ACQUIRE))
+        ;
+    return r;
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCapture(CUstream stream)
+{
+    pthread_once(&arrays_once, make_key);
+    return began(vgpu_remote_carried_cuStreamBeginCapture(stream));
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCapture_ptsz(CUstream stream)
+{
+    pthread_once(&arrays_once, make_key);
+    return began(vgpu_remote_carried_cuStreamBeginCapture_ptsz(stream));
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode)
+{
+    pthread_once(&arrays_once, make_key);
+    return began(vgpu_remote_carried_cuStreamBeginCapture_v2(stream, (uint32_t)mode));
+}
+
+CUresult vgpu_remote_guest_cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode)
+{
+    pthread_once(&arrays_once, make_key);
+    return began(vgpu_remote_carried_cuStreamBeginCapture_v2_ptsz(stream, (uint32_t)mode));
+}
+
+CUresult vgpu_remote_guest_cuStreamEndCapture(CUstream stream, CUgraph *graph)
+{
+    return ended(vgpu_remote_carried_cuStreamEndCapture(stream, graph));
+}
+
+CUresult vgpu_remote_guest_cuStreamEndCapture_ptsz(CUstream stream, CUgraph *graph)
+{
+    return ended(vgpu_remote_carried_cuStreamEndCapture_ptsz(stream, graph));
+}
+
+/* NONE while no capture is open; else the executor's answer. */
+CUresult vgpu_remote_guest_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status)
+{
+    if (status && !__atomic_load_n(&open_captures, __ATOMIC_ACQUIRE)) {
+        *status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
+    return vgpu_remote_carried_cuStreamIsCapturing(stream, status);
+}
+
+CUresult vgpu_remote_guest_cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *status)
+{
+    if (status && !__atomic_load_n(&open_captures, __ATOMIC_ACQUIRE)) {
+        *status = CU_STREAM_CAPTURE_STATUS_NONE;
+        return CUDA_SUCCESS;
+    }
+    return vgpu_remote_carried_cuStreamIsCapturing_ptsz(stream, status);
+}
+
 /* A capture into a graph of the caller's, after the nodes given. */
 static CUresult begin_into(CUstream stream, CUgraph graph, const CUgraphNode *deps,
                            const CUgraphEdgeData *edges, size_t n, CUstreamCaptureMode mode)
@@ -200,7 +285,9 @@ static CUresult begin_into(CUstream stream, CUgraph graph, const CUgraphNode *de
         .dependencyData = edges ? edges : zeros,
     };
     struct vgpu_out_cuStreamBeginCaptureToGraph out;
-    r = (CUresult)vgpu_remote_call_cuStreamBeginCaptureToGraph(SLOT(cuStreamBeginCaptureToGraph), 0, &in, &out);
+    pthread_once(&arrays_once, make_key);
+    r = began((CUresult)vgpu_remote_call_cuStreamBeginCaptureToGraph(SLOT(cuStreamBeginCaptureToGraph), 0, &in,
+                                                                     &out));
     free(zeros);
     return r;
 }

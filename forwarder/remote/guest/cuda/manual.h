@@ -45,6 +45,16 @@ CUresult vgpu_remote_read_file(unsigned slot, const char *path, size_t max, char
 CUresult vgpu_remote_guest_cuLinkDestroy(CUlinkState state);
 /* Wraps the carried cuLibraryUnload: the library's kernels end with it (modules/library.c). */
 CUresult vgpu_remote_guest_cuLibraryUnload(CUlibrary library);
+/* Captures' begins and ends, counted, and whether a stream is capturing
+ * (capture.c): carried calls the guest wraps. */
+CUresult vgpu_remote_guest_cuStreamBeginCapture(CUstream stream);
+CUresult vgpu_remote_guest_cuStreamBeginCapture_ptsz(CUstream stream);
+CUresult vgpu_remote_guest_cuStreamBeginCapture_v2(CUstream stream, CUstreamCaptureMode mode);
+CUresult vgpu_remote_guest_cuStreamBeginCapture_v2_ptsz(CUstream stream, CUstreamCaptureMode mode);
+CUresult vgpu_remote_guest_cuStreamEndCapture(CUstream stream, CUgraph *graph);
+CUresult vgpu_remote_guest_cuStreamEndCapture_ptsz(CUstream stream, CUgraph *graph);
+CUresult vgpu_remote_guest_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status);
+CUresult vgpu_remote_guest_cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *status);
 /* Whether f is a library's kernel this process was given (cuLibraryGetKernel). */
 bool vgpu_remote_is_kernel(const void *f);
 

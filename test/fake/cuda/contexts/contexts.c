@@ -1,6 +1,6 @@
 /*
  * Contexts the program creates (cuCtxCreate, cuCtxDestroy) and what every
- * context takes: device memory for a device's contexts, and a
+ * context takes: device memory for a device's contexts, an id (cuCtxGetId), and a
  * synchronisation waits for its device.  Destroyed contexts are marked
  * dead, never freed, so a stale handle is detected instead of read after
  * free.
@@ -44,6 +44,12 @@ void fake_context_gone_locked(struct CUctx_st *ctx)
     fake_uncharge(dev, --g_live_contexts[dev] ? c->ctx_extra : c->ctx_overhead);
 }
 
+unsigned long long fake_new_context_id(void)
+{
+    static unsigned long long ids; /* atomic: the ids given */
+    return __atomic_add_fetch(&ids, 1, __ATOMIC_RELAXED);
+}
+
 /* sm_count: the SMs its execution affinity gives it (0: all of them). */
 static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev, int sm_count)
 {
@@ -69,6 +75,7 @@ static CUresult ctx_create(CUcontext *pctx, unsigned int flags, CUdevice dev, in
     c->flags = flags;
     c->sm_count = sm_count ? sm_count : SM_COUNT;
     c->alive = 1;
+    c->id = fake_new_context_id();
     fake_push_ctx(c);
     *pctx = c;
     return CUDA_SUCCESS;
@@ -176,6 +183,18 @@ static CUresult ctx_synchronize(CUcontext ctx)
         return rc;
     fake_timeline_drain(ctx->device);
     fake_trim_pools(ctx->device);
+    return CUDA_SUCCESS;
+}
+
+CUresult cuCtxGetId(CUcontext ctx, unsigned long long *ctxId)
+{
+    ENTER();
+    CUcontext c = ctx ? ctx : fake_current_ctx();
+    if (!ctxId)
+        return CUDA_ERROR_INVALID_VALUE;
+    if (!fake_ctx_valid(c))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *ctxId = c->id;
     return CUDA_SUCCESS;
 }
 

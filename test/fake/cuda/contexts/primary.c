@@ -34,8 +34,10 @@ CUresult cuDevicePrimaryCtxRetain(CUcontext *pctx, CUdevice dev)
     if (c->refcount == 0) {
         if (fake_context_added_locked(dev) != 0)
             rc = CUDA_ERROR_OUT_OF_MEMORY;
-        else
+        else {
+            c->id = fake_new_context_id();
             __atomic_store_n(&c->alive, 1, __ATOMIC_RELEASE);
+        }
     }
     if (rc == CUDA_SUCCESS) {
         c->refcount++;

@@ -46,19 +46,21 @@ static void run_fill_u32(const unsigned long long *args)
         p[i] = ARG(args, 1, unsigned);
 }
 
-/* Owned by this file, never written: a kernel's CUfunction (and CUkernel)
- * is its entry's address. */
+/* Owned by this file, written only in the attributes a program sets
+ * (attributes.c): a kernel's CUfunction (and CUkernel) is its entry's address. */
 static struct CUfunc_st g_kernels[] = {
-    { KERNEL_MAGIC, "add_one", 2, { sizeof(CUdeviceptr), sizeof(int) }, check_add_one, run_add_one, 0 },
+    { KERNEL_MAGIC, "add_one", 2, { sizeof(CUdeviceptr), sizeof(int) }, check_add_one, run_add_one, 0, 0, -1 },
     { KERNEL_MAGIC,
       "fill_u32",
       3,
       { sizeof(CUdeviceptr), sizeof(unsigned), sizeof(int) },
       check_fill_u32,
       run_fill_u32,
-      0 },
+      0,
+      0,
+      -1 },
     /* busy(unsigned long long ns): occupies the device for ns. */
-    { KERNEL_MAGIC, "busy", 1, { sizeof(unsigned long long) }, NULL, NULL, 1 },
+    { KERNEL_MAGIC, "busy", 1, { sizeof(unsigned long long) }, NULL, NULL, 1, 0, -1 },
 };
 #define NKERNELS (sizeof g_kernels / sizeof g_kernels[0])
 
