@@ -1,6 +1,6 @@
 """A Hugging Face transformers generate, as a serving program runs it (bench/remote.py's `generate`).
 
-    python3 bench/generate_worker.py [--tokens 128] [--layers 24] [--prompt 16]
+    python3 bench/generate_worker.py [--tokens 128] [--layers 24] [--prompt 16] [--no-cudnn-attention]
 
 A LLaMA-shaped model (hidden 2048, 24 layers of 16 heads, MLP 5504, vocabulary
 32000: 1.3 B parameters) with random weights made on the GPU from seed 0, in
@@ -18,7 +18,9 @@ bf16.  Measures, each once:
   executor and those sent without waiting, per generated token, and
   `launches_per_token`.
 
-Prints one JSON line; `{"skipped": ...}` where transformers is not installed.
+--no-cudnn-attention turns PyTorch's cuDNN attention off (its other kernels
+then serve scaled_dot_product_attention).  Prints one JSON line;
+`{"skipped": ...}` where transformers is not installed.
 """
 import argparse
 import hashlib
@@ -57,6 +59,7 @@ def main():
     ap.add_argument("--tokens", type=int, default=128)
     ap.add_argument("--layers", type=int, default=24)
     ap.add_argument("--prompt", type=int, default=16)
+    ap.add_argument("--no-cudnn-attention", action="store_true")
     a = ap.parse_args()
     try:
         import transformers
@@ -66,6 +69,8 @@ def main():
     import torch
 
     transformers.logging.set_verbosity_error()
+    if a.no_cudnn_attention:
+        torch.backends.cuda.enable_cudnn_sdp(False)
     cfg = transformers.LlamaConfig(vocab_size=32000, hidden_size=2048, intermediate_size=5504,
                                    num_hidden_layers=a.layers, num_attention_heads=16, num_key_value_heads=16,
                                    max_position_embeddings=2048)

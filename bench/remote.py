@@ -1,7 +1,8 @@
 """What a remote GPU costs a guest (docs/design/remote.md), beside running natively.
 
     python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
-                            [--transports ring,socket,bar]
+                            [--transports ring,socket,bar] [--measures micro,startup,launch_c,loops,generate]
+                            [--tokens 32]
 
 Runs on a machine with a GPU.  Starts `vgpu-executor --listen` under vgpu
 (no quota, no share), then in each round, the sides' order rotating,
@@ -21,11 +22,22 @@ as a VM's guest reaches its vGPU):
   build's `bench/launch_cost`), with no interpreter in it;
 - `htod_gbps`, `dtoh_gbps`: copies of 256 MiB between page-locked host
   memory and the device;
+- `htod_pageable_gbps`, `dtoh_pageable_gbps`: the same between pageable
+  memory (a Python buffer) and the device;
 - `startup_s`: `python3 -c "import torch; torch.zeros(1, device='cuda')"`,
   its second run's wall time (PyTorch's kernels' images loaded, the first
   CUDA call's set-up);
 - each of bench/compute_worker.py's loops (PyTorch), its rate over --seconds
-  (a loop that fails on one side is reported as failed).
+  (a loop that fails on one side is reported as failed);
+- `generate`: bench/generate_worker.py, a Hugging Face transformers generate
+  of a LLaMA-shaped 1.3 B model with random weights (where transformers is
+  installed): `generate_tokens_per_s`, `generate_load_gbps` (its weights
+  loaded from pageable host memory), `generate_unload_gbps` (and saved to
+  it), and in a guest `generate_crossed_per_token` and
+  `generate_launches_per_token` (from the guest's record of its calls);
+  `generate_nocudnn` the same with PyTorch's cuDNN attention off (see
+  docs/guide/remote.md: a guest's cuDNN compiles its attention kernels
+  without the driver's help).
 
 Prints a table: each side's median over the rounds with its range, and for
 each transport the median and range of the rounds' ratios (remote / native;
@@ -105,6 +117,19 @@ def worker():
             s = time.perf_counter() - t
             best = s if best is None else min(best, s)
         out[name] = size / best / 1e9
+    pageable = bytearray(size)
+    pageable[::4096] = b"\x01" * (size // 4096)
+    address = ctypes.addressof(ctypes.c_char.from_buffer(pageable))
+    for name, call in (("htod_pageable_gbps", lambda: d.cuMemcpyHtoD(dptr, address, size)),
+                       ("dtoh_pageable_gbps", lambda: d.cuMemcpyDtoH(address, dptr, size))):
+        ok(call())
+        best = None
+        for _ in range(3):
+            t = time.perf_counter()
+            ok(call())
+            s = time.perf_counter() - t
+            best = s if best is None else min(best, s)
+        out[name] = size / best / 1e9
     ok(d.cuMemFree(dptr))
     ok(d.cuMemFreeHost(host))
     print(json.dumps(out), flush=True)
@@ -140,6 +165,8 @@ def main():
     ap.add_argument("--seconds", type=float, default=3)
     ap.add_argument("--loops", default="mlp,launch,matmul32,decode")
     ap.add_argument("--transports", default="ring,socket")
+    ap.add_argument("--measures", default="micro,startup,launch_c,loops,generate")
+    ap.add_argument("--tokens", type=int, default=32)
     ap.add_argument("--worker", action="store_true")
     a = ap.parse_args()
     if a.worker:
@@ -172,19 +199,35 @@ def main():
         for t in transports:
             sides[t] = dict(remote, VGPU_REMOTE="bar:" + bar) if t == "bar" else dict(remote, VGPU_REMOTE_TRANSPORT=t)
         loops = [l for l in a.loops.split(",") if l]
+        measures = set(m for m in a.measures.split(",") if m)
         results = {s: {} for s in sides}
         names = list(sides)
         for r in range(a.rounds):
             order = names[r % len(names):] + names[:r % len(names)]
             for side in order:
-                got = run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side])
-                got["startup_s"] = startup(sides[side])
-                got["launch_issue_c_us"] = run([os.path.join(build, "bench/launch_cost")],
-                                               sides[side])["launch_issue_c_us"]
-                for loop in loops:
+                got = {}
+                if "micro" in measures:
+                    got.update(run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side]))
+                if "startup" in measures:
+                    got["startup_s"] = startup(sides[side])
+                if "launch_c" in measures:
+                    got["launch_issue_c_us"] = run([os.path.join(build, "bench/launch_cost")],
+                                                   sides[side])["launch_issue_c_us"]
+                for loop in loops if "loops" in measures else []:
                     res = run([sys.executable, os.path.join(HERE, "compute_worker.py"), loop, str(a.seconds)],
                               sides[side], must=False)
                     got[loop] = res["rate"] if res else None
+                for name, extra in (("generate", []), ("generate_nocudnn", ["--no-cudnn-attention"])):
+                    if "generate" not in measures:
+                        continue
+                    res = run([sys.executable, os.path.join(HERE, "generate_worker.py"), "--tokens", str(a.tokens)]
+                              + extra, sides[side], must=False)
+                    if res is not None and "skipped" in res:
+                        continue
+                    for k in ("tokens_per_s", "load_gbps", "unload_gbps", "crossed_per_token",
+                              "launches_per_token"):
+                        if side != "native" or not k.endswith("_per_token"):
+                            got["%s_%s" % (name, k)] = res.get(k) if res else None
                 for k, v in got.items():
                     results[side].setdefault(k, []).append(v)
                 print("round %d %s: %s" % (r + 1, side, json.dumps(got)), file=sys.stderr, flush=True)
@@ -194,13 +237,17 @@ def main():
 
         def fmt(v):
             return "%.3g [%.3g-%.3g]" % (statistics.median(v), min(v), max(v))
-        for k in results["native"]:
+        keys = list(results["native"]) + [k for k in results[names[-1]] if k not in results["native"]]
+        for k in keys:
             row = [k]
             cells = []
             for side in names:
-                v = results[side][k]
-                row.append("failed" if None in v else fmt(v))
+                v = results[side].get(k)
+                row.append("-" if v is None else "failed" if None in v else fmt(v))
             for t in remotes:
+                if k not in results["native"]:
+                    cells.append("-")
+                    continue
                 n, m = results["native"][k], results[t][k]
                 if None in n or None in m:
                     cells.append("failed")

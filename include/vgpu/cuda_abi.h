@@ -201,7 +201,9 @@ typedef enum CUpointer_attribute_enum {
     CU_POINTER_ATTRIBUTE_IS_HW_DECOMPRESS_CAPABLE = 21
 } CUpointer_attribute;
 
-/* cuMemHostAlloc's flag: the block is mapped into the device's address space. */
+/* cuMemHostAlloc's flags: the block is page-locked for every context
+ * (portable), mapped into the device's address space. */
+#define CU_MEMHOSTALLOC_PORTABLE 0x01
 #define CU_MEMHOSTALLOC_DEVICEMAP 0x02
 /* cuMemHostRegister's flags: the range is page-locked for every context
  * (portable), mapped into the device's address space. */

@@ -16,6 +16,7 @@
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 static void *driver;
@@ -193,6 +194,32 @@ int main(int argc, char **argv)
     for (int i = 0; i < n; i++)
         check("cuLaunchKernel", F(cuLaunchKernel)(f, 1, 1, 1, 256, 1, 1, 0, NULL, params, NULL));
     check("cuCtxSynchronize", F(cuCtxSynchronize)());
+
+    /* Pageable copies of more than a MiB (staged in a guest), each way,
+     * synchronous and asynchronous, of a size no piece divides. */
+    size_t big = (37u << 20) + 4093;
+    unsigned char *out = malloc(big), *back = malloc(big);
+    CUdeviceptr d;
+    check("cuMemAlloc", F(cuMemAlloc_v2)(&d, big));
+    for (size_t i = 0; i < big; i++)
+        out[i] = (unsigned char)(i * 131 + (i >> 20));
+    check("cuMemcpyHtoD", F(cuMemcpyHtoD_v2)(d, out, big));
+    memset(back, 0, big);
+    check("cuMemcpyDtoH", F(cuMemcpyDtoH_v2)(back, d, big));
+    printf("pageable copies there and back: %s\n", memcmp(out, back, big) ? "differ" : "match");
+    for (size_t i = 0; i < big; i++)
+        out[i] = (unsigned char)(i * 7 + 3);
+    check("cuMemcpyHtoDAsync", F(cuMemcpyHtoDAsync_v2)(d, out, big, s));
+    memset(out, 0, big); /* an asynchronous pageable copy has taken its bytes when it returns */
+    memset(back, 0, big);
+    check("cuMemcpyDtoHAsync", F(cuMemcpyDtoHAsync_v2)(back, d, big, s));
+    check("cuStreamSynchronize", F(cuStreamSynchronize)(s));
+    size_t wrong = 0;
+    for (size_t i = 0; i < big; i++)
+        wrong += back[i] != (unsigned char)(i * 7 + 3);
+    printf("asynchronous pageable copies: %zu bytes wrong\n", wrong);
+    free(out);
+    free(back);
     printf("done\n");
     fflush(stdout);
     char line[8];

@@ -363,7 +363,9 @@ answers-kept-in-the-guest-stay-the-drivers)
     # device reset): the lines equal a local run's.  The calls that crossed
     # are counted, as vgpu-smi --calls shows them while the guest runs and
     # VGPU_TRACE=summary writes them at its exit: a kept answer crosses
-    # once a change at most, launches are sent, never waited for.
+    # once a change at most, launches are sent, never waited for, and
+    # pageable copies of more than a MiB are staged through page-locked
+    # blocks, their bytes in no message.
     answered=$build/test/remote/answered_client
     n=200
     env VGPU_BAR0="$tmp/local.bar0" "$answered" $n </dev/null >"$tmp/local.out" 2>"$tmp/local.err" ||
@@ -392,7 +394,8 @@ answers-kept-in-the-guest-stay-the-drivers)
         "heap after the other thread's set 32 MiB" "capturing during 1, the legacy stream 0" "capturing after 0" \
         "dynamic shared memory after a set 4096" "primary context active 1, after a reset 0" \
         "dynamic shared memory after sets of 4096 and one of 8192 8192" "dynamic shared memory after it 8192" \
-        "heap after a reset 8 MiB"; do
+        "heap after a reset 8 MiB" "pageable copies there and back: match" \
+        "asynchronous pageable copies: 0 bytes wrong"; do
         grep -qxF "$want" "$tmp/remote.out" || fail "the run lacks \"$want\""
     done
     # crossed NAME FILE: how many calls of NAME crossed, as the summary (or vgpu-smi) says.
@@ -420,6 +423,13 @@ answers-kept-in-the-guest-stay-the-drivers)
         fail "cuStreamIsCapturing crossed $(crossed cuStreamIsCapturing "$summary") times, not $((2 * n))"
     grep -Eq "^vgpu-calls\[$guestpid\] cuLaunchKernel +crossed +0 .* sent +$n +full " "$summary" ||
         fail "the launches were not all sent without waiting: $(grep cuLaunchKernel "$summary")"
+    # Pageable copies of more than a MiB are staged in pieces of 8 MiB
+    # through page-locked blocks, not carried in messages.
+    [ "$(crossed cuMemcpyHtoD_v2 "$summary")" = 0 ] && [ "$(crossed cuMemcpyDtoH_v2 "$summary")" = 0 ] ||
+        fail "a pageable copy of 37 MiB crossed in messages, not staged"
+    grep -Eq "^vgpu-calls\[$guestpid\] cuMemcpyHtoDAsync_v2 +crossed +0 .* sent +10 " "$summary" ||
+        fail "the copies to the device did not go in 10 pieces: $(grep cuMemcpyHtoDAsync_v2 "$summary")"
+    [ "$(crossed cuEventSynchronize "$summary")" -ge 10 ] || fail "the staged pieces were not waited for by events"
     [ "$(crossed cuDeviceGetCount "$tmp/smi.out")" = $n ] ||
         fail "vgpu-smi --calls does not show the guest's $n cuDeviceGetCount: $(head -3 "$tmp/smi.out")"
     python3 -c "import json, sys

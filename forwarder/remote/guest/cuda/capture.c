@@ -253,6 +253,11 @@ CUresult vgpu_remote_guest_cuStreamEndCapture_ptsz(CUstream stream, CUgraph *gra
     return ended(vgpu_remote_carried_cuStreamEndCapture_ptsz(stream, graph));
 }
 
+bool vgpu_remote_capturing(void)
+{
+    return __atomic_load_n(&open_captures, __ATOMIC_ACQUIRE) != 0;
+}
+
 /* NONE while no capture is open; else the executor's answer. */
 CUresult vgpu_remote_guest_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status)
 {

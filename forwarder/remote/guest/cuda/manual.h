@@ -45,6 +45,16 @@ CUresult vgpu_remote_read_file(unsigned slot, const char *path, size_t max, char
 CUresult vgpu_remote_guest_cuLinkDestroy(CUlinkState state);
 /* Wraps the carried cuLibraryUnload: the library's kernels end with it (modules/library.c). */
 CUresult vgpu_remote_guest_cuLibraryUnload(CUlibrary library);
+/* Whether a stream capture the guest saw begin is open (capture.c). */
+bool vgpu_remote_capturing(void);
+/* A pageable copy of at least VGPU_REMOTE_STAGED_MIN bytes, staged through
+ * page-locked blocks shared with the executor (copies/staged.c): true
+ * with the copy's code in *r; false when it is to go in messages.  sync:
+ * a synchronous copy, done when it returns. */
+#define VGPU_REMOTE_STAGED_MIN (1u << 20)
+bool vgpu_remote_staged_to_device(CUdeviceptr dst, const void *src, size_t n, CUstream stream, bool sync,
+                                  CUresult *r);
+bool vgpu_remote_staged_to_host(void *dst, CUdeviceptr src, size_t n, CUstream stream, CUresult *r);
 /* Captures' begins and ends, counted, and whether a stream is capturing
  * (capture.c): carried calls the guest wraps. */
 CUresult vgpu_remote_guest_cuStreamBeginCapture(CUstream stream);

@@ -1,6 +1,7 @@
 /*
  * Copies, the guest's side (forwarder/remote/executor/cuda/copies/copy.c is the
- * other; the messages: forwarder/remote/spec/cuda.remote).  The guest's memory crosses in the messages, in
+ * other; the messages: forwarder/remote/spec/cuda.remote).  A pageable copy of a MiB or more is
+ * staged through page-locked blocks (staged.c); a smaller one's bytes cross in the messages, in
  * chunks of at most VGPU_REMOTE_CHUNK: to the device without waiting for a
  * reply when the copy is asynchronous, from the device always waited for
  * (the guest's buffer is written when the reply comes, as a copy to
@@ -70,6 +71,9 @@ static CUresult to_device(unsigned slot, CUdeviceptr dst, const void *src, size_
     if (n && vgpu_remote_host_shared(src, n))
         return stream ? vgpu_remote_send_cuMemcpyHtoDAsync_v2(slot, VGPU_REMOTE_SHARED, &in)
                       : vgpu_remote_call_cuMemcpyHtoDAsync_v2(slot, VGPU_REMOTE_SHARED, &in, NULL);
+    CUresult staged;
+    if (vgpu_remote_staged_to_device(dst, src, n, in.hStream, !stream, &staged))
+        return staged;
     size_t done = 0;
     do {
         in.dstDevice = dst + done;
@@ -101,6 +105,9 @@ static CUresult to_host(unsigned slot, void *dst, CUdeviceptr src, size_t n, con
         return stream ? vgpu_remote_send_cuMemcpyDtoHAsync_v2(slot, VGPU_REMOTE_SHARED, &in, dst)
                       : vgpu_remote_call_cuMemcpyDtoHAsync_v2(slot, VGPU_REMOTE_SHARED, &in, &out);
     }
+    CUresult staged;
+    if (vgpu_remote_staged_to_host(dst, src, n, in.hStream, &staged))
+        return staged;
     size_t done = 0;
     do {
         in.srcDevice = src + done;
