@@ -41,7 +41,8 @@ as a VM's guest reaches its vGPU):
 
 Prints a table: each side's median over the rounds with its range, and for
 each transport the median and range of the rounds' ratios (remote / native;
-for the costs in µs and seconds, native / remote, so that below 1 is slower either way).  `--worker` is the
+for the costs in µs and seconds, native / remote, so that below 1 is slower either way: a rate
+per second, `_per_s`, is no cost).  `--worker` is the
 micro-benchmark one side runs (one JSON line).
 """
 import argparse
@@ -252,7 +253,8 @@ def main():
                 if None in n or None in m:
                     cells.append("failed")
                     continue
-                ratios = [(x / y if k.endswith(("_us", "_s")) else y / x) for x, y in zip(n, m)]
+                cost = k.endswith(("_us", "_s")) and not k.endswith("_per_s")
+                ratios = [(x / y if cost else y / x) for x, y in zip(n, m)]
                 cells.append("%.1f%% [%.1f-%.1f]" % (100 * statistics.median(ratios), 100 * min(ratios),
                                                    100 * max(ratios)))
             print("| " + " | ".join(row + cells) + " |")

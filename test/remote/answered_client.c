@@ -133,6 +133,21 @@ int main(int argc, char **argv)
     check("cuModuleLoadData", F(cuModuleLoadData)(&mod, "fakegpu"));
     check("cuModuleGetFunction", F(cuModuleGetFunction)(&f, mod, "add_one"));
 
+    /* The driver's lookup, of a name it has and of one it has not. */
+    const char *names[2] = { "cuMemAlloc", "cuNoSuchCall" };
+    for (int k = 0; k < 2; k++) {
+        void *first = NULL, *fn = NULL;
+        CUdriverProcAddressQueryResult status = CU_GET_PROC_ADDRESS_SUCCESS;
+        int same = 1;
+        for (int i = 0; i < n; i++) {
+            check("cuGetProcAddress", F(cuGetProcAddress_v2)(names[k], &fn, 12000, 0, &status));
+            if (i == 0)
+                first = fn;
+            same &= fn == first;
+        }
+        printf("%s: found %d, status %d, the same each time %d\n", names[k], fn != NULL, (int)status, same);
+    }
+
     /* Not kept: each crosses. */
     for (int i = 0; i < n; i++)
         check("cuDeviceGetCount", F(cuDeviceGetCount)(&count));

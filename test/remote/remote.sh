@@ -395,7 +395,8 @@ answers-kept-in-the-guest-stay-the-drivers)
         "dynamic shared memory after a set 4096" "primary context active 1, after a reset 0" \
         "dynamic shared memory after sets of 4096 and one of 8192 8192" "dynamic shared memory after it 8192" \
         "heap after a reset 8 MiB" "pageable copies there and back: match" \
-        "asynchronous pageable copies: 0 bytes wrong"; do
+        "asynchronous pageable copies: 0 bytes wrong" "cuMemAlloc: found 1, status 0, the same each time 1" \
+        "cuNoSuchCall: found 0, status 1, the same each time 1"; do
         grep -qxF "$want" "$tmp/remote.out" || fail "the run lacks \"$want\""
     done
     # crossed NAME FILE: how many calls of NAME crossed, as the summary (or vgpu-smi) says.
@@ -418,6 +419,8 @@ answers-kept-in-the-guest-stay-the-drivers)
         fail "cuFuncSetAttribute crossed $(crossed cuFuncSetAttribute "$summary") times: the sets of the value the attribute had were not answered in the guest"
     [ "$(crossed cuCtxGetId "$summary")" -le 2 ] || fail "a context's id crossed more than once a context"
     [ "$(crossed cuDeviceGet "$summary")" = 1 ] || fail "a device by its ordinal crossed more than once"
+    [ "$(crossed cuGetProcAddress_v2 "$summary")" = 2 ] ||
+        fail "the driver's lookup of two names crossed $(crossed cuGetProcAddress_v2 "$summary") times, not twice"
     # Only while the capture was open (two streams asked, $n times each).
     [ "$(crossed cuStreamIsCapturing "$summary")" = $((2 * n)) ] ||
         fail "cuStreamIsCapturing crossed $(crossed cuStreamIsCapturing "$summary") times, not $((2 * n))"

@@ -9,6 +9,8 @@
 
 #include "vgpu_cuda_slots.h"
 
+#include <pthread.h>
+#include <stdlib.h>
 #include <string.h>
 
 #define SLOT(name) VGPU_CUDA_SLOT_##name
@@ -81,10 +83,84 @@ static bool answered_here(const char *symbol, int version, cuuint64_t flags, voi
     return false;
 }
 
+/* The lookups answered, kept for the process's life: the host driver's
+ * answer to a name at a version and flags does not change, and each
+ * runtime and library of a process asks its few hundred names (cuDNN again
+ * for each plan it builds).  A table hashed by name, under kept_lock; a
+ * child of fork starts empty (its executor is another process). */
+struct kept_lookup {
+    struct kept_lookup *next;
+    int version;
+    cuuint64_t flags;
+    int slot; /* -1: none */
+    CUdriverProcAddressQueryResult status;
+    char symbol[];
+};
+#define KEPT_BUCKETS 1024
+static struct kept_lookup *kept[KEPT_BUCKETS];
+static pthread_mutex_t kept_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t kept_once = PTHREAD_ONCE_INIT;
+
+static void kept_child_after_fork(void)
+{
+    pthread_mutex_init(&kept_lock, NULL);
+    memset(kept, 0, sizeof(kept)); /* the parent's entries: left, not freed */
+}
+
+static void kept_register_atfork(void)
+{
+    pthread_atfork(NULL, NULL, kept_child_after_fork);
+}
+
+static unsigned bucket_of(const char *symbol, int version, cuuint64_t flags)
+{
+    uint64_t h = 1469598103934665603ull ^ (uint64_t)(unsigned)version ^ (flags << 32);
+    for (const unsigned char *p = (const unsigned char *)symbol; *p; p++)
+        h = (h ^ *p) * 1099511628211ull;
+    return (unsigned)(h % KEPT_BUCKETS);
+}
+
+static bool kept_lookup(const char *symbol, int version, cuuint64_t flags, int *slot,
+                        CUdriverProcAddressQueryResult *status)
+{
+    pthread_once(&kept_once, kept_register_atfork);
+    unsigned b = bucket_of(symbol, version, flags);
+    pthread_mutex_lock(&kept_lock);
+    const struct kept_lookup *k = kept[b];
+    while (k && (k->version != version || k->flags != flags || strcmp(k->symbol, symbol) != 0))
+        k = k->next;
+    if (k) {
+        *slot = k->slot;
+        *status = k->status;
+    }
+    pthread_mutex_unlock(&kept_lock);
+    return k != NULL;
+}
+
+static void keep_lookup(const char *symbol, int version, cuuint64_t flags, int slot,
+                        CUdriverProcAddressQueryResult status)
+{
+    size_t n = strlen(symbol) + 1;
+    struct kept_lookup *k = malloc(sizeof(*k) + n);
+    if (!k)
+        return; /* asked again next time */
+    k->version = version;
+    k->flags = flags;
+    k->slot = slot;
+    k->status = status;
+    memcpy(k->symbol, symbol, n);
+    unsigned b = bucket_of(symbol, version, flags);
+    pthread_mutex_lock(&kept_lock);
+    k->next = kept[b];
+    kept[b] = k;
+    pthread_mutex_unlock(&kept_lock);
+}
+
 /* The executor looks the name up in its driver and says which exported
  * function it found; the guest hands out the remote driver's function of
  * that slot (the interposer's hook then wraps it as it would a local
- * driver's).  None found: success and NULL, as the driver says it. */
+ * driver's), and keeps the answer.  None found: success and NULL, as the
+ * driver says it. */
 static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int version, cuuint64_t flags,
                              CUdriverProcAddressQueryResult *status)
 {
@@ -92,6 +168,14 @@ static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int 
         return CUDA_ERROR_INVALID_VALUE;
     if (answered_here(symbol, version, flags, pfn, status))
         return CUDA_SUCCESS;
+    int found;
+    CUdriverProcAddressQueryResult said;
+    if (kept_lookup(symbol, version, flags, &found, &said)) {
+        *pfn = found < 0 ? NULL : vgpu_cuda.remote[found];
+        if (status)
+            *status = said;
+        return CUDA_SUCCESS;
+    }
     struct vgpu_in_cuGetProcAddress_v2 in = { .cudaVersion = version, .flags = flags, .symbol = symbol };
     char name[VGPU_OUT_cuGetProcAddress_v2_name_MAX];
     struct vgpu_out_cuGetProcAddress_v2 out = { .tail = name, .tail_size = sizeof(name) };
@@ -105,10 +189,14 @@ static CUresult proc_address(unsigned slot, const char *symbol, void **pfn, int 
         *pfn = NULL;
         return r;
     }
-    int found = *out.name ? vgpu_dispatch_slot(&vgpu_cuda, out.name) : -1;
+    found = *out.name ? vgpu_dispatch_slot(&vgpu_cuda, out.name) : -1;
     *pfn = found < 0 ? NULL : vgpu_cuda.remote[found];
-    if (found < 0 && status && out.symbolStatus == CU_GET_PROC_ADDRESS_SUCCESS)
-        *status = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    said = out.symbolStatus;
+    if (found < 0 && said == CU_GET_PROC_ADDRESS_SUCCESS)
+        said = CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND;
+    if (status)
+        *status = said;
+    keep_lookup(symbol, version, flags, found, said);
     return CUDA_SUCCESS;
 }
 
