@@ -2,9 +2,9 @@
 #define _GNU_SOURCE
 #include "tools/doctor/proc.h"
 
+#include "common/contract/window/proc_fd.h"
 #include "common/contract/window/status_page.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -161,26 +161,14 @@ int doc_proc_record(const struct doc_fs *fs, int pid, char *text, size_t len)
 {
     char dir[64], full[PATH_MAX * 2];
     snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
-    DIR *d = opendir(doc_fs_path(fs, dir, full, sizeof(full)));
-    if (!d)
-        return -errno;
-    int result = -ENOENT;
-    struct dirent *e;
-    while (result == -ENOENT && (e = readdir(d))) {
-        char link[256];
-        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-        if (n <= 0)
-            continue;
-        link[n] = '\0';
-        if (strcmp(link, VGPU_STATUS_PAGE_LINK) != 0)
-            continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-        ssize_t got = fd >= 0 ? pread(fd, text, len - 1, 0) : -1;
-        result = got >= 0 ? (int)got : -errno;
-        text[got > 0 ? got : 0] = '\0';
-        if (fd >= 0)
-            close(fd);
+    int fd = vgpu_proc_fd_open(doc_fs_path(fs, dir, full, sizeof(full)), VGPU_STATUS_PAGE_LINK);
+    if (fd < 0) {
+        text[0] = '\0';
+        return fd;
     }
-    closedir(d);
+    ssize_t got = pread(fd, text, len - 1, 0);
+    int result = got >= 0 ? (int)got : -errno;
+    text[got > 0 ? got : 0] = '\0';
+    close(fd);
     return result;
 }

@@ -2,13 +2,12 @@
 #define _GNU_SOURCE
 #include "common/contract/window/calls_page.h"
 
-#include <dirent.h>
+#include "common/contract/window/proc_fd.h"
+
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 #include <unistd.h>
 
 const char *vgpu_calls_page_name(unsigned library)
@@ -44,24 +43,10 @@ int vgpu_calls_page_read(int pid, unsigned library, struct vgpu_calls_header **o
     char dir[64], want[96];
     snprintf(dir, sizeof(dir), "/proc/%d/fd", pid);
     snprintf(want, sizeof(want), "/memfd:%s (deleted)", vgpu_calls_page_name(library));
-    DIR *d = opendir(dir);
-    if (!d)
-        return -errno;
-    int result = -ENOENT;
-    struct dirent *e;
-    while (result == -ENOENT && (e = readdir(d))) {
-        char link[256];
-        ssize_t n = readlinkat(dirfd(d), e->d_name, link, sizeof(link) - 1);
-        if (n <= 0)
-            continue;
-        link[n] = '\0';
-        if (strcmp(link, want) != 0)
-            continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-        result = fd >= 0 ? read_record(fd, out) : -errno;
-        if (fd >= 0)
-            close(fd);
-    }
-    closedir(d);
-    return result;
+    int fd = vgpu_proc_fd_open(dir, want);
+    if (fd < 0)
+        return fd;
+    int r = read_record(fd, out);
+    close(fd);
+    return r;
 }
