@@ -59,19 +59,34 @@ static size_t heap(void)
     return v;
 }
 
+/* Each answer of n the same as the first, or the client ends. */
+static void same(const char *what, int i, long long first, long long now)
+{
+    if (i && now != first) {
+        fprintf(stderr, "answered_client: %s changed by itself: %lld, then %lld\n", what, first, now);
+        exit(1);
+    }
+}
+
 static int capturing(CUstream s)
 {
-    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_INVALIDATED;
-    for (int i = 0; i < n; i++)
+    CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_INVALIDATED, first = st;
+    for (int i = 0; i < n; i++) {
         check("cuStreamIsCapturing", F(cuStreamIsCapturing)(s, &st));
+        first = i ? first : st;
+        same("a stream's capture status", i, first, st);
+    }
     return (int)st;
 }
 
 static int dynamic_smem(CUfunction f)
 {
-    int v = -1;
-    for (int i = 0; i < n; i++)
+    int v = -1, first = -1;
+    for (int i = 0; i < n; i++) {
         check("cuFuncGetAttribute", F(cuFuncGetAttribute)(&v, MAX_DYNAMIC_SHARED, f));
+        first = i ? first : v;
+        same("a function's attribute", i, first, v);
+    }
     return v;
 }
 
@@ -189,6 +204,18 @@ int main(int argc, char **argv)
     printf("dynamic shared memory after it %d\n", dynamic_smem(f));
     unsigned long long id_before = context_id();
 
+    /* A pageable copy before the reset (staged in a guest, through events
+     * of the primary context, which the reset ends). */
+    size_t two = 2u << 20;
+    unsigned char *pattern = malloc(two), *again = malloc(two);
+    CUdeviceptr early;
+    for (size_t i = 0; i < two; i++)
+        pattern[i] = (unsigned char)(i * 13 + 5);
+    check("cuMemAlloc", F(cuMemAlloc_v2)(&early, two));
+    check("cuMemcpyHtoD", F(cuMemcpyHtoD_v2)(early, pattern, two));
+    check("cuMemcpyDtoH", F(cuMemcpyDtoH_v2)(again, early, two));
+    printf("a pageable copy before the reset: %s\n", memcmp(pattern, again, two) ? "differ" : "match");
+
     /* A device reset: the primary context ends, and what was kept of it. */
     check("cuDevicePrimaryCtxGetState", F(cuDevicePrimaryCtxGetState)(dev, &flags, &flags_active[0]));
     check("cuDevicePrimaryCtxReset", F(cuDevicePrimaryCtxReset_v2)(dev));
@@ -235,6 +262,42 @@ int main(int argc, char **argv)
     printf("asynchronous pageable copies: %zu bytes wrong\n", wrong);
     free(out);
     free(back);
+
+    /* A pageable copy on a stream of the other device, this one's context current. */
+    CUdevice dev1;
+    CUcontext ctx1;
+    CUstream s1;
+    CUdeviceptr far;
+    check("cuDeviceGet", F(cuDeviceGet)(&dev1, 1));
+    check("cuCtxCreate", F(cuCtxCreate_v4)(&ctx1, NULL, 0, dev1));
+    check("cuStreamCreate", F(cuStreamCreate)(&s1, CU_STREAM_NON_BLOCKING));
+    check("cuMemAlloc", F(cuMemAlloc_v2)(&far, two));
+    check("cuCtxSetCurrent", F(cuCtxSetCurrent)(primary));
+    memset(again, 0, two);
+    check("cuMemcpyHtoDAsync on the other device", F(cuMemcpyHtoDAsync_v2)(far, pattern, two, s1));
+    check("cuMemcpyDtoHAsync on the other device", F(cuMemcpyDtoHAsync_v2)(again, far, two, s1));
+    check("cuStreamSynchronize", F(cuStreamSynchronize)(s1));
+    printf("pageable copies on the other device's stream: %s\n", memcmp(pattern, again, two) ? "differ" : "match");
+
+    /* A pageable copy on a stream does not wait for another stream's work:
+     * the first stream is busy for a second with a copy queued behind
+     * (the fake's streams share one timeline: the copy there waits anyway;
+     * the guest's record says it asked and did not wait). */
+    CUstream busy_stream, idle_stream;
+    CUfunction busy;
+    unsigned long long ns = 1000000000ull;
+    void *busy_params[] = { &ns };
+    check("cuModuleGetFunction", F(cuModuleGetFunction)(&busy, mod, "busy"));
+    check("cuStreamCreate", F(cuStreamCreate)(&busy_stream, CU_STREAM_NON_BLOCKING));
+    check("cuStreamCreate", F(cuStreamCreate)(&idle_stream, CU_STREAM_NON_BLOCKING));
+    check("cuLaunchKernel busy", F(cuLaunchKernel)(busy, 1, 1, 1, 1, 1, 1, 0, busy_stream, busy_params, NULL));
+    check("cuMemcpyHtoDAsync behind it", F(cuMemcpyHtoDAsync_v2)(d, pattern, two, busy_stream));
+    check("cuMemcpyHtoDAsync on another stream", F(cuMemcpyHtoDAsync_v2)(x, pattern, 1024, idle_stream));
+    check("cuMemcpyHtoDAsync of 2 MiB on another stream", F(cuMemcpyHtoDAsync_v2)(d + two, pattern, two, idle_stream));
+    check("cuStreamSynchronize", F(cuStreamSynchronize)(busy_stream));
+    check("cuStreamSynchronize", F(cuStreamSynchronize)(idle_stream));
+    free(pattern);
+    free(again);
     printf("done\n");
     fflush(stdout);
     char line[8];

@@ -2,11 +2,30 @@
 #define _GNU_SOURCE
 #include "common/contract/window/proc_fd.h"
 
+#include <stdbool.h>
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
+
+/* Whether fd, as opened, is a regular file that still links to link: the
+ * other process may have put another file under the number between the
+ * look and the open (a FIFO, which the open must not wait on: it does
+ * not, with O_NONBLOCK). */
+static bool still(int fd, const char *link)
+{
+    struct stat st;
+    char self[64], seen[256];
+    snprintf(self, sizeof(self), "/proc/self/fd/%d", fd);
+    ssize_t n = readlink(self, seen, sizeof(seen) - 1);
+    if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode) || n <= 0)
+        return false;
+    seen[n] = '\0';
+    return strcmp(seen, link) == 0;
+}
 
 int vgpu_proc_fd_open(const char *fd_dir, const char *link)
 {
@@ -23,8 +42,15 @@ int vgpu_proc_fd_open(const char *fd_dir, const char *link)
         seen[n] = '\0';
         if (strcmp(seen, link) != 0)
             continue;
-        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC);
-        result = fd >= 0 ? fd : -errno;
+        int fd = openat(dirfd(d), e->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+        if (fd < 0) {
+            result = -errno;
+        } else if (!still(fd, link)) {
+            close(fd);
+            result = -EPROTO;
+        } else {
+            result = fd;
+        }
     }
     closedir(d);
     return result;

@@ -5,7 +5,8 @@
  */
 #pragma once
 
-/* Opens (read-only) the entry of fd_dir (a /proc/PID/fd, or one under a
- * test's root) whose link reads link: the descriptor, or -errno (-ENOENT:
- * none links there). */
+/* Opens (read-only, never waiting) the entry of fd_dir (a /proc/PID/fd,
+ * or one under a test's root) whose link reads link: the descriptor, or
+ * -errno (-ENOENT: none links there; -EPROTO: what was opened is no
+ * regular file of that link, the process having changed it meanwhile). */
 int vgpu_proc_fd_open(const char *fd_dir, const char *link);

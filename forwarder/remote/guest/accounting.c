@@ -9,6 +9,7 @@
 #include "common/contract/window/calls_page.h"
 #include "common/log.h"
 
+#include <fcntl.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -21,13 +22,14 @@
  * open so that vgpu-smi finds it in /proc/PID/fd. */
 static struct vgpu_calls_header *record;
 static size_t record_size;
+static unsigned record_slots; /* the record's, kept here: its header is another process's to write too */
 static int record_fd = -1;
 static bool summary_registered;
 
 static struct vgpu_calls_slot *slot_of(unsigned slot)
 {
     struct vgpu_calls_header *h = __atomic_load_n(&record, __ATOMIC_ACQUIRE);
-    return h && slot < h->slots ? vgpu_calls_page_slot(h, slot) : NULL;
+    return h && slot < record_slots ? vgpu_calls_page_slot(h, slot) : NULL;
 }
 
 void vgpu_remote_account_crossed(unsigned slot, uint64_t wait_ns, size_t bytes)
@@ -67,12 +69,12 @@ static void summary(void)
     struct vgpu_calls_header *h = __atomic_load_n(&record, __ATOMIC_ACQUIRE);
     if (!h || h->pid != getpid())
         return;
-    const struct vgpu_calls_slot **used = calloc(h->slots ? h->slots : 1, sizeof(*used));
+    const struct vgpu_calls_slot **used = calloc(record_slots ? record_slots : 1, sizeof(*used));
     if (!used)
         return;
     unsigned n = 0;
     uint64_t crossed = 0, sent = 0, wait_ns = 0, bytes = 0, full_ns = 0;
-    for (unsigned i = 0; i < h->slots; i++) {
+    for (unsigned i = 0; i < record_slots; i++) {
         const struct vgpu_calls_slot *s = vgpu_calls_page_slot(h, i);
         if (!s->crossed && !s->sent)
             continue;
@@ -85,15 +87,16 @@ static void summary(void)
     }
     qsort(used, n, sizeof(*used), by_wait);
     double run_s = (double)(vgpu_now_ns() - h->started_ns) / 1e9;
-    vgpu_trace_summary_line("vgpu-calls[%d] %s to %s over %.3f s: %llu crossed (waited %.3f s), %llu sent "
+    vgpu_trace_summary_line("vgpu-calls[%d] %s to %.*s over %.3f s: %llu crossed (waited %.3f s), %llu sent "
                             "(waited %.3f s for room), %.1f MiB",
-                            (int)h->pid, h->library ? "NVML" : "CUDA", h->where, run_s,
+                            (int)h->pid, h->library ? "NVML" : "CUDA", (int)sizeof(h->where), h->where, run_s,
                             (unsigned long long)crossed, (double)wait_ns / 1e9, (unsigned long long)sent,
                             (double)full_ns / 1e9, (double)bytes / (1 << 20));
     for (unsigned i = 0; i < n; i++)
-        vgpu_trace_summary_line("vgpu-calls[%d] %-44s crossed %10llu  waited %10.3f ms  (%8.2f us each)  "
+        vgpu_trace_summary_line("vgpu-calls[%d] %-44.*s crossed %10llu  waited %10.3f ms  (%8.2f us each)  "
                                 "sent %10llu  full %8.3f ms",
-                                (int)h->pid, used[i]->name, (unsigned long long)used[i]->crossed,
+                                (int)h->pid, VGPU_CALLS_PAGE_NAME_LEN, used[i]->name,
+                                (unsigned long long)used[i]->crossed,
                                 (double)used[i]->wait_ns / 1e6,
                                 used[i]->crossed ? (double)used[i]->wait_ns / 1e3 / (double)used[i]->crossed : 0.0,
                                 (unsigned long long)used[i]->sent, (double)used[i]->full_ns / 1e6);
@@ -106,11 +109,13 @@ void vgpu_remote_account_open(const char *where, unsigned library, const char *c
         return;
     unsigned slots = count < VGPU_CALLS_PAGE_MAX_SLOTS ? count : VGPU_CALLS_PAGE_MAX_SLOTS;
     size_t size = sizeof(struct vgpu_calls_header) + (size_t)slots * sizeof(struct vgpu_calls_slot);
-    int fd = memfd_create(vgpu_calls_page_name(library), MFD_CLOEXEC);
+    int fd = memfd_create(vgpu_calls_page_name(library), MFD_CLOEXEC | MFD_ALLOW_SEALING);
     if (fd < 0)
         return;
-    void *p = ftruncate(fd, (off_t)size) == 0 ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
-                                              : MAP_FAILED;
+    /* Sealed at its size: no one shrinks it under the mapping. */
+    void *p = ftruncate(fd, (off_t)size) == 0 && fcntl(fd, F_ADD_SEALS, F_SEAL_SHRINK | F_SEAL_GROW) == 0
+                  ? mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0)
+                  : MAP_FAILED;
     if (p == MAP_FAILED) {
         close(fd);
         return;
@@ -127,6 +132,7 @@ void vgpu_remote_account_open(const char *where, unsigned library, const char *c
         snprintf(vgpu_calls_page_slot(h, i)->name, VGPU_CALLS_PAGE_NAME_LEN, "%s", names[i]);
     record_fd = fd;
     record_size = size;
+    record_slots = slots;
     __atomic_store_n(&record, h, __ATOMIC_RELEASE);
     if (vgpu_trace_summary_enabled() && !summary_registered) {
         summary_registered = true;

@@ -291,6 +291,7 @@ struct CUstream_st {
     int alive;
     enum stream_kind kind;
     int device; /* a created stream's; the default streams use the current context's */
+    CUcontext ctx; /* a created stream's context (cuStreamGetCtx) */
     unsigned flags;
     int priority;
     unsigned long long last[FAKEGPU_MAX_DEVICES]; /* latest operation on each device (atomic) */

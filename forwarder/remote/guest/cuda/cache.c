@@ -366,17 +366,37 @@ static CUresult attribute(int *value, CUfunction_attribute attr, const void *f, 
     return r;
 }
 
+/* The attributes a program may set (the rest the driver refuses to set). */
+static bool settable(CUfunction_attribute attr)
+{
+    switch (attr) {
+    case CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES:
+    case CU_FUNC_ATTRIBUTE_PREFERRED_SHARED_MEMORY_CARVEOUT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_WIDTH:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_HEIGHT:
+    case CU_FUNC_ATTRIBUTE_REQUIRED_CLUSTER_DEPTH:
+    case CU_FUNC_ATTRIBUTE_NON_PORTABLE_CLUSTER_SIZE_ALLOWED:
+    case CU_FUNC_ATTRIBUTE_CLUSTER_SCHEDULING_POLICY_PREFERENCE: return true;
+    default: return false;
+    }
+}
+
 static CUresult set_attribute(CUfunction_attribute attr, int value, const void *f, CUdevice dev, bool kernel)
 {
     const uint64_t *key = ATTRIBUTE_KEY(attr, f, dev, kernel);
     struct answer v;
-    if (memo_get(&function_attributes, now_tuned(), key, &v) && (int)v.first == value)
+    uint64_t before = now_tuned();
+    if (settable(attr) && memo_get(&function_attributes, before, key, &v) && (int)v.first == value)
         return CUDA_SUCCESS;
     CUresult r = kernel ? vgpu_remote_carried_cuKernelSetAttribute((uint32_t)attr, (uint32_t)value, (void *)f,
                                                                    (uint32_t)dev)
                         : vgpu_remote_carried_cuFuncSetAttribute((void *)f, (uint32_t)attr, (uint32_t)value);
-    if (r == CUDA_SUCCESS) /* what the set left, in the generation it began (the carried call's own) */
-        memo_put(&function_attributes, now_tuned(), key, (struct answer){ (uint64_t)(uint32_t)value, 0 });
+    /* What the set left, kept unless another change came between (the
+     * carried call's own tuning is the one): a set of another thread's
+     * may have reached the driver after it. */
+    uint64_t after = now_tuned();
+    if (r == CUDA_SUCCESS && after == before + 1)
+        memo_put(&function_attributes, after, key, (struct answer){ (uint64_t)(uint32_t)value, 0 });
     return r;
 }
 

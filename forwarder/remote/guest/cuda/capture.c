@@ -258,22 +258,30 @@ bool vgpu_remote_capturing(void)
     return __atomic_load_n(&open_captures, __ATOMIC_ACQUIRE) != 0;
 }
 
-/* NONE while no capture is open; else the executor's answer. */
+/* NONE while no capture is open and the thread has a current context
+ * (else the driver's error: none, or not initialized); else the
+ * executor's answer. */
+static bool none_capturing(CUstreamCaptureStatus *status)
+{
+    CUcontext ctx = NULL;
+    if (!status || __atomic_load_n(&open_captures, __ATOMIC_ACQUIRE) ||
+        VGPU_REMOTE_CUDA(cuCtxGetCurrent)(&ctx) != CUDA_SUCCESS || !ctx)
+        return false;
+    *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    return true;
+}
+
 CUresult vgpu_remote_guest_cuStreamIsCapturing(CUstream stream, CUstreamCaptureStatus *status)
 {
-    if (status && !__atomic_load_n(&open_captures, __ATOMIC_ACQUIRE)) {
-        *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (none_capturing(status))
         return CUDA_SUCCESS;
-    }
     return vgpu_remote_carried_cuStreamIsCapturing(stream, status);
 }
 
 CUresult vgpu_remote_guest_cuStreamIsCapturing_ptsz(CUstream stream, CUstreamCaptureStatus *status)
 {
-    if (status && !__atomic_load_n(&open_captures, __ATOMIC_ACQUIRE)) {
-        *status = CU_STREAM_CAPTURE_STATUS_NONE;
+    if (none_capturing(status))
         return CUDA_SUCCESS;
-    }
     return vgpu_remote_carried_cuStreamIsCapturing_ptsz(stream, status);
 }
 

@@ -39,6 +39,7 @@ struct host_block {
     size_t length;  /* SHARED, MAPPED: the mapping's (whole pages) */
     uint64_t view;  /* SHARED: its device address, as the executor's driver gives it (0: none) */
     bool in_window; /* SHARED, MAPPED: in the executor's window (vgpu_remote_window) */
+    bool scratch;   /* nothing to keep across a fork (vgpu_remote_host_scratch) */
     unsigned flags;
     enum how how; /* ALLOCATED: posix_memalign's; SHARED: a memfd the executor maps too; MAPPED: a
                    * shared block's private copy in a child of fork; REGISTERED: cuMemHostRegister's
@@ -87,7 +88,8 @@ static void child_after_fork(void)
         void *copy = mmap(NULL, b->length, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
         if (copy == MAP_FAILED)
             continue;
-        memcpy(copy, b->p, b->length);
+        if (!b->scratch)
+            memcpy(copy, b->p, b->length);
         if (mremap(copy, b->length, b->length, MREMAP_MAYMOVE | MREMAP_FIXED, b->p) == MAP_FAILED)
             munmap(copy, b->length);
     }
@@ -398,6 +400,15 @@ bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapp
     }
     pthread_mutex_unlock(&host_lock);
     return b != NULL;
+}
+
+void vgpu_remote_host_scratch(const void *p)
+{
+    lock_blocks();
+    struct host_block *b = *find(p, false);
+    if (b)
+        b->scratch = true;
+    pthread_mutex_unlock(&host_lock);
 }
 
 bool vgpu_remote_host_shared(const void *p, size_t n)

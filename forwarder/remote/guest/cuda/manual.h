@@ -80,6 +80,9 @@ bool vgpu_remote_host_block(const void *p, void **base, size_t *size, bool *mapp
 /* Whether the n bytes at p lie in one block shared with the executor,
  * which copies name by address (VGPU_REMOTE_SHARED). */
 bool vgpu_remote_host_shared(const void *p, size_t n);
+/* The block at p holds nothing to keep across a fork: a child of fork gets
+ * fresh memory there instead of a copy (copies/staged.c's blocks). */
+void vgpu_remote_host_scratch(const void *p);
 
 /* Memsets of the guest's own page-locked memory, done in the guest (copies/memset.c). */
 CUresult vgpu_remote_guest_cuMemsetD8_v2(CUdeviceptr dst, unsigned char value, size_t n);

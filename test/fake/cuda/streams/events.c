@@ -1,6 +1,9 @@
 /*
  * Events: markers on the device timeline, reached when the work queued
- * before them is done, at the device time their stream got there.
+ * before them is done, at the device time their stream got there.  An
+ * event is its context's, as the driver's are: recorded on a stream of
+ * another device it is refused, and it ends with its context (destroyed,
+ * or a primary context reset), whatever the handle's context became.
  */
 #define _GNU_SOURCE
 #include "test/fake/cuda/fake_cuda.h"
@@ -14,6 +17,8 @@ struct CUevent_st {
     unsigned magic;
     int alive;
     unsigned flags;
+    CUcontext ctx;               /* its context, current at its creation ... */
+    unsigned long long ctx_id;   /* ... while it has this id */
     /* Under g_events. */
     int dev;                  /* the device of its latest record; -1: never recorded */
     unsigned long long seq;   /* its marker's operation there */
@@ -37,9 +42,11 @@ static void events_init(void)
     pthread_atfork(NULL, NULL, events_after_fork_child);
 }
 
+/* Live, and its context too. */
 static int event_live(CUevent e)
 {
-    return e && fake_object_live(&e->magic, &e->alive, EVENT_MAGIC);
+    return e && fake_object_live(&e->magic, &e->alive, EVENT_MAGIC) && fake_ctx_valid(e->ctx) &&
+           e->ctx->id == e->ctx_id;
 }
 
 /* A snapshot of an event's record state. */
@@ -69,12 +76,15 @@ CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
     const unsigned known = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
     if (!phEvent || (Flags & ~known) || ((Flags & CU_EVENT_INTERPROCESS) && !(Flags & CU_EVENT_DISABLE_TIMING)))
         return CUDA_ERROR_INVALID_VALUE;
-    if (fake_current_device() < 0)
+    CUcontext ctx = fake_current_ctx();
+    if (fake_current_device() < 0 || !fake_ctx_valid(ctx))
         return CUDA_ERROR_INVALID_CONTEXT;
     pthread_once(&g_events_once, events_init);
     struct CUevent_st *e = calloc(1, sizeof *e);
     if (!e)
         return CUDA_ERROR_OUT_OF_MEMORY;
+    e->ctx = ctx;
+    e->ctx_id = ctx->id;
     e->magic = EVENT_MAGIC;
     e->alive = 1;
     e->flags = Flags;
@@ -96,6 +106,8 @@ static CUresult event_record(int ptsz, CUevent e, CUstream s, unsigned int flags
     int dev = fake_stream_dev(st);
     if (dev < 0)
         return CUDA_ERROR_INVALID_CONTEXT;
+    if (dev != e->ctx->device) /* an event and a stream of two contexts */
+        return CUDA_ERROR_INVALID_HANDLE;
     pthread_mutex_lock(&g_events);
     unsigned long long gen = ++e->gen;
     e->dev = dev;

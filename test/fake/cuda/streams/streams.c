@@ -135,6 +135,7 @@ static CUresult stream_create(CUstream *phStream, unsigned int flags, int priori
     s->alive = 1;
     s->kind = STREAM_CREATED;
     s->device = dev;
+    s->ctx = fake_current_ctx();
     s->flags = flags;
     s->priority = priority;
     *phStream = s;
@@ -151,6 +152,22 @@ CUresult cuStreamCreateWithPriority(CUstream *phStream, unsigned int flags, int 
 {
     ENTER();
     return stream_create(phStream, flags, priority);
+}
+
+/* A created stream's context; a default stream's is the current one. */
+CUresult cuStreamGetCtx(CUstream hStream, CUcontext *pctx)
+{
+    ENTER();
+    if (!pctx)
+        return CUDA_ERROR_INVALID_VALUE;
+    struct CUstream_st *st = fake_stream_of(hStream, 0);
+    if (!st)
+        return CUDA_ERROR_INVALID_HANDLE;
+    CUcontext ctx = st->kind == STREAM_CREATED ? st->ctx : fake_current_ctx();
+    if (!fake_ctx_valid(ctx))
+        return CUDA_ERROR_INVALID_CONTEXT;
+    *pctx = ctx;
+    return CUDA_SUCCESS;
 }
 
 /* Work queued on it still runs, as with the driver. */
