@@ -13,6 +13,7 @@
 #include <stdint.h>
 
 #include "forwarder/remote/spec/bounds.h"
+#include "forwarder/remote/spec/versions.h"
 #include "vgpu_remote_cuda_guest.h"
 
 /* The remote driver's own function of a public call, for the hand-written
@@ -149,14 +150,3 @@ CUresult vgpu_remote_guest_cuGraphMemsetNodeSetParams(CUgraphNode hNode, const C
 CUresult vgpu_remote_guest_cuGraphExecMemsetNodeSetParams(CUgraphExec hGraphExec, CUgraphNode hNode,
                                                           const CUDA_MEMSET_NODE_PARAMS *memsetParams, CUcontext ctx);
 
-/* A CUDA_MEMCPY3D's fields that its other versions (CUDA_MEMCPY3D_v1,
- * CUDA_MEMCPY3D_PEER) have too, from c's, as designated initializers
- * (copies/legacy.c, copies/peer.c). */
-#define VGPU_REMOTE_COPY_3D_FIELDS(c)                                                                                  \
-    .srcXInBytes = (c)->srcXInBytes, .srcY = (c)->srcY, .srcZ = (c)->srcZ, .srcLOD = (c)->srcLOD,                      \
-    .srcMemoryType = (c)->srcMemoryType, .srcHost = (c)->srcHost, .srcDevice = (c)->srcDevice,                         \
-    .srcArray = (c)->srcArray, .srcPitch = (c)->srcPitch, .srcHeight = (c)->srcHeight,                                 \
-    .dstXInBytes = (c)->dstXInBytes, .dstY = (c)->dstY, .dstZ = (c)->dstZ, .dstLOD = (c)->dstLOD,                      \
-    .dstMemoryType = (c)->dstMemoryType, .dstHost = (c)->dstHost, .dstDevice = (c)->dstDevice,                         \
-    .dstArray = (c)->dstArray, .dstPitch = (c)->dstPitch, .dstHeight = (c)->dstHeight,                                 \
-    .WidthInBytes = (c)->WidthInBytes, .Height = (c)->Height, .Depth = (c)->Depth

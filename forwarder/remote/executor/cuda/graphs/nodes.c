@@ -13,6 +13,7 @@
  * the guest's handle (the generated reply registers it).
  */
 #include "forwarder/remote/executor/cuda/graphs/graphs.h"
+#include "forwarder/remote/spec/versions.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -48,17 +49,7 @@ static CUDA_KERNEL_NODE_PARAMS_v1 to_v1(const CUDA_KERNEL_NODE_PARAMS *p, int *r
 {
     if (p->kern || p->ctx)
         *r = CUDA_ERROR_INVALID_VALUE;
-    return (CUDA_KERNEL_NODE_PARAMS_v1){
-        .func = p->func,
-        .gridDimX = p->gridDimX,
-        .gridDimY = p->gridDimY,
-        .gridDimZ = p->gridDimZ,
-        .blockDimX = p->blockDimX,
-        .blockDimY = p->blockDimY,
-        .blockDimZ = p->blockDimZ,
-        .sharedMemBytes = p->sharedMemBytes,
-        .kernelParams = p->kernelParams,
-    };
+    return (CUDA_KERNEL_NODE_PARAMS_v1){ VGPU_REMOTE_KERNEL_NODE_FIELDS(p) };
 }
 
 /* ---- kernel nodes ---- */

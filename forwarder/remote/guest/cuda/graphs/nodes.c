@@ -35,18 +35,7 @@ static CUfunction kernel_of(const CUDA_KERNEL_NODE_PARAMS *p)
 /* A v1 node's parameters as v2's: no library's kernel, no context. */
 static CUDA_KERNEL_NODE_PARAMS from_v1(const CUDA_KERNEL_NODE_PARAMS_v1 *p)
 {
-    return (CUDA_KERNEL_NODE_PARAMS){
-        .func = p->func,
-        .gridDimX = p->gridDimX,
-        .gridDimY = p->gridDimY,
-        .gridDimZ = p->gridDimZ,
-        .blockDimX = p->blockDimX,
-        .blockDimY = p->blockDimY,
-        .blockDimZ = p->blockDimZ,
-        .sharedMemBytes = p->sharedMemBytes,
-        .kernelParams = p->kernelParams,
-        .extra = p->extra,
-    };
+    return (CUDA_KERNEL_NODE_PARAMS){ VGPU_REMOTE_KERNEL_NODE_FIELDS(p), .extra = p->extra };
 }
 
 /* The fields of a message that carries a kernel node's parameters
@@ -199,18 +188,7 @@ CUresult vgpu_remote_guest_cuGraphKernelNodeGetParams(CUgraphNode node, CUDA_KER
     CUDA_KERNEL_NODE_PARAMS v2;
     CUresult r = get_kernel(SLOT(cuGraphKernelNodeGetParams), node, &v2);
     if (r == CUDA_SUCCESS)
-        *p = (CUDA_KERNEL_NODE_PARAMS_v1){
-            .func = v2.func,
-            .gridDimX = v2.gridDimX,
-            .gridDimY = v2.gridDimY,
-            .gridDimZ = v2.gridDimZ,
-            .blockDimX = v2.blockDimX,
-            .blockDimY = v2.blockDimY,
-            .blockDimZ = v2.blockDimZ,
-            .sharedMemBytes = v2.sharedMemBytes,
-            .kernelParams = v2.kernelParams,
-            .extra = NULL,
-        };
+        *p = (CUDA_KERNEL_NODE_PARAMS_v1){ VGPU_REMOTE_KERNEL_NODE_FIELDS(&v2), .extra = NULL };
     return r;
 }
 
