@@ -624,6 +624,100 @@ the-cuda-runtime-runs-through-an-executor)
     ! grep -q "refused" "$tmp/executor.err" || fail "the executor refused a call of the runtime's"
     ;;
 
+nvrtc-compiles-are-kept-by-the-guest)
+    # NVRTC's compute cache (the private table da9151d3-...) in the guest:
+    # an entry stored is read back by the next process with the same bytes;
+    # a key that differs in any input misses; an entry changed, cut short
+    # or replaced by a link is not read; CUDA_CACHE_DISABLE=1 keeps nothing;
+    # a folder others may write, or another user's, is not used; the folder
+    # stays under CUDA_CACHE_MAXSIZE, the entries read least recently
+    # removed first; with no CUDA_CACHE_PATH the entries go to the user's
+    # cache folder.  Then NVRTC itself: its second compile of a program,
+    # in another process, is read back, the PTX the same.
+    executor
+    cc=$tmp/cc/vgpu-nvrtc
+    cache() {  # cache COMMAND SOURCE [SIZE] [VAR=VALUE...]: the client as a guest
+        local cmd=$1 src=$2 size=${3:-4096}
+        shift 3 2>/dev/null || shift $#
+        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA \
+            LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" VGPU_LOG=debug CUDA_CACHE_PATH="$tmp/cc" "$@" \
+            "$build/test/remote/compile_cache_client" "$cmd" "$src" "$size" 2>>"$tmp/cache.err"
+    }
+    expect() {  # expect WANT COMMAND...: the command's line is WANT
+        local got
+        got=$("${@:2}") || fail "'${*:2}' failed: $(tail -1 "$tmp/cache.err")"
+        [ "$got" = "$1" ] || fail "'${*:2}' said '$got', not '$1'"
+    }
+    entry_of() {  # the newest entry
+        ls -t "$cc" | head -1
+    }
+    expect miss cache lookup a
+    expect stored cache store a
+    [ "$(stat -c %a "$cc")" = 700 ] || fail "the cache's folder is not the user's alone: $(stat -c %a "$cc")"
+    a=$(entry_of)
+    [ "$(stat -c %a "$cc/$a")" = 600 ] || fail "an entry is not the user's alone: $(stat -c %a "$cc/$a")"
+    expect hit cache lookup a
+    expect "variants missed" cache variants b 100000
+    expect hit cache lookup b 100000
+    cp "$cc/$a" "$tmp/a.entry"
+    printf '\xff' | dd of="$cc/$a" bs=1 seek=200 conv=notrunc status=none
+    expect miss cache lookup a
+    head -c 300 "$tmp/a.entry" >"$cc/$a"
+    expect miss cache lookup a
+    b=$(ls -t "$cc" | grep -vx "$a" | head -1)
+    rm "$cc/$a" && ln -s "$tmp/a.entry" "$cc/$a"
+    expect miss cache lookup a
+    rm "$cc/$a" && cp "$tmp/a.entry" "$cc/$a"
+    expect hit cache lookup a
+    count=$(ls "$cc" | wc -l)
+    expect stored cache store c 4096 CUDA_CACHE_DISABLE=1
+    expect miss cache lookup c 4096 CUDA_CACHE_DISABLE=1
+    expect miss cache lookup a 4096 CUDA_CACHE_DISABLE=1
+    [ "$(ls "$cc" | wc -l)" = "$count" ] || fail "CUDA_CACHE_DISABLE=1 and an entry was stored"
+    expect miss cache lookup c
+    chmod 777 "$cc"
+    expect miss cache lookup a
+    grep -q "writable by others: not used" "$tmp/cache.err" || fail "a folder others may write was used unannounced"
+    chmod 700 "$cc"
+    if [ "$me" = 0 ]; then
+        chown 65534 "$cc"
+        expect miss cache lookup a
+        chown 0 "$cc"
+    fi
+    expect hit cache lookup a
+    # 8 KiB entries under a bound of 5: the oldest go, the one read goes last.
+    for i in 0 1 2 3; do expect stored cache store "d$i" 8192; done
+    expect hit cache lookup d0 8192
+    sleep 0.05
+    for i in 4 5 6 7; do expect stored cache store "d$i" 8192 CUDA_CACHE_MAXSIZE=45000; done
+    total=$(find "$cc" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
+    [ "$total" -le 45000 ] || fail "the cache holds $total bytes, over CUDA_CACHE_MAXSIZE=45000"
+    for i in 0 4 5 6 7; do expect hit cache lookup "d$i" 8192; done
+    for i in 1 2 3; do expect miss cache lookup "d$i" 8192; done
+    # With CUDA_CACHE_PATH empty: $XDG_CACHE_HOME/vgpu/nvrtc, else ~/.cache/vgpu/nvrtc.
+    expect stored cache store e 4096 CUDA_CACHE_PATH= XDG_CACHE_HOME="$tmp/xdg"
+    [ "$(ls "$tmp/xdg/vgpu/nvrtc" | wc -l)" = 1 ] || fail "no entry under \$XDG_CACHE_HOME/vgpu/nvrtc"
+    expect stored cache store e 4096 CUDA_CACHE_PATH= XDG_CACHE_HOME= HOME="$tmp/home"
+    [ "$(ls "$tmp/home/.cache/vgpu/nvrtc" | wc -l)" = 1 ] || fail "no entry under ~/.cache/vgpu/nvrtc"
+    # NVRTC itself, where the toolkit has it beside the runtime.
+    nvrtc=$(dirname "${3:-/nonexistent/x}")/libnvrtc.so.13
+    [ -f "$nvrtc" ] || { echo "no libnvrtc.so.13 beside '${3:-}': NVRTC's own compiles not run"; exit 0; }
+    for run in 1 2; do
+        env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA VGPU_LOG=debug \
+            LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" CUDA_CACHE_PATH="$tmp/nv" \
+            "$build/test/remote/compile_cache_client" nvrtc "$nvrtc" >"$tmp/nvrtc$run.out" 2>"$tmp/nvrtc$run.err" ||
+            fail "NVRTC failed in the guest: $(tail -1 "$tmp/nvrtc$run.err")"
+    done
+    grep -q "compute cache: miss" "$tmp/nvrtc1.err" && grep -q "compute cache: stored" "$tmp/nvrtc1.err" ||
+        fail "NVRTC's first compile was not stored"
+    grep -q "compute cache: hit" "$tmp/nvrtc2.err" || fail "NVRTC's second compile was not read back"
+    env -u LD_PRELOAD "$build/test/remote/compile_cache_client" nvrtc "$nvrtc" >"$tmp/nvrtc0.out" 2>&1 ||
+        fail "NVRTC failed with no driver: $(tail -1 "$tmp/nvrtc0.out")"
+    for run in 1 2; do
+        cmp -s "$tmp/nvrtc0.out" "$tmp/nvrtc$run.out" || fail "NVRTC's output in the guest differs (run $run)"
+    done
+    ;;
+
 cublaslt-device-layout-matches-a-local-run)
     # cuBLASLt's private table in a guest: function 4's descriptions of the
     # device are the host driver's bytes, as a local run gets them; function

@@ -22,6 +22,8 @@
 
 /* cuBLASLt's private table (private/device_layout.c). */
 extern const void *const vgpu_remote_cublaslt_table[];
+/* NVRTC's compute cache, kept in the guest (private/compile_cache.c). */
+extern const void *const vgpu_remote_compile_cache_table[];
 
 /* JIT options as they cross (modules/jit.c): each one's word (0 for a log
  * buffer), and the sizes of the logs that come back. */

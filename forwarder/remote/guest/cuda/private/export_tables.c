@@ -14,7 +14,8 @@
  * reimplementations document them: slot 0 of most tables holds the table's
  * size in bytes.
  *
- * cuBLASLt's table is device_layout.c's.  Any other UUID answers
+ * cuBLASLt's table is device_layout.c's, NVRTC's compute cache
+ * compile_cache.c's.  Any other UUID answers
  * CUDA_ERROR_NOT_FOUND, logged once: the runtime treats the tables it can
  * do without as absent.
  */
@@ -453,6 +454,8 @@ static const struct {
     { { 0x21, 0x31, 0x8c, 0x60, 0x97, 0x14, 0x32, 0x48, 0x8c, 0xa6, 0x41, 0xff, 0x73, 0x24, 0xc8, 0xf2 },
       context_identity },
     { VGPU_REMOTE_CUBLASLT_TABLE, vgpu_remote_cublaslt_table },
+    { { 0xda, 0x91, 0x51, 0xd3, 0x3a, 0xe6, 0xcc, 0x41, 0xa5, 0xc0, 0x4f, 0x26, 0xd5, 0x33, 0xe3, 0x28 },
+      vgpu_remote_compile_cache_table },
 };
 
 /* UUIDs asked for and not known, logged once each.  Owned by this file,

@@ -1,0 +1,419 @@
+/*
+ * NVRTC's compute cache (the private table da9151d3-...), answered in the
+ * guest: the programs NVRTC compiled, kept on the guest's own disk.
+ *
+ * NVRTC asks the driver for this table when it first compiles.  Natively
+ * the driver keeps each compiled program in its compute cache
+ * (CUDA_CACHE_PATH), so a source compiled again with the same options is
+ * read back instead of compiled: cuDNN's runtime-compiled engines compile
+ * the same sources for each new plan, and a compile costs tenths of a
+ * second.  Nothing of it needs the GPU, so nothing crosses: the guest keeps
+ * the entries itself (docs/design/remote.md, "NVRTC's compute cache").
+ *
+ * The table, as NVRTC calls it (CUDA 12 and 13; the driver's is 56 bytes):
+ *   [0] its size in bytes
+ *   [1] key(out, kind, source, source size, options, host, build, a, b): a
+ *       key for those inputs (a handle NVRTC passes to the next three)
+ *   [2] free_key(key)
+ *   [3] lookup(key, flags, &data, &size): 0 and the entry's bytes (which
+ *       NVRTC gives back to [6]) where one is kept; NVRTC compiles otherwise
+ *   [4] store(key, flags, data, size)
+ *   [5] not used by NVRTC: refused
+ *   [6] free_data(data)
+ *
+ * An entry is a file named by the key's SHA-256 in the cache's folder:
+ * $CUDA_CACHE_PATH/vgpu-nvrtc, else $XDG_CACHE_HOME/vgpu/nvrtc, else
+ * ~/.cache/vgpu/nvrtc; a folder that is not the user's own, or that others
+ * may write, is not used.  A file holds its key and the SHA-256 of its
+ * bytes, which a lookup checks; it is written aside and renamed into place,
+ * so a reader sees a whole entry or none.  The folder is kept under
+ * CUDA_CACHE_MAXSIZE bytes (256 MiB by default, at most 4 GiB), the entries
+ * read least recently removed first; CUDA_CACHE_DISABLE=1 turns the cache
+ * off.  A failure to store is not the compile's: NVRTC is told the entry
+ * was stored, and the failure is logged at debug.
+ */
+#include "forwarder/remote/guest/cuda/manual.h"
+
+#include "common/log.h"
+#include "forwarder/remote/transport/sha256.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define DEFAULT_MAX_BYTES (256ull << 20)
+#define LARGEST_MAX_BYTES (4ull << 30)
+/* A file another writer left aside for longer than this is its crash's. */
+#define STALE_SECONDS 600
+
+static const char magic[8] = { 'V', 'G', 'P', 'U', 'N', 'R', 'C', '1' };
+
+struct entry_header {
+    char magic[8];
+    uint8_t key[VGPU_SHA256_BYTES];
+    uint64_t size;
+    uint8_t digest[VGPU_SHA256_BYTES]; /* of the entry's bytes */
+};
+
+/* A key: the inputs' hash, and the cache's folder as it was when the key
+ * was made (-1: no cache). */
+struct cache_key {
+    uint8_t digest[VGPU_SHA256_BYTES];
+    char name[2 * VGPU_SHA256_BYTES + 1];
+    int dir;
+    uint64_t max_bytes;
+};
+
+/* ---- the folder ---- */
+
+/* "A/B" into out, or false where it does not fit. */
+static bool join(char *out, size_t n, const char *a, const char *b)
+{
+    int w = snprintf(out, n, "%s/%s", a, b);
+    return w > 0 && (size_t)w < n;
+}
+
+static bool cache_path(char *out, size_t n)
+{
+    const char *path = getenv("CUDA_CACHE_PATH");
+    if (path && *path)
+        return join(out, n, path, "vgpu-nvrtc");
+    const char *xdg = getenv("XDG_CACHE_HOME");
+    if (xdg && *xdg == '/')
+        return join(out, n, xdg, "vgpu/nvrtc");
+    const char *home = getenv("HOME");
+    char buf[4096];
+    struct passwd pw, *found = NULL;
+    if ((!home || !*home) && getpwuid_r(geteuid(), &pw, buf, sizeof(buf), &found) == 0 && found)
+        home = found->pw_dir;
+    return home && *home && join(out, n, home, ".cache/vgpu/nvrtc");
+}
+
+/* mkdir -p, each folder made the user's alone. */
+static void make_folders(char *path)
+{
+    for (char *p = path + 1; *p; p++)
+        if (*p == '/') {
+            *p = '\0';
+            (void)mkdir(path, 0700);
+            *p = '/';
+        }
+    (void)mkdir(path, 0700);
+}
+
+static void warn_unsafe(const char *path, const char *why)
+{
+    static int said; /* once a process; the warning is the whole state */
+    if (!__atomic_exchange_n(&said, 1, __ATOMIC_RELAXED))
+        vgpu_warn("remote GPU: NVRTC's compute cache at %s is %s: not used (programs are compiled each time); "
+                  "set CUDA_CACHE_PATH to a folder of your own (docs/design/remote.md)",
+                  path, why);
+}
+
+/* The cache's folder, opened, or -1 where there is none to use. */
+static int open_folder(void)
+{
+    const char *off = getenv("CUDA_CACHE_DISABLE");
+    if (off && atoi(off) != 0)
+        return -1;
+    char path[4096];
+    if (!cache_path(path, sizeof(path)))
+        return -1;
+    make_folders(path);
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dir < 0) {
+        vgpu_debug("remote GPU: NVRTC's compute cache: %s: %s", path, strerror(errno));
+        return -1;
+    }
+    struct stat st;
+    const char *why = NULL;
+    if (fstat(dir, &st) != 0)
+        why = "unreadable";
+    else if (st.st_uid != geteuid())
+        why = "another user's";
+    else if (st.st_mode & (S_IWGRP | S_IWOTH))
+        why = "writable by others";
+    if (why) {
+        warn_unsafe(path, why);
+        close(dir);
+        return -1;
+    }
+    return dir;
+}
+
+static uint64_t max_bytes(void)
+{
+    const char *s = getenv("CUDA_CACHE_MAXSIZE");
+    char *end;
+    unsigned long long v = s ? strtoull(s, &end, 10) : 0;
+    if (!s || end == s || *end || v == 0)
+        return DEFAULT_MAX_BYTES;
+    return v < LARGEST_MAX_BYTES ? v : LARGEST_MAX_BYTES;
+}
+
+/* ---- keys ---- */
+
+static size_t put(uint8_t *at, const void *p, size_t n)
+{
+    uint64_t len = n;
+    memcpy(at, &len, sizeof(len));
+    if (n)
+        memcpy(at + sizeof(len), p, n);
+    return sizeof(len) + n;
+}
+
+static CUresult make_key(struct cache_key **out, int kind, const void *source, unsigned source_size,
+                         const char *options, const char *host, const char *build, int a, int b)
+{
+    if (!out || (!source && source_size))
+        return CUDA_ERROR_INVALID_VALUE;
+    static const char domain[] = "vgpu nvrtc compute cache 1";
+    const char *text[3] = { options ? options : "", host ? host : "", build ? build : "" };
+    size_t n = sizeof(domain) + 4 * sizeof(uint64_t) + source_size + 3 * sizeof(int);
+    for (int i = 0; i < 3; i++)
+        n += strlen(text[i]);
+    uint8_t *all = malloc(n), *at = all;
+    struct cache_key *key = malloc(sizeof(*key));
+    if (!all || !key) {
+        free(all);
+        free(key);
+        return CUDA_ERROR_OUT_OF_MEMORY;
+    }
+    memcpy(at, domain, sizeof(domain));
+    at += sizeof(domain);
+    int ints[3] = { kind, a, b };
+    memcpy(at, ints, sizeof(ints));
+    at += sizeof(ints);
+    at += put(at, source, source_size);
+    for (int i = 0; i < 3; i++)
+        at += put(at, text[i], strlen(text[i]));
+    vgpu_sha256(all, (size_t)(at - all), key->digest);
+    free(all);
+    for (int i = 0; i < VGPU_SHA256_BYTES; i++)
+        snprintf(key->name + 2 * i, 3, "%02x", key->digest[i]);
+    key->dir = open_folder();
+    key->max_bytes = max_bytes();
+    *out = key;
+    return CUDA_SUCCESS;
+}
+
+static CUresult free_key(struct cache_key *key)
+{
+    if (key && key->dir >= 0)
+        close(key->dir);
+    free(key);
+    return CUDA_SUCCESS;
+}
+
+/* ---- entries ---- */
+
+static bool read_all(int fd, void *p, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = read(fd, (char *)p + done, n - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        done += (size_t)r;
+    }
+    return true;
+}
+
+static bool write_all(int fd, const void *p, size_t n)
+{
+    for (size_t done = 0; done < n;) {
+        ssize_t r = write(fd, (const char *)p + done, n - done);
+        if (r < 0 && errno == EINTR)
+            continue;
+        if (r <= 0)
+            return false;
+        done += (size_t)r;
+    }
+    return true;
+}
+
+/* Whether the open file fd is a whole entry of key's: its header, into h. */
+static bool entry_fits(int fd, const struct cache_key *key, struct entry_header *h)
+{
+    struct stat st;
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
+           (uint64_t)st.st_size >= sizeof(*h) && (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX &&
+           read_all(fd, h, sizeof(*h)) && memcmp(h->magic, magic, sizeof(magic)) == 0 &&
+           memcmp(h->key, key->digest, sizeof(h->key)) == 0 && h->size == (uint64_t)st.st_size - sizeof(*h);
+}
+
+/* The entry's bytes, checked whole, or NULL. */
+static void *read_entry(const struct cache_key *key, unsigned *size)
+{
+    int fd = openat(key->dir, key->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    if (fd < 0)
+        return NULL;
+    struct entry_header h;
+    uint8_t digest[VGPU_SHA256_BYTES];
+    void *data = entry_fits(fd, key, &h) ? malloc(h.size ? h.size : 1) : NULL;
+    if (data && read_all(fd, data, h.size)) {
+        vgpu_sha256(data, h.size, digest);
+        if (memcmp(digest, h.digest, sizeof(digest)) == 0) {
+            *size = (unsigned)h.size;
+            (void)futimens(fd, NULL); /* read most recently: removed last */
+            close(fd);
+            return data;
+        }
+    }
+    free(data);
+    close(fd);
+    return NULL;
+}
+
+static CUresult lookup(struct cache_key *key, unsigned flags, void **data, unsigned *size)
+{
+    if (!key || !data || !size)
+        return CUDA_ERROR_INVALID_VALUE;
+    *data = NULL;
+    *size = 0;
+    if (flags || key->dir < 0)
+        return CUDA_ERROR_NOT_FOUND;
+    *data = read_entry(key, size);
+    vgpu_debug("remote GPU: NVRTC's compute cache: %s %s", *data ? "hit" : "miss", key->name);
+    return *data ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
+}
+
+struct kept {
+    char name[2 * VGPU_SHA256_BYTES + 1];
+    uint64_t bytes;
+    struct timespec used;
+};
+
+static int older_first(const void *a, const void *b)
+{
+    const struct timespec *x = &((const struct kept *)a)->used, *y = &((const struct kept *)b)->used;
+    if (x->tv_sec != y->tv_sec)
+        return x->tv_sec < y->tv_sec ? -1 : 1;
+    return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
+}
+
+static bool is_entry_name(const char *s)
+{
+    size_t n = strspn(s, "0123456789abcdef");
+    return n == 2 * VGPU_SHA256_BYTES && !s[n];
+}
+
+/* Removes the entries read least recently until the folder holds at most
+ * max bytes, and what writers that crashed left aside. */
+static void evict(int dir, uint64_t max)
+{
+    int fd = dup(dir);
+    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
+    if (!d) {
+        if (fd >= 0)
+            close(fd);
+        return;
+    }
+    rewinddir(d);
+    struct kept *all = NULL;
+    size_t n = 0, cap = 0;
+    uint64_t total = 0;
+    time_t now = time(NULL);
+    for (struct dirent *e; (e = readdir(d));) {
+        struct stat st;
+        bool entry = is_entry_name(e->d_name), aside = strncmp(e->d_name, ".tmp-", 5) == 0;
+        if ((!entry && !aside) || fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
+            continue;
+        if (aside) {
+            if (now - st.st_mtime > STALE_SECONDS)
+                (void)unlinkat(dir, e->d_name, 0);
+            continue;
+        }
+        if (n == cap) {
+            struct kept *more = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*all));
+            if (!more)
+                break;
+            all = more;
+        }
+        memcpy(all[n].name, e->d_name, sizeof(all[n].name));
+        all[n].bytes = (uint64_t)st.st_size;
+        all[n].used = st.st_mtim;
+        total += all[n++].bytes;
+    }
+    closedir(d);
+    if (total > max && n) {
+        qsort(all, n, sizeof(*all), older_first);
+        for (size_t i = 0; i < n && total > max; i++)
+            if (unlinkat(dir, all[i].name, 0) == 0) {
+                total -= all[i].bytes;
+                vgpu_debug("remote GPU: NVRTC's compute cache: removed %s (over %llu bytes)", all[i].name,
+                           (unsigned long long)max);
+            }
+    }
+    free(all);
+}
+
+static bool write_entry(const struct cache_key *key, const void *data, unsigned size)
+{
+    static unsigned long written; /* names files aside apart within a process */
+    char aside[64];
+    snprintf(aside, sizeof(aside), ".tmp-%ld-%lu", (long)getpid(),
+             __atomic_add_fetch(&written, 1, __ATOMIC_RELAXED));
+    int fd = openat(key->dir, aside, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+    if (fd < 0)
+        return false;
+    struct entry_header h = { .size = size };
+    memcpy(h.magic, magic, sizeof(magic));
+    memcpy(h.key, key->digest, sizeof(h.key));
+    vgpu_sha256(data, size, h.digest);
+    bool ok = write_all(fd, &h, sizeof(h)) && write_all(fd, data, size);
+    ok = close(fd) == 0 && ok;
+    if (ok && renameat(key->dir, aside, key->dir, key->name) == 0)
+        return true;
+    (void)unlinkat(key->dir, aside, 0);
+    return false;
+}
+
+static CUresult store(struct cache_key *key, unsigned flags, const void *data, unsigned size)
+{
+    if (!key || (!data && size))
+        return CUDA_ERROR_INVALID_VALUE;
+    if (flags || key->dir < 0)
+        return CUDA_SUCCESS;
+    if (sizeof(struct entry_header) + (uint64_t)size > key->max_bytes) {
+        vgpu_debug("remote GPU: NVRTC's compute cache: %s not kept (%u bytes, over CUDA_CACHE_MAXSIZE)", key->name,
+                   size);
+        return CUDA_SUCCESS;
+    }
+    if (!write_entry(key, data, size)) {
+        vgpu_debug("remote GPU: NVRTC's compute cache: %s not kept: %s", key->name, strerror(errno));
+        return CUDA_SUCCESS;
+    }
+    vgpu_debug("remote GPU: NVRTC's compute cache: stored %s (%u bytes)", key->name, size);
+    evict(key->dir, key->max_bytes);
+    return CUDA_SUCCESS;
+}
+
+static CUresult not_used(void)
+{
+    return CUDA_ERROR_NOT_SUPPORTED;
+}
+
+static CUresult free_data(void *data)
+{
+    free(data);
+    return CUDA_SUCCESS;
+}
+
+const void *const vgpu_remote_compile_cache_table[7] = {
+    (const void *)(7 * sizeof(void *)),
+    (const void *)make_key,
+    (const void *)free_key,
+    (const void *)lookup,
+    (const void *)store,
+    (const void *)not_used,
+    (const void *)free_data,
+};
