@@ -25,10 +25,6 @@ extern const void *const vgpu_remote_cublaslt_table[];
 /* NVRTC's compute cache, kept in the guest (private/compile_cache.c). */
 extern const void *const vgpu_remote_compile_cache_table[];
 
-/* dst = src, n bytes, stored around the CPU's caches where n is large
- * (copies/nontemporal.c): staged copies' pieces. */
-void vgpu_remote_copy_nontemporal(void *dst, const void *src, size_t n);
-
 /* JIT options as they cross (modules/jit.c): each one's word (0 for a log
  * buffer), and the sizes of the logs that come back. */
 struct vgpu_remote_jit {

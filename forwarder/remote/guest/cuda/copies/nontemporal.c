@@ -1,13 +1,12 @@
 /*
- * Copies of large buffers with stores that go around the CPU's caches
- * (manual.h).  A staged copy moves each piece once by the CPU between a
+ * Copies of large buffers with stores that go around the CPU's caches.  A staged copy moves each piece once by the CPU between a
  * block the executor shares and the program's memory; with ordinary stores
  * each line the CPU writes is first read into its cache (a third transfer
  * for every two), and the pieces, megabytes each, only push the program's
  * data out of the cache.  Non-temporal stores write whole lines to memory,
  * as the driver's own staging does.
  */
-#include "forwarder/remote/guest/cuda/manual.h"
+#include "forwarder/remote/guest/cuda/copies/nontemporal.h"
 
 #include <stdint.h>
 #include <string.h>

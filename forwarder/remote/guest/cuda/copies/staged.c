@@ -30,6 +30,7 @@
  */
 #include "forwarder/dispatch.h"
 #include "forwarder/remote/guest/client.h"
+#include "forwarder/remote/guest/cuda/copies/nontemporal.h"
 #include "forwarder/remote/guest/cuda/manual.h"
 #include "forwarder/remote/transport/wire.h"
 
