@@ -34,7 +34,8 @@
 
 static int failures;
 /* Both ends' spin (stream-sleeping: none). */
-static uint64_t spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+static struct vgpu_ring_spin spin = { (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u,
+                                      (uint64_t)VGPU_RING_DEFAULT_SPIN_MAX_US * 1000u };
 
 #define CHECK(cond, ...)                                                                                               \
     do {                                                                                                               \
@@ -84,12 +85,12 @@ static void start(struct pair *p, int (*body)(struct vgpu_ring *))
             _exit(1);
         }
         close(memfd);
-        guest.spin_ns = spin_ns;
+        guest.spin = spin;
         _exit(body(&guest));
     }
     close(sv[1]);
     close(memfd);
-    p->exec.spin_ns = spin_ns;
+    p->exec.spin = spin;
 }
 
 static int finish(struct pair *p)
@@ -244,13 +245,51 @@ static void corrupt(int (*body)(struct vgpu_ring *), bool reading)
     printf("%s a ring whose positions its guest broke fails: EPROTO\n", reading ? "reading" : "writing");
 }
 
+/* The spin's rules, µs: it follows the waits up to the most, falls back
+ * at once when the other side was idle, comes down slowly, and stays put
+ * where VGPU_REMOTE_SPIN_US fixed it. */
+static void spin_follows_the_waits(void)
+{
+    static const struct vgpu_ring_spin adaptive = { 50000, 1000000 }, fixed = { 50000, 50000 };
+    static const struct {
+        const struct vgpu_ring_spin *spin;
+        uint64_t prev, waited, want;
+        const char *what;
+    } cases[] = {
+        { &adaptive, 0, 1000, 50000, "a quick answer: the least" },
+        { &adaptive, 50000, 80000, 160000, "a wait past the spin: twice it" },
+        { &adaptive, 160000, 90000, 180000, "a longer one: twice it" },
+        { &adaptive, 160000, 700000, 1000000, "past half the most: the most" },
+        { &adaptive, 1000000, 1000001, 50000, "the other side idle: the least at once" },
+        { &adaptive, 800000, 0, 750000, "a quick answer: a sixteenth of the way down" },
+        { &adaptive, 800000, 100000, 762500, "a shorter wait: a sixteenth of the way down to twice it" },
+        { &adaptive, 51000, 0, 50000, "never below the least" },
+        { &fixed, 0, 80000, 50000, "fixed: the least" },
+        { &fixed, 50000, 20000000, 50000, "fixed, idle: the least" },
+    };
+    for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+        uint64_t got = vgpu_ring_next_spin(cases[i].spin, cases[i].prev, cases[i].waited);
+        CHECK(got == cases[i].want, "%s: %llu ns, not %llu", cases[i].what, (unsigned long long)got,
+              (unsigned long long)cases[i].want);
+    }
+    uint64_t next = 0;
+    for (int i = 0; i < 40; i++) /* calls 200 µs apart: the spin outlasts them */
+        next = vgpu_ring_next_spin(&adaptive, next, 200000);
+    CHECK(next == 400000, "after waits of 200 us the spin is %llu ns, not 400000", (unsigned long long)next);
+    for (int i = 0; i < 8; i++) /* a burst of quick answers */
+        next = vgpu_ring_next_spin(&adaptive, next, 1000);
+    CHECK(next > 200000, "a burst of 8 quick answers took the spin down to %llu ns", (unsigned long long)next);
+}
+
 int main(int argc, char **argv)
 {
     const char *s = argc > 1 ? argv[1] : "";
     if (strcmp(s, "stream") == 0)
         stream();
     else if (strcmp(s, "stream-sleeping") == 0)
-        spin_ns = 0, stream();
+        spin = (struct vgpu_ring_spin){ 0, 0 }, stream();
+    else if (strcmp(s, "spin-follows-the-waits") == 0)
+        spin_follows_the_waits();
     else if (strcmp(s, "killed-mid-message") == 0)
         killed_mid_message();
     else if (strcmp(s, "gone-between-messages") == 0)
@@ -261,7 +300,8 @@ int main(int argc, char **argv)
         corrupt(guest_corrupt_tail, false);
     else {
         fprintf(stderr, "usage: ring_test "
-                        "stream|stream-sleeping|killed-mid-message|gone-between-messages|corrupt-head|corrupt-tail\n");
+                        "stream|stream-sleeping|killed-mid-message|gone-between-messages|corrupt-head|corrupt-tail|"
+                        "spin-follows-the-waits\n");
         return 2;
     }
     return failures ? 1 : 0;

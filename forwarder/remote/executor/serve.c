@@ -251,7 +251,8 @@ static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct v
         return VGPU_EXEC_CLOSE;
     }
     memcpy(&rq, payload, sizeof(rq));
-    uint64_t want = rq.bytes, spin, ignored;
+    uint64_t want = rq.bytes, ignored;
+    struct vgpu_ring_spin spin;
     char why[256];
     if (vgpu_ring_settings(&ignored, &spin, why, sizeof(why)) != 0)
         vgpu_warn("executor: %s", why);
@@ -262,7 +263,7 @@ static int give_ring(struct vgpu_exec *x, struct vgpu_ring *ring, const struct v
                   (unsigned long long)want, strerror(errno));
         return vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, (uint32_t)x->lib->not_supported, NULL, 0, -1);
     }
-    ring->spin_ns = spin;
+    ring->spin = spin;
     uint64_t length = ring->length;
     struct iovec v = { &length, sizeof(length) };
     int sent = vgpu_wire_send_fd(x->wire.fd, VGPU_REMOTE_REPLY, 0, &v, 1, memfd);

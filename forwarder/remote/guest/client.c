@@ -253,7 +253,8 @@ static void back_window(void)
  * them.  0; -1 when the connection broke (said). */
 static int ring_for(struct vgpu_wire *w, struct vgpu_ring *r, const char *path)
 {
-    uint64_t want, spin;
+    uint64_t want;
+    struct vgpu_ring_spin spin;
     char why[256];
     if (vgpu_ring_settings(&want, &spin, why, sizeof(why)) != 0)
         vgpu_warn("remote GPU: %s", why);
@@ -286,7 +287,7 @@ static int ring_for(struct vgpu_wire *w, struct vgpu_ring *r, const char *path)
                    path, strerror(errno), what_library());
         status = -1;
     } else {
-        r->spin_ns = spin;
+        r->spin = spin;
         w->ring = r;
         static bool said; /* the first ring's line is enough: every lane's is alike */
         if (!__atomic_exchange_n(&said, true, __ATOMIC_RELAXED))

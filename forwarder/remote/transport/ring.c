@@ -73,21 +73,10 @@ static int poll_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint64_t
     }
 }
 
-/* Waits until *word, the other side's position, is no longer seen: spins
- * for r->spin_ns, then sleeps on seq, saying so in *sleeps (or polls, with
- * no socket).  0, or -1 when the other side is gone. */
-static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
+/* After the spin, with a socket: sleeps on seq until *word is no longer
+ * seen, saying so in *sleeps.  0, or -1 when the other side is gone. */
+static int sleep_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
 {
-    uint64_t start = vgpu_now_ns();
-    for (unsigned i = 1;; i++) {
-        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
-            return 0;
-        if (!(i & 63) && vgpu_now_ns() - start >= r->spin_ns)
-            break;
-        cpu_relax();
-    }
-    if (r->peer_gone)
-        return poll_for(r, word, seen, start);
     for (;;) {
         uint32_t s = __atomic_load_n(seq, __ATOMIC_ACQUIRE);
         __atomic_store_n(sleeps, 1, __ATOMIC_SEQ_CST);
@@ -100,6 +89,43 @@ static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t
         if (peer_gone(r->peer_fd))
             return __atomic_load_n(word, __ATOMIC_ACQUIRE) != seen ? 0 : -1;
     }
+}
+
+uint64_t vgpu_ring_next_spin(const struct vgpu_ring_spin *spin, uint64_t prev, uint64_t waited)
+{
+    uint64_t least = spin->least_ns, most = spin->most_ns, next;
+    if (most <= least || waited > most)
+        next = least;
+    else if (2 * waited >= prev)
+        next = 2 * waited;
+    else
+        next = prev - (prev - 2 * waited) / 16;
+    return next < least ? least : next > most ? most : next;
+}
+
+static void adapt(struct vgpu_ring *r, uint64_t waited)
+{
+    r->spin_next_ns = vgpu_ring_next_spin(&r->spin, r->spin_next_ns, waited);
+}
+
+/* Waits until *word, the other side's position, is no longer seen: spins
+ * (vgpu_ring_next_spin), then sleeps on seq, saying so in *sleeps (or polls, with no
+ * socket).  0, or -1 when the other side is gone. */
+static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
+{
+    uint64_t start = vgpu_now_ns(), spin = r->spin_next_ns > r->spin.least_ns ? r->spin_next_ns : r->spin.least_ns;
+    for (unsigned i = 1;; i++) {
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen) {
+            adapt(r, vgpu_now_ns() - start);
+            return 0;
+        }
+        if (!(i & 63) && vgpu_now_ns() - start >= spin)
+            break;
+        cpu_relax();
+    }
+    int gone = r->peer_gone ? poll_for(r, word, seen, start) : sleep_for(r, word, seen, seq, sleeps);
+    adapt(r, vgpu_now_ns() - start);
+    return gone;
 }
 
 /* Stores a position for the other side to see, and wakes it if it sleeps
@@ -217,7 +243,9 @@ static void set_ends(struct vgpu_ring *r, int writes, const uint64_t off[2], con
                                            .data = (unsigned char *)h + off[which[i]],
                                            .size = size[which[i]] };
     r->peer_fd = peer_fd;
-    r->spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+    r->spin = (struct vgpu_ring_spin){ (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u,
+                                       (uint64_t)VGPU_RING_DEFAULT_SPIN_MAX_US * 1000u };
+    r->spin_next_ns = 0;
 }
 
 /* Lays out h (length bytes) as a ring of two streams of stream_bytes: the
@@ -341,14 +369,15 @@ static bool number(const char *s, unsigned long most, unsigned long *v)
     return *s >= '0' && *s <= '9' && !*end && !errno && *v <= most;
 }
 
-int vgpu_ring_settings(uint64_t *stream_bytes, uint64_t *spin_ns, char *err, size_t errlen)
+int vgpu_ring_settings(uint64_t *stream_bytes, struct vgpu_ring_spin *waits, char *err, size_t errlen)
 {
     const char *t = getenv("VGPU_REMOTE_TRANSPORT"), *mib = getenv("VGPU_REMOTE_RING_MIB"),
                *spin = getenv("VGPU_REMOTE_SPIN_US");
     unsigned long v;
     int r = 0;
     *stream_bytes = (uint64_t)VGPU_RING_DEFAULT_MIB << 20;
-    *spin_ns = (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u;
+    *waits = (struct vgpu_ring_spin){ (uint64_t)VGPU_RING_DEFAULT_SPIN_US * 1000u,
+                                        (uint64_t)VGPU_RING_DEFAULT_SPIN_MAX_US * 1000u };
     if (mib && *mib) {
         if (number(mib, VGPU_RING_MAX_MIB, &v) && v && !(v & (v - 1)))
             *stream_bytes = (uint64_t)v << 20;
@@ -358,7 +387,7 @@ int vgpu_ring_settings(uint64_t *stream_bytes, uint64_t *spin_ns, char *err, siz
     }
     if (spin && *spin) {
         if (number(spin, 1000000, &v))
-            *spin_ns = (uint64_t)v * 1000u;
+            waits->least_ns = waits->most_ns = (uint64_t)v * 1000u;
         else
             r = vgpu_fail(err, errlen, "VGPU_REMOTE_SPIN_US=%s is not a number of microseconds up to 1000000: %u taken",
                           spin, VGPU_RING_DEFAULT_SPIN_US);

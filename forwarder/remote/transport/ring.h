@@ -35,8 +35,19 @@
  * it, a power of two). */
 #define VGPU_RING_DEFAULT_MIB 8u
 #define VGPU_RING_MAX_MIB 64u
-/* How long a wait spins before it sleeps, by default (VGPU_REMOTE_SPIN_US). */
+/* How long a wait spins before it sleeps, by default: at least
+ * VGPU_RING_DEFAULT_SPIN_US, and up to VGPU_RING_DEFAULT_SPIN_MAX_US while
+ * the waits before it ended within that (a caller paced by Python, its
+ * calls tens of microseconds apart, then finds the other side awake).
+ * VGPU_REMOTE_SPIN_US=N makes every wait spin N. */
 #define VGPU_RING_DEFAULT_SPIN_US 50u
+#define VGPU_RING_DEFAULT_SPIN_MAX_US 1000u
+
+/* How long a wait spins: at least least_ns, and up to most_ns as the
+ * waits before it were long. */
+struct vgpu_ring_spin {
+    uint64_t least_ns, most_ns;
+};
 
 /* The streams: requests from the guest, replies from the executor. */
 enum { VGPU_RING_TO_EXECUTOR = 0, VGPU_RING_TO_GUEST = 1 };
@@ -68,7 +79,8 @@ struct vgpu_ring {
     struct vgpu_ring_shared *shared;
     size_t length;    /* of the mapping (0: the memory is not the ring's to unmap) */
     int peer_fd;      /* the socket: readable or hung up when the other side is gone */
-    uint64_t spin_ns; /* how long a wait spins before it sleeps */
+    struct vgpu_ring_spin spin; /* how long a wait spins before it sleeps */
+    uint64_t spin_next_ns;       /* the next wait's, from the waits before */
     uint64_t full_ns; /* how long writes waited for room, in all (the writer's) */
     /* With no socket: whether the other side is gone, asked after each
      * sleep; a wait then polls instead of sleeping on a futex. */
@@ -114,8 +126,15 @@ int vgpu_ring_write(struct vgpu_ring *r, const struct iovec *iov, int n);
  * EPROTO when it broke the ring's positions. */
 int vgpu_ring_read(struct vgpu_ring *r, void *p, size_t len);
 
+/* The next wait's spin after one that waited ns, the last spin prev:
+ * twice the wait, between the least and the most.  A wait longer than the
+ * most (the other side idle) goes back to the least at once; a shorter
+ * one than prev takes it down a sixteenth of the way, so that a burst of
+ * quick answers does not undo it. */
+uint64_t vgpu_ring_next_spin(const struct vgpu_ring_spin *spin, uint64_t prev, uint64_t waited);
+
 /* What the environment asks for: each stream's bytes
  * (VGPU_REMOTE_RING_MIB; 0 when VGPU_REMOTE_TRANSPORT=socket turns the
  * ring off) and how long a wait spins (VGPU_REMOTE_SPIN_US).  0; or -1
  * with a message in err when a variable is malformed (its default taken). */
-int vgpu_ring_settings(uint64_t *stream_bytes, uint64_t *spin_ns, char *err, size_t errlen);
+int vgpu_ring_settings(uint64_t *stream_bytes, struct vgpu_ring_spin *spin, char *err, size_t errlen);

@@ -99,8 +99,10 @@ static uint64_t spin_ns(void)
     uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
     if (v == UINT64_MAX) {
         uint64_t ignored;
+        struct vgpu_ring_spin spin;
         char err[256];
-        vgpu_ring_settings(&ignored, &v, err, sizeof(err)); /* a malformed value is the ring's to report */
+        vgpu_ring_settings(&ignored, &spin, err, sizeof(err)); /* a malformed value is the ring's to report */
+        v = spin.least_ns;
         __atomic_store_n(&ns, v, __ATOMIC_RELAXED);
     }
     return v;
