@@ -1,7 +1,7 @@
 """What a remote GPU costs a guest (docs/design/remote.md), beside running natively.
 
     python3 bench/remote.py --build BUILD [--rounds 3] [--seconds 3] [--loops mlp,launch,matmul32,decode]
-                            [--transports ring,socket,bar] [--measures micro,startup,launch_c,loops,generate]
+                            [--transports ring,socket,bar] [--measures micro,startup,launch_c,wake,loops,generate]
                             [--tokens 32]
 
 Runs on a machine with a GPU.  Starts `vgpu-executor --listen` under vgpu
@@ -24,6 +24,10 @@ as a VM's guest reaches its vGPU):
   memory and the device;
 - `htod_pageable_gbps`, `dtoh_pageable_gbps`: the same between pageable
   memory (a Python buffer) and the device;
+- `wake_us_GAP`, `wake_p90_us_GAP`: a synchronous call's µs (median, 90th
+  percentile) after its caller was busy GAP µs (bench/wake_cost.c, the
+  build's `bench/wake_cost`): what waking an executor that stopped
+  spinning costs (`wake`, not among the default measures);
 - `startup_s`: `python3 -c "import torch; torch.zeros(1, device='cuda')"`,
   its second run's wall time (PyTorch's kernels' images loaded, the first
   CUDA call's set-up);
@@ -203,6 +207,8 @@ def main():
                     got.update(run([sys.executable, os.path.abspath(__file__), "--worker"], sides[side]))
                 if "startup" in measures:
                     got["startup_s"] = startup(sides[side])
+                if "wake" in measures:
+                    got.update(run([os.path.join(build, "bench/wake_cost")], sides[side]))
                 if "launch_c" in measures:
                     got["launch_issue_c_us"] = run([os.path.join(build, "bench/launch_cost")],
                                                    sides[side])["launch_issue_c_us"]
