@@ -711,8 +711,8 @@ nvrtc-compiles-are-kept-by-the-guest)
     grep -q "compute cache: miss" "$tmp/nvrtc1.err" && grep -q "compute cache: stored" "$tmp/nvrtc1.err" ||
         fail "NVRTC's first compile was not stored"
     grep -q "compute cache: hit" "$tmp/nvrtc2.err" || fail "NVRTC's second compile was not read back"
-    env -u LD_PRELOAD "$build/test/remote/compile_cache_client" nvrtc "$nvrtc" >"$tmp/nvrtc0.out" 2>&1 ||
-        fail "NVRTC failed with no driver: $(tail -1 "$tmp/nvrtc0.out")"
+    env -u LD_PRELOAD "$build/test/remote/compile_cache_client" nvrtc "$nvrtc" >"$tmp/nvrtc0.out" 2>"$tmp/nvrtc0.err" ||
+        fail "NVRTC failed with no driver: $(tail -1 "$tmp/nvrtc0.err")"
     for run in 1 2; do
         cmp -s "$tmp/nvrtc0.out" "$tmp/nvrtc$run.out" || fail "NVRTC's output in the guest differs (run $run)"
     done
