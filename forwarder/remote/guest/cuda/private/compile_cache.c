@@ -244,10 +244,10 @@ static bool write_all(int fd, const void *p, size_t n)
 static bool entry_fits(int fd, const struct cache_key *key, struct entry_header *h)
 {
     struct stat st;
-    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() &&
-           (uint64_t)st.st_size >= sizeof(*h) && (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX &&
-           read_all(fd, h, sizeof(*h)) && memcmp(h->magic, magic, sizeof(magic)) == 0 &&
-           memcmp(h->key, key->digest, sizeof(h->key)) == 0 && h->size == (uint64_t)st.st_size - sizeof(*h);
+    return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (uint64_t)st.st_size >= sizeof(*h) &&
+           (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX && read_all(fd, h, sizeof(*h)) &&
+           memcmp(h->magic, magic, sizeof(magic)) == 0 && memcmp(h->key, key->digest, sizeof(h->key)) == 0 &&
+           h->size == (uint64_t)st.st_size - sizeof(*h);
 }
 
 /* The entry's bytes, checked whole, or NULL. */
@@ -360,8 +360,7 @@ static bool write_entry(const struct cache_key *key, const void *data, unsigned 
 {
     static unsigned long written; /* names files aside apart within a process */
     char aside[64];
-    snprintf(aside, sizeof(aside), ".tmp-%ld-%lu", (long)getpid(),
-             __atomic_add_fetch(&written, 1, __ATOMIC_RELAXED));
+    snprintf(aside, sizeof(aside), ".tmp-%ld-%lu", (long)getpid(), __atomic_add_fetch(&written, 1, __ATOMIC_RELAXED));
     int fd = openat(key->dir, aside, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
     if (fd < 0)
         return false;
