@@ -627,9 +627,10 @@ the-cuda-runtime-runs-through-an-executor)
 nvrtc-compiles-are-kept-by-the-guest)
     # NVRTC's compute cache (the private table da9151d3-...) in the guest:
     # an entry stored is read back by the next process with the same bytes;
-    # a key that differs in any input misses; an entry changed, cut short
-    # or replaced by a link is not read; CUDA_CACHE_DISABLE=1 keeps nothing;
-    # a folder others may write, or another user's, is not used; the folder
+    # a key that differs in any input misses; an entry changed, cut short,
+    # replaced by a link or by a FIFO is not read; CUDA_CACHE_DISABLE=1
+    # keeps nothing; a folder others may write, another user's, or a link,
+    # is not used; the folder
     # stays under CUDA_CACHE_MAXSIZE, the entries read least recently
     # removed first; with no CUDA_CACHE_PATH the entries go to the user's
     # cache folder.  Then NVRTC itself: its second compile of a program,
@@ -664,9 +665,10 @@ nvrtc-compiles-are-kept-by-the-guest)
     expect miss cache lookup a
     head -c 300 "$tmp/a.entry" >"$cc/$a"
     expect miss cache lookup a
-    b=$(ls -t "$cc" | grep -vx "$a" | head -1)
     rm "$cc/$a" && ln -s "$tmp/a.entry" "$cc/$a"
     expect miss cache lookup a
+    rm "$cc/$a" && mkfifo "$cc/$a"
+    expect miss cache lookup a # (opened without waiting for a writer)
     rm "$cc/$a" && cp "$tmp/a.entry" "$cc/$a"
     expect hit cache lookup a
     count=$(ls "$cc" | wc -l)
@@ -679,17 +681,28 @@ nvrtc-compiles-are-kept-by-the-guest)
     expect miss cache lookup a
     grep -q "writable by others: not used" "$tmp/cache.err" || fail "a folder others may write was used unannounced"
     chmod 700 "$cc"
+    mv "$cc" "$tmp/cc/real" && ln -s real "$cc"
+    expect miss cache lookup a
+    grep -q "is a link: not used" "$tmp/cache.err" || fail "a cache folder that is a link was used unannounced"
+    rm "$cc" && mv "$tmp/cc/real" "$cc"
     if [ "$me" = 0 ]; then
         chown 65534 "$cc"
         expect miss cache lookup a
         chown 0 "$cc"
     fi
     expect hit cache lookup a
-    # 8 KiB entries under a bound of 5: the oldest go, the one read goes last.
-    for i in 0 1 2 3; do expect stored cache store "d$i" 8192; done
+    # 8 KiB entries under a bound of 5 (each removal down to 4): the oldest
+    # go, the one read goes last.
+    for i in 0 1 2 3; do
+        expect stored cache store "d$i" 8192
+        sleep 0.05 # the files' times apart, on a filesystem that keeps them to a tick
+    done
     expect hit cache lookup d0 8192
     sleep 0.05
-    for i in 4 5 6 7; do expect stored cache store "d$i" 8192 CUDA_CACHE_MAXSIZE=45000; done
+    for i in 4 5 6 7; do
+        expect stored cache store "d$i" 8192 CUDA_CACHE_MAXSIZE=45000
+        sleep 0.05
+    done
     total=$(find "$cc" -type f -printf '%s\n' | awk '{ s += $1 } END { print s + 0 }')
     [ "$total" -le 45000 ] || fail "the cache holds $total bytes, over CUDA_CACHE_MAXSIZE=45000"
     for i in 0 4 5 6 7; do expect hit cache lookup "d$i" 8192; done
@@ -699,9 +712,10 @@ nvrtc-compiles-are-kept-by-the-guest)
     [ "$(ls "$tmp/xdg/vgpu/nvrtc" | wc -l)" = 1 ] || fail "no entry under \$XDG_CACHE_HOME/vgpu/nvrtc"
     expect stored cache store e 4096 CUDA_CACHE_PATH= XDG_CACHE_HOME= HOME="$tmp/home"
     [ "$(ls "$tmp/home/.cache/vgpu/nvrtc" | wc -l)" = 1 ] || fail "no entry under ~/.cache/vgpu/nvrtc"
-    # NVRTC itself, where the toolkit has it beside the runtime.
-    nvrtc=$(dirname "${3:-/nonexistent/x}")/libnvrtc.so.13
-    [ -f "$nvrtc" ] || { echo "no libnvrtc.so.13 beside '${3:-}': NVRTC's own compiles not run"; exit 0; }
+    # NVRTC itself, which the toolkit has beside the runtime.
+    [ -f "${3:-}" ] || { echo "no CUDA toolkit (no '${3:-}'): NVRTC's own compiles not run"; exit 0; }
+    nvrtc=$(ls "$(dirname "$3")"/libnvrtc.so.1[23] 2>/dev/null | tail -1)
+    [ -n "$nvrtc" ] || fail "the toolkit beside $3 has no libnvrtc.so.12 or .13"
     for run in 1 2; do
         env -u VGPU_REAL_LIBCUDA -u VGPU_REAL_NVML -u LD_LIBRARY_PATH -u TEST_FAKE_LIBCUDA VGPU_LOG=debug \
             LD_PRELOAD="$guest_preload" VGPU_REMOTE="$tmp/sock" CUDA_CACHE_PATH="$tmp/nv" \

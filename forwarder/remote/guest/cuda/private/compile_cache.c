@@ -23,14 +23,15 @@
  *
  * An entry is a file named by the key's SHA-256 in the cache's folder:
  * $CUDA_CACHE_PATH/vgpu-nvrtc, else $XDG_CACHE_HOME/vgpu/nvrtc, else
- * ~/.cache/vgpu/nvrtc; a folder that is not the user's own, or that others
- * may write, is not used.  A file holds its key and the SHA-256 of its
+ * ~/.cache/vgpu/nvrtc; a folder that is a link, is not the user's own, or
+ * that others may write, is not used.  A file holds its key and the SHA-256 of its
  * bytes, which a lookup checks; it is written aside and renamed into place,
  * so a reader sees a whole entry or none.  The folder is kept under
  * CUDA_CACHE_MAXSIZE bytes (256 MiB by default, at most 4 GiB), the entries
- * read least recently removed first; CUDA_CACHE_DISABLE=1 turns the cache
- * off.  A failure to store is not the compile's: NVRTC is told the entry
- * was stored, and the failure is logged at debug.
+ * read least recently removed first (down to nine tenths of it);
+ * CUDA_CACHE_DISABLE=1 turns the cache off.  A failure to store is not the
+ * compile's: NVRTC is told the entry was stored, and the failure is logged
+ * at debug.
  */
 #include "forwarder/remote/guest/cuda/manual.h"
 
@@ -127,9 +128,15 @@ static int open_folder(void)
     if (!cache_path(path, sizeof(path)))
         return -1;
     make_folders(path);
-    int dir = open(path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    /* Not a link (which someone able to write its parent could point at a
+     * folder of the user's whose files it would then remove). */
+    int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
     if (dir < 0) {
-        vgpu_debug("remote GPU: NVRTC's compute cache: %s: %s", path, strerror(errno));
+        struct stat st;
+        if ((errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0) /* O_DIRECTORY's ENOTDIR for a link */
+            warn_unsafe(path, S_ISLNK(st.st_mode) ? "a link" : "not a folder");
+        else
+            vgpu_debug("remote GPU: NVRTC's compute cache: %s: %s", path, strerror(errno));
         return -1;
     }
     struct stat st;
@@ -240,12 +247,14 @@ static bool write_all(int fd, const void *p, size_t n)
     return true;
 }
 
-/* Whether the open file fd is a whole entry of key's: its header, into h. */
+/* Whether the open file fd is a whole entry of key's, within the cache's
+ * bound: its header, into h. */
 static bool entry_fits(int fd, const struct cache_key *key, struct entry_header *h)
 {
     struct stat st;
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (uint64_t)st.st_size >= sizeof(*h) &&
-           (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX && read_all(fd, h, sizeof(*h)) &&
+           (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX && (uint64_t)st.st_size <= key->max_bytes &&
+           read_all(fd, h, sizeof(*h)) &&
            memcmp(h->magic, magic, sizeof(magic)) == 0 && memcmp(h->key, key->digest, sizeof(h->key)) == 0 &&
            h->size == (uint64_t)st.st_size - sizeof(*h);
 }
@@ -253,7 +262,7 @@ static bool entry_fits(int fd, const struct cache_key *key, struct entry_header 
 /* The entry's bytes, checked whole, or NULL. */
 static void *read_entry(const struct cache_key *key, unsigned *size)
 {
-    int fd = openat(key->dir, key->name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+    int fd = openat(key->dir, key->name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC); /* a FIFO: no wait */
     if (fd < 0)
         return NULL;
     struct entry_header h;
@@ -306,8 +315,10 @@ static bool is_entry_name(const char *s)
     return n == 2 * VGPU_SHA256_BYTES && !s[n];
 }
 
-/* Removes the entries read least recently until the folder holds at most
- * max bytes, and what writers that crashed left aside. */
+/* Once the folder holds more than max bytes, removes the entries read
+ * least recently until it holds at most nine tenths of it (so that the
+ * stores after it scan the folder without removing); and what writers
+ * that crashed left aside. */
 static void evict(int dir, uint64_t max)
 {
     int fd = dup(dir);
@@ -345,8 +356,9 @@ static void evict(int dir, uint64_t max)
     }
     closedir(d);
     if (total > max && n) {
+        uint64_t keep = max / 10 * 9;
         qsort(all, n, sizeof(*all), older_first);
-        for (size_t i = 0; i < n && total > max; i++)
+        for (size_t i = 0; i < n && total > keep; i++)
             if (unlinkat(dir, all[i].name, 0) == 0) {
                 total -= all[i].bytes;
                 vgpu_debug("remote GPU: NVRTC's compute cache: removed %s (over %llu bytes)", all[i].name,
