@@ -22,6 +22,7 @@
 #include "forwarder/remote/transport/ring.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -279,6 +280,36 @@ static void spin_follows_the_waits(void)
     for (int i = 0; i < 8; i++) /* a burst of quick answers */
         next = vgpu_ring_next_spin(&adaptive, next, 1000);
     CHECK(next > 200000, "a burst of 8 quick answers took the spin down to %llu ns", (unsigned long long)next);
+
+    /* What the environment sets (on a machine where this process may run
+     * on more than one CPU). */
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) != 0 || CPU_COUNT(&cpus) < 2) {
+        printf("one CPU: the settings' spins not checked\n");
+        return;
+    }
+    static const struct {
+        const char *spin, *most;
+        uint64_t least_ns, most_ns;
+    } settings[] = {
+        { NULL, NULL, 50000, 1000000 },   { "200", NULL, 200000, 200000 }, { NULL, "300", 50000, 300000 },
+        { "100", "400", 100000, 400000 }, { "100", "20", 100000, 100000 }, { "0", NULL, 0, 0 },
+    };
+    for (size_t i = 0; i < sizeof(settings) / sizeof(settings[0]); i++) {
+        struct vgpu_ring_spin got;
+        uint64_t bytes;
+        char err[256];
+        settings[i].spin ? setenv("VGPU_REMOTE_SPIN_US", settings[i].spin, 1) : unsetenv("VGPU_REMOTE_SPIN_US");
+        settings[i].most ? setenv("VGPU_REMOTE_SPIN_MAX_US", settings[i].most, 1) : unsetenv("VGPU_REMOTE_SPIN_MAX_US");
+        CHECK(vgpu_ring_settings(&bytes, &got, err, sizeof(err)) == 0, "settings %zu refused: %s", i, err);
+        CHECK(got.least_ns == settings[i].least_ns && got.most_ns == settings[i].most_ns,
+              "VGPU_REMOTE_SPIN_US=%s VGPU_REMOTE_SPIN_MAX_US=%s: %llu to %llu ns, not %llu to %llu",
+              settings[i].spin ? settings[i].spin : "(unset)", settings[i].most ? settings[i].most : "(unset)",
+              (unsigned long long)got.least_ns, (unsigned long long)got.most_ns,
+              (unsigned long long)settings[i].least_ns, (unsigned long long)settings[i].most_ns);
+    }
+    unsetenv("VGPU_REMOTE_SPIN_US");
+    unsetenv("VGPU_REMOTE_SPIN_MAX_US");
 }
 
 int main(int argc, char **argv)

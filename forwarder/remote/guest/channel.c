@@ -314,6 +314,10 @@ int vgpu_channel_connect(const char *where, struct vgpu_ring *r, char *err, size
     }
     r->peer_gone = host_gone;
     r->peer_ctx = NULL;
+    uint64_t ignored;
+    char why[256];
+    if (vgpu_ring_settings(&ignored, &r->spin, why, sizeof(why)) != 0)
+        vgpu_warn("remote GPU: %s", why);
     vgpu_info("remote GPU: channel %d of vGPU \"%s\" (rings of 2 x %llu KiB)", i, h->vgpu,
               (unsigned long long)(r->tx.size >> 10));
     return 0;

@@ -11,6 +11,7 @@
 #include <stdio.h>
 #include <linux/futex.h>
 #include <poll.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -109,22 +110,26 @@ static void adapt(struct vgpu_ring *r, uint64_t waited)
 }
 
 /* Waits until *word, the other side's position, is no longer seen: spins
- * (vgpu_ring_next_spin), then sleeps on seq, saying so in *sleeps (or polls, with no
- * socket).  0, or -1 when the other side is gone. */
-static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps)
+ * (vgpu_ring_next_spin; a reader's waits, for the other side's next
+ * message, set the next spin, a writer's, for room, do not), then sleeps
+ * on seq, saying so in *sleeps (or polls, with no socket).  0, or -1 when
+ * the other side is gone. */
+static int wait_for(struct vgpu_ring *r, uint64_t *word, uint64_t seen, uint32_t *seq, uint32_t *sleeps,
+                    bool reader)
 {
     uint64_t start = vgpu_now_ns(), spin = r->spin_next_ns > r->spin.least_ns ? r->spin_next_ns : r->spin.least_ns;
+    int gone = 0;
     for (unsigned i = 1;; i++) {
-        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen) {
-            adapt(r, vgpu_now_ns() - start);
-            return 0;
-        }
-        if (!(i & 63) && vgpu_now_ns() - start >= spin)
+        if (__atomic_load_n(word, __ATOMIC_ACQUIRE) != seen)
             break;
+        if (!(i & 63) && vgpu_now_ns() - start >= spin) {
+            gone = r->peer_gone ? poll_for(r, word, seen, start) : sleep_for(r, word, seen, seq, sleeps);
+            break;
+        }
         cpu_relax();
     }
-    int gone = r->peer_gone ? poll_for(r, word, seen, start) : sleep_for(r, word, seen, seq, sleeps);
-    adapt(r, vgpu_now_ns() - start);
+    if (reader)
+        adapt(r, vgpu_now_ns() - start);
     return gone;
 }
 
@@ -180,7 +185,7 @@ int vgpu_ring_write(struct vgpu_ring *r, const struct iovec *iov, int n)
             if (!room) {
                 publish_head(e);
                 uint64_t began = vgpu_now_ns();
-                if (wait_for(r, &e->s->tail, tail, &e->s->space_seq, &e->s->producer_sleeps) != 0) {
+                if (wait_for(r, &e->s->tail, tail, &e->s->space_seq, &e->s->producer_sleeps, false) != 0) {
                     errno = ECONNRESET;
                     return -1;
                 }
@@ -214,7 +219,7 @@ int vgpu_ring_read(struct vgpu_ring *r, void *dst, size_t len)
         uint64_t avail = head - e->pos;
         if (!avail) {
             publish_tail(e); /* room for the rest of a long message */
-            if (wait_for(r, &e->s->head, head, &e->s->data_seq, &e->s->consumer_sleeps) != 0) {
+            if (wait_for(r, &e->s->head, head, &e->s->data_seq, &e->s->consumer_sleeps, true) != 0) {
                 errno = done ? ECONNRESET : 0;
                 return -1;
             }
@@ -372,7 +377,7 @@ static bool number(const char *s, unsigned long most, unsigned long *v)
 int vgpu_ring_settings(uint64_t *stream_bytes, struct vgpu_ring_spin *waits, char *err, size_t errlen)
 {
     const char *t = getenv("VGPU_REMOTE_TRANSPORT"), *mib = getenv("VGPU_REMOTE_RING_MIB"),
-               *spin = getenv("VGPU_REMOTE_SPIN_US");
+               *spin = getenv("VGPU_REMOTE_SPIN_US"), *most = getenv("VGPU_REMOTE_SPIN_MAX_US");
     unsigned long v;
     int r = 0;
     *stream_bytes = (uint64_t)VGPU_RING_DEFAULT_MIB << 20;
@@ -392,6 +397,20 @@ int vgpu_ring_settings(uint64_t *stream_bytes, struct vgpu_ring_spin *waits, cha
             r = vgpu_fail(err, errlen, "VGPU_REMOTE_SPIN_US=%s is not a number of microseconds up to 1000000: %u taken",
                           spin, VGPU_RING_DEFAULT_SPIN_US);
     }
+    if (most && *most) {
+        if (number(most, 1000000, &v))
+            waits->most_ns = (uint64_t)v * 1000u > waits->least_ns ? (uint64_t)v * 1000u : waits->least_ns;
+        else
+            r = vgpu_fail(err, errlen,
+                          "VGPU_REMOTE_SPIN_MAX_US=%s is not a number of microseconds up to 1000000: the spin's "
+                          "most left as it was",
+                          most);
+    }
+    /* A process that may run on one CPU only would spin while the other
+     * side, which it waits for, cannot run. */
+    cpu_set_t cpus;
+    if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 && CPU_COUNT(&cpus) < 2)
+        waits->most_ns = waits->least_ns;
     if (t && *t && strcmp(t, "ring") != 0) {
         if (strcmp(t, "socket") == 0)
             *stream_bytes = 0;

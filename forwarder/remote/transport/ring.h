@@ -39,7 +39,8 @@
  * VGPU_RING_DEFAULT_SPIN_US, and up to VGPU_RING_DEFAULT_SPIN_MAX_US while
  * the waits before it ended within that (a caller paced by Python, its
  * calls tens of microseconds apart, then finds the other side awake).
- * VGPU_REMOTE_SPIN_US=N makes every wait spin N. */
+ * VGPU_REMOTE_SPIN_US=N makes every wait spin N, VGPU_REMOTE_SPIN_MAX_US
+ * sets the most; a process that may run on one CPU only spins the least. */
 #define VGPU_RING_DEFAULT_SPIN_US 50u
 #define VGPU_RING_DEFAULT_SPIN_MAX_US 1000u
 
@@ -135,6 +136,7 @@ uint64_t vgpu_ring_next_spin(const struct vgpu_ring_spin *spin, uint64_t prev, u
 
 /* What the environment asks for: each stream's bytes
  * (VGPU_REMOTE_RING_MIB; 0 when VGPU_REMOTE_TRANSPORT=socket turns the
- * ring off) and how long a wait spins (VGPU_REMOTE_SPIN_US).  0; or -1
+ * ring off) and how long a wait spins (VGPU_REMOTE_SPIN_US,
+ * VGPU_REMOTE_SPIN_MAX_US, and the CPUs the process may run on).  0; or -1
  * with a message in err when a variable is malformed (its default taken). */
 int vgpu_ring_settings(uint64_t *stream_bytes, struct vgpu_ring_spin *spin, char *err, size_t errlen);

@@ -92,28 +92,35 @@ int vgpu_wire_send_fd(int fd, uint16_t type, uint32_t call, const struct iovec *
 }
 
 /* How long a read of the socket spins before it blocks (VGPU_REMOTE_SPIN_US,
- * as the ring's waits do): a reply that comes within it costs no wake-up. */
-static uint64_t spin_ns(void)
+ * as the ring's waits do, and following the waits before it as theirs):
+ * a reply that comes within it costs no wake-up. */
+static struct vgpu_ring_spin socket_spin(void)
 {
-    static uint64_t ns = UINT64_MAX; /* this file's: read once, the same from every thread */
-    uint64_t v = __atomic_load_n(&ns, __ATOMIC_RELAXED);
-    if (v == UINT64_MAX) {
-        uint64_t ignored;
-        struct vgpu_ring_spin spin;
-        char err[256];
-        vgpu_ring_settings(&ignored, &spin, err, sizeof(err)); /* a malformed value is the ring's to report */
-        v = spin.least_ns;
-        __atomic_store_n(&ns, v, __ATOMIC_RELAXED);
+    /* This file's: read once, the same from every thread (most is stored
+     * before least, which says both are). */
+    static uint64_t least = UINT64_MAX, most;
+    struct vgpu_ring_spin s = { __atomic_load_n(&least, __ATOMIC_ACQUIRE), 0 };
+    if (s.least_ns != UINT64_MAX) {
+        s.most_ns = __atomic_load_n(&most, __ATOMIC_RELAXED);
+        return s;
     }
-    return v;
+    uint64_t ignored;
+    char err[256];
+    vgpu_ring_settings(&ignored, &s, err, sizeof(err)); /* a malformed value is the ring's to report */
+    __atomic_store_n(&most, s.most_ns, __ATOMIC_RELAXED);
+    __atomic_store_n(&least, s.least_ns, __ATOMIC_RELEASE);
+    return s;
 }
 
 /* Reads exactly len bytes from the socket; the first read takes the
- * descriptors that come with them into *passed (if passed).  Each read
- * spins (reading without blocking) before it blocks. */
-static int read_socket(int fd, void *p, size_t len, int *passed)
+ * descriptors that come with them into *passed (if passed).  A read that
+ * finds nothing spins (reading without blocking) before it blocks: as
+ * long as *next says (vgpu_ring_next_spin, which it then updates), or the
+ * least spin where next is NULL. */
+static int read_socket(int fd, void *p, size_t len, int *passed, uint64_t *next)
 {
-    uint64_t spin = spin_ns();
+    struct vgpu_ring_spin waits = socket_spin();
+    uint64_t spin = next && *next > waits.least_ns ? *next : waits.least_ns;
     char *c = p;
     while (len) {
         union {
@@ -128,15 +135,15 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
             m.msg_controllen = sizeof(control.b);
         }
         ssize_t r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
-        for (uint64_t start = spin && r < 0 && errno == EAGAIN ? vgpu_now_ns() : 0; start && r < 0 && errno == EAGAIN;) {
-            if (vgpu_now_ns() - start >= spin) {
+        if (r < 0 && errno == EAGAIN) {
+            uint64_t start = vgpu_now_ns();
+            while (r < 0 && errno == EAGAIN && vgpu_now_ns() - start < spin)
+                r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+            if (r < 0 && errno == EAGAIN)
                 r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
-                break;
-            }
-            r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC | MSG_DONTWAIT);
+            if (next && r > 0)
+                *next = vgpu_ring_next_spin(&waits, *next, vgpu_now_ns() - start);
         }
-        if (r < 0 && errno == EAGAIN && !spin)
-            r = recvmsg(fd, &m, MSG_CMSG_CLOEXEC);
         if (r < 0 && errno == EINTR)
             continue;
         /* Only what a successful read received: a failed one leaves the header as it was. */
@@ -166,7 +173,7 @@ static int read_socket(int fd, void *p, size_t len, int *passed)
 
 int vgpu_wire_read(struct vgpu_wire *w, void *p, size_t len)
 {
-    return w->ring ? vgpu_ring_read(w->ring, p, len) : read_socket(w->fd, p, len, NULL);
+    return w->ring ? vgpu_ring_read(w->ring, p, len) : read_socket(w->fd, p, len, NULL, &w->spin_next_ns);
 }
 
 static int check_hdr(const struct vgpu_remote_hdr *h)
@@ -188,7 +195,7 @@ int vgpu_wire_read_hdr(struct vgpu_wire *w, struct vgpu_remote_hdr *h)
 int vgpu_wire_read_hdr_fd(int fd, struct vgpu_remote_hdr *h, int *passed)
 {
     *passed = -1;
-    if (read_socket(fd, h, sizeof(*h), passed) == 0 && check_hdr(h) == 0)
+    if (read_socket(fd, h, sizeof(*h), passed, NULL) == 0 && check_hdr(h) == 0)
         return 0;
     int e = errno;
     if (*passed >= 0)

@@ -107,6 +107,7 @@ struct vgpu_wire {
     int fd;
     struct vgpu_ring *ring;
     uint64_t order;
+    uint64_t spin_next_ns; /* on the socket: the next read's spin (vgpu_ring_next_spin) */
 };
 
 /* Sends a header of type, call and flags with the iovecs as payload (at
