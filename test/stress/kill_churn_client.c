@@ -31,6 +31,7 @@
 #include "test/common/client_util.h"
 #include "common/contract/window/bar0.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -252,7 +253,7 @@ static void *churn(void *arg)
     return NULL;
 }
 
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
 static pid_t worker_pid;
 
 /* Registered before vgpu's exit handler, so run after it: a forked child
@@ -260,7 +261,9 @@ static pid_t worker_pid;
  * destructors.  One of them is LeakSanitizer's check, which locks the whole
  * allocator, and GCC 12's ASan runtime does not take the allocator's locks
  * across fork: one that another thread held at the fork is never released
- * in the child, which would hang there. */
+ * in the child, which would hang there.  ThreadSanitizer's finishing at
+ * exit takes locks of its runtime that another thread of the worker may
+ * have held at the fork too. */
 static void child_skips_destructors(void)
 {
     if (getpid() != worker_pid)
@@ -270,7 +273,7 @@ static void child_skips_destructors(void)
 
 static __attribute__((noreturn)) void worker_main(int w, unsigned seed, uint64_t overhead)
 {
-#if defined(__SANITIZE_ADDRESS__)
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
     worker_pid = getpid();
     atexit(child_skips_destructors);
 #endif
@@ -547,6 +550,52 @@ static void kill_and_restart_workers(void)
     }
 }
 
+/* What process pid and its children wait in, each thread's kernel wait
+ * channel and system call: where a process that does not settle is stuck. */
+static void describe_stuck(pid_t pid, int depth)
+{
+    char path[320], line[256];
+    snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+    DIR *tasks = opendir(path);
+    for (struct dirent *t; tasks && (t = readdir(tasks));) {
+        if (t->d_name[0] == '.')
+            continue;
+        char wchan[64] = "", call[128] = "";
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/wchan", (int)pid, t->d_name);
+        FILE *f = fopen(path, "re");
+        if (f && !fgets(wchan, sizeof(wchan), f))
+            wchan[0] = '\0';
+        if (f)
+            fclose(f);
+        snprintf(path, sizeof(path), "/proc/%d/task/%s/syscall", (int)pid, t->d_name);
+        if ((f = fopen(path, "re"))) {
+            if (!fgets(call, sizeof(call), f))
+                call[0] = '\0';
+            call[strcspn(call, "\n")] = '\0';
+            fclose(f);
+        }
+        fprintf(stderr, "%*spid %d thread %s: waits in %s, system call %s\n", 2 * depth, "", (int)pid, t->d_name,
+                wchan[0] ? wchan : "-", call[0] ? call : "-");
+    }
+    if (tasks)
+        closedir(tasks);
+    DIR *all = depth < 2 ? opendir("/proc") : NULL;
+    for (struct dirent *e; all && (e = readdir(all));) {
+        int child = atoi(e->d_name), parent = 0;
+        snprintf(path, sizeof(path), "/proc/%d/stat", child);
+        FILE *f = child > 0 ? fopen(path, "re") : NULL;
+        if (f && fgets(line, sizeof(line), f)) {
+            char *close = strrchr(line, ')');
+            if (close && sscanf(close + 1, " %*c %d", &parent) == 1 && parent == pid)
+                describe_stuck(child, depth + 1);
+        }
+        if (f)
+            fclose(f);
+    }
+    if (all)
+        closedir(all);
+}
+
 /* The survivors free everything and hold their final amounts. */
 static void settle(void)
 {
@@ -558,8 +607,10 @@ static void settle(void)
             usleep(10000);
         }
     for (int w = 0; w < WORKERS; w++)
-        if (atomic_load(&sh->report[w].pid) != run.workers[w])
+        if (atomic_load(&sh->report[w].pid) != run.workers[w]) {
             failure("worker %d (pid %d) did not settle within 75 s", w, (int)run.workers[w]);
+            describe_stuck(run.workers[w], 0);
+        }
     reap_orphans(run.workers, true);
 }
 
