@@ -10,7 +10,8 @@
  * second.  Nothing of it needs the GPU, so nothing crosses: the guest keeps
  * the entries itself (docs/design/remote.md, "NVRTC's compute cache").
  *
- * The table, as NVRTC calls it (CUDA 12 and 13; the driver's is 56 bytes):
+ * The table, as CUDA 13.0's NVRTC calls it (a table's UUID fixes its
+ * layout: one driver serves every NVRTC that asks; r580's is 56 bytes):
  *   [0] its size in bytes
  *   [1] key(out, kind, source, source size, options, host, build, a, b): a
  *       key for those inputs (a handle NVRTC passes to the next three)
