@@ -37,9 +37,8 @@
 #include "forwarder/remote/guest/cuda/manual.h"
 
 #include "common/log.h"
-#include "forwarder/remote/transport/sha256.h"
+#include "forwarder/remote/transport/file_cache.h"
 
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
@@ -47,12 +46,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #define DEFAULT_MAX_BYTES (256ull << 20)
 #define LARGEST_MAX_BYTES (4ull << 30)
-/* A file another writer left aside for longer than this is its crash's. */
+/* A file a writer left aside for longer than this is its crash's. */
 #define STALE_SECONDS 600
 
 static const char magic[8] = { 'V', 'G', 'P', 'U', 'N', 'R', 'C', '1' };
@@ -68,7 +66,7 @@ struct entry_header {
  * was made (-1: no cache). */
 struct cache_key {
     uint8_t digest[VGPU_SHA256_BYTES];
-    char name[2 * VGPU_SHA256_BYTES + 1];
+    char name[VGPU_FILE_CACHE_NAME];
     int dir;
     uint64_t max_bytes;
 };
@@ -129,30 +127,12 @@ static int open_folder(void)
     if (!cache_path(path, sizeof(path)))
         return -1;
     make_folders(path);
-    /* Not a link (which someone able to write its parent could point at a
-     * folder of the user's whose files it would then remove). */
-    int dir = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-    if (dir < 0) {
-        struct stat st;
-        if ((errno == ELOOP || errno == ENOTDIR) && lstat(path, &st) == 0) /* O_DIRECTORY's ENOTDIR for a link */
-            warn_unsafe(path, S_ISLNK(st.st_mode) ? "a link" : "not a folder");
-        else
-            vgpu_debug("remote GPU: NVRTC's compute cache: %s: %s", path, strerror(errno));
-        return -1;
-    }
-    struct stat st;
-    const char *why = NULL;
-    if (fstat(dir, &st) != 0)
-        why = "unreadable";
-    else if (st.st_uid != geteuid())
-        why = "another user's";
-    else if (st.st_mode & (S_IWGRP | S_IWOTH))
-        why = "writable by others";
-    if (why) {
+    const char *why;
+    int dir = vgpu_file_cache_open(path, &why);
+    if (dir < 0 && why)
         warn_unsafe(path, why);
-        close(dir);
-        return -1;
-    }
+    else if (dir < 0)
+        vgpu_debug("remote GPU: NVRTC's compute cache: %s: %s", path, strerror(errno));
     return dir;
 }
 
@@ -204,8 +184,7 @@ static CUresult make_key(struct cache_key **out, int kind, const void *source, u
         at += put(at, text[i], strlen(text[i]));
     vgpu_sha256(all, (size_t)(at - all), key->digest);
     free(all);
-    for (int i = 0; i < VGPU_SHA256_BYTES; i++)
-        snprintf(key->name + 2 * i, 3, "%02x", key->digest[i]);
+    vgpu_file_cache_name(key->digest, key->name);
     key->dir = open_folder();
     key->max_bytes = max_bytes();
     *out = key;
@@ -222,32 +201,6 @@ static CUresult free_key(struct cache_key *key)
 
 /* ---- entries ---- */
 
-static bool read_all(int fd, void *p, size_t n)
-{
-    for (size_t done = 0; done < n;) {
-        ssize_t r = read(fd, (char *)p + done, n - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        done += (size_t)r;
-    }
-    return true;
-}
-
-static bool write_all(int fd, const void *p, size_t n)
-{
-    for (size_t done = 0; done < n;) {
-        ssize_t r = write(fd, (const char *)p + done, n - done);
-        if (r < 0 && errno == EINTR)
-            continue;
-        if (r <= 0)
-            return false;
-        done += (size_t)r;
-    }
-    return true;
-}
-
 /* Whether the open file fd is a whole entry of key's, within the cache's
  * bound: its header, into h. */
 static bool entry_fits(int fd, const struct cache_key *key, struct entry_header *h)
@@ -255,7 +208,7 @@ static bool entry_fits(int fd, const struct cache_key *key, struct entry_header 
     struct stat st;
     return fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == geteuid() && (uint64_t)st.st_size >= sizeof(*h) &&
            (uint64_t)st.st_size - sizeof(*h) <= UINT32_MAX && (uint64_t)st.st_size <= key->max_bytes &&
-           read_all(fd, h, sizeof(*h)) &&
+           vgpu_file_cache_read(fd, h, sizeof(*h)) &&
            memcmp(h->magic, magic, sizeof(magic)) == 0 && memcmp(h->key, key->digest, sizeof(h->key)) == 0 &&
            h->size == (uint64_t)st.st_size - sizeof(*h);
 }
@@ -269,7 +222,7 @@ static void *read_entry(const struct cache_key *key, unsigned *size)
     struct entry_header h;
     uint8_t digest[VGPU_SHA256_BYTES];
     void *data = entry_fits(fd, key, &h) ? malloc(h.size ? h.size : 1) : NULL;
-    if (data && read_all(fd, data, h.size)) {
+    if (data && vgpu_file_cache_read(fd, data, h.size)) {
         vgpu_sha256(data, h.size, digest);
         if (memcmp(digest, h.digest, sizeof(digest)) == 0) {
             *size = (unsigned)h.size;
@@ -296,97 +249,14 @@ static CUresult lookup(struct cache_key *key, unsigned flags, void **data, unsig
     return *data ? CUDA_SUCCESS : CUDA_ERROR_NOT_FOUND;
 }
 
-struct kept {
-    char name[2 * VGPU_SHA256_BYTES + 1];
-    uint64_t bytes;
-    struct timespec used;
-};
-
-static int older_first(const void *a, const void *b)
-{
-    const struct timespec *x = &((const struct kept *)a)->used, *y = &((const struct kept *)b)->used;
-    if (x->tv_sec != y->tv_sec)
-        return x->tv_sec < y->tv_sec ? -1 : 1;
-    return x->tv_nsec < y->tv_nsec ? -1 : x->tv_nsec > y->tv_nsec;
-}
-
-static bool is_entry_name(const char *s)
-{
-    size_t n = strspn(s, "0123456789abcdef");
-    return n == 2 * VGPU_SHA256_BYTES && !s[n];
-}
-
-/* Once the folder holds more than max bytes, removes the entries read
- * least recently until it holds at most nine tenths of it (so that the
- * stores after it scan the folder without removing); and what writers
- * that crashed left aside. */
-static void evict(int dir, uint64_t max)
-{
-    int fd = dup(dir);
-    DIR *d = fd >= 0 ? fdopendir(fd) : NULL;
-    if (!d) {
-        if (fd >= 0)
-            close(fd);
-        return;
-    }
-    rewinddir(d);
-    struct kept *all = NULL;
-    size_t n = 0, cap = 0;
-    uint64_t total = 0;
-    time_t now = time(NULL);
-    for (struct dirent *e; (e = readdir(d));) {
-        struct stat st;
-        bool entry = is_entry_name(e->d_name), aside = strncmp(e->d_name, ".tmp-", 5) == 0;
-        if ((!entry && !aside) || fstatat(dir, e->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(st.st_mode))
-            continue;
-        if (aside) {
-            if (now - st.st_mtime > STALE_SECONDS)
-                (void)unlinkat(dir, e->d_name, 0);
-            continue;
-        }
-        if (n == cap) {
-            struct kept *more = realloc(all, (cap = cap ? 2 * cap : 64) * sizeof(*all));
-            if (!more)
-                break;
-            all = more;
-        }
-        memcpy(all[n].name, e->d_name, sizeof(all[n].name));
-        all[n].bytes = (uint64_t)st.st_size;
-        all[n].used = st.st_mtim;
-        total += all[n++].bytes;
-    }
-    closedir(d);
-    if (total > max && n) {
-        uint64_t keep = max / 10 * 9;
-        qsort(all, n, sizeof(*all), older_first);
-        for (size_t i = 0; i < n && total > keep; i++)
-            if (unlinkat(dir, all[i].name, 0) == 0) {
-                total -= all[i].bytes;
-                vgpu_debug("remote GPU: NVRTC's compute cache: removed %s (over %llu bytes)", all[i].name,
-                           (unsigned long long)max);
-            }
-    }
-    free(all);
-}
-
 static bool write_entry(const struct cache_key *key, const void *data, unsigned size)
 {
-    static unsigned long written; /* names files aside apart within a process */
-    char aside[64];
-    snprintf(aside, sizeof(aside), ".tmp-%ld-%lu", (long)getpid(), __atomic_add_fetch(&written, 1, __ATOMIC_RELAXED));
-    int fd = openat(key->dir, aside, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
-    if (fd < 0)
-        return false;
     struct entry_header h = { .size = size };
     memcpy(h.magic, magic, sizeof(magic));
     memcpy(h.key, key->digest, sizeof(h.key));
     vgpu_sha256(data, size, h.digest);
-    bool ok = write_all(fd, &h, sizeof(h)) && write_all(fd, data, size);
-    ok = close(fd) == 0 && ok;
-    if (ok && renameat(key->dir, aside, key->dir, key->name) == 0)
-        return true;
-    (void)unlinkat(key->dir, aside, 0);
-    return false;
+    struct iovec v[2] = { { &h, sizeof(h) }, { (void *)data, size } };
+    return vgpu_file_cache_write(key->dir, key->name, v, 2);
 }
 
 static CUresult store(struct cache_key *key, unsigned flags, const void *data, unsigned size)
@@ -405,7 +275,8 @@ static CUresult store(struct cache_key *key, unsigned flags, const void *data, u
         return CUDA_SUCCESS;
     }
     vgpu_debug("remote GPU: NVRTC's compute cache: stored %s (%u bytes)", key->name, size);
-    evict(key->dir, key->max_bytes);
+    /* Down to nine tenths of the bound, so that the stores after it only look. */
+    vgpu_file_cache_trim(key->dir, key->max_bytes, key->max_bytes / 10 * 9, STALE_SECONDS);
     return CUDA_SUCCESS;
 }
 
